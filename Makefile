@@ -1,0 +1,39 @@
+# Every target bootstraps its own virtualenv, so a fresh clone needs only python3, go and git.
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
+
+.PHONY: venv control-plane test test-unit lint demo bench clean
+
+$(STAMP): pyproject.toml
+	python3 -m venv $(VENV)
+	$(VENV)/bin/pip install -q --upgrade pip
+	$(VENV)/bin/pip install -q -e '.[dev]'
+	rm -f $(VENV)/.installed-* && touch $(STAMP)
+
+venv: $(STAMP)
+
+# A real kube-apiserver + etcd, built once from Go modules into ~/.cache/fracctl.
+control-plane:
+	@bash scripts/build-control-plane.sh >/dev/null
+
+test: venv control-plane
+	$(VENV)/bin/pytest
+
+test-unit: venv
+	$(VENV)/bin/pytest -m "not cluster and not e2e"
+
+lint: venv
+	$(VENV)/bin/ruff check fracctl tests benchmarks
+	$(VENV)/bin/ruff format --check fracctl tests benchmarks
+	$(VENV)/bin/mypy
+	$(VENV)/bin/lint-imports
+
+demo: venv control-plane
+	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" bash scripts/demo.sh
+
+bench: venv control-plane
+	$(PY) benchmarks/run.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,5 @@
+"""Allow ``python -m fracctl``."""
+
+from fracctl.cli.main import main
+
+main()

@@ -1,0 +1,322 @@
+"""A real kube-apiserver + etcd on loopback: the test fixture and ``fracctl sandbox``.
+
+Nothing here is a fake: the binaries are the upstream ones (from ``KUBEBUILDER_ASSETS``
+or built from Go modules by ``scripts/build-control-plane.sh``). The API server runs
+with RBAC authorization, a static token file (an admin in ``system:masters`` and a
+``viewer`` with no rights, for RBAC tests), and its own self-signed serving certificate.
+Processes are stopped by the PIDs recorded when they were started, nothing else.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from fracctl.errors import ExternalError, TimedOut, UsageError
+
+ADMIN_USER = "fracctl-admin"
+VIEWER_USER = "viewer"
+
+
+@dataclass
+class ControlPlane:
+    """A running (or recorded) control plane."""
+
+    state_dir: str
+    etcd_pid: int
+    apiserver_pid: int
+    port: int
+    admin_token: str
+    viewer_token: str
+
+    @property
+    def url(self) -> str:
+        """The API server URL."""
+        return f"https://127.0.0.1:{self.port}"
+
+    @property
+    def kubeconfig(self) -> str:
+        """Path of the admin kubeconfig."""
+        return str(Path(self.state_dir) / "kubeconfig")
+
+    @property
+    def ca_file(self) -> str:
+        """The API server's serving certificate bundle."""
+        return str(Path(self.state_dir) / "certs" / "apiserver.crt")
+
+    def save(self) -> None:
+        """Record PIDs and ports in the state dir."""
+        Path(self.state_dir, "controlplane.json").write_text(json.dumps(asdict(self)))
+
+    @classmethod
+    def load(cls, state_dir: str | Path) -> ControlPlane | None:
+        """The control plane recorded in ``state_dir``, if any."""
+        path = Path(state_dir, "controlplane.json")
+        if not path.is_file():
+            return None
+        try:
+            return cls(**json.loads(path.read_text()))
+        except (ValueError, TypeError):
+            return None
+
+    def alive(self) -> bool:
+        """Whether both recorded processes still run."""
+        return _alive(self.etcd_pid) and _alive(self.apiserver_pid)
+
+    def write_kubeconfig(self, path: str, *, token: str, user: str) -> None:
+        """Write a kubeconfig for ``user`` with a bearer token."""
+        ca = Path(self.ca_file).read_bytes()
+        import base64
+
+        doc = {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [
+                {
+                    "name": "fracctl-sandbox",
+                    "cluster": {
+                        "server": self.url,
+                        "certificate-authority-data": base64.b64encode(ca).decode(),
+                    },
+                }
+            ],
+            "users": [{"name": user, "user": {"token": token}}],
+            "contexts": [
+                {"name": "fracctl-sandbox", "context": {"cluster": "fracctl-sandbox", "user": user}}
+            ],
+            "current-context": "fracctl-sandbox",
+        }
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as f:
+            json.dump(doc, f, indent=2)
+
+    def stop(self, *, timeout: float = 15.0) -> None:
+        """Stop the API server, then etcd, by their recorded PIDs."""
+        for pid in (self.apiserver_pid, self.etcd_pid):
+            _terminate(pid, timeout)
+
+
+def find_binaries(repo_root: Path | None = None) -> Path:
+    """The folder holding ``kube-apiserver`` and ``etcd``; builds them if needed."""
+    assets = os.environ.get("KUBEBUILDER_ASSETS")
+    if assets:
+        folder = Path(assets)
+        if (folder / "kube-apiserver").is_file() and (folder / "etcd").is_file():
+            return folder
+        raise UsageError(f"KUBEBUILDER_ASSETS={assets} lacks kube-apiserver or etcd")
+    script = _build_script(repo_root)
+    if script is None:
+        raise UsageError(
+            "no control-plane binaries: set KUBEBUILDER_ASSETS to a folder holding "
+            "kube-apiserver and etcd"
+        )
+    try:
+        out = subprocess.run(
+            ["bash", str(script)], check=True, stdout=subprocess.PIPE, text=True
+        ).stdout
+    except subprocess.CalledProcessError as e:
+        raise ExternalError(f"building the control plane failed (exit {e.returncode})") from None
+    return Path(out.strip().splitlines()[-1])
+
+
+def _build_script(repo_root: Path | None) -> Path | None:
+    candidates = [repo_root] if repo_root else []
+    candidates.append(Path(__file__).resolve().parents[2])
+    for root in candidates:
+        if root and (root / "scripts" / "build-control-plane.sh").is_file():
+            return root / "scripts" / "build-control-plane.sh"
+    return None
+
+
+def free_port() -> int:
+    """An unused loopback TCP port."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def start(state_dir: str | Path, *, binaries: Path, detach: bool = False) -> ControlPlane:
+    """Start etcd and kube-apiserver with state under ``state_dir``; wait until ready.
+
+    With ``detach`` the processes get their own session so they outlive the caller.
+    """
+    state = Path(state_dir)
+    for sub in ("etcd", "certs", "logs"):
+        (state / sub).mkdir(parents=True, exist_ok=True)
+    etcd_port, peer_port, api_port = free_port(), free_port(), free_port()
+    admin_token, viewer_token = secrets.token_hex(24), secrets.token_hex(24)
+
+    tokens = state / "tokens.csv"
+    fd = os.open(tokens, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as f:
+        f.write(f'{admin_token},{ADMIN_USER},uid-admin,"system:masters"\n')
+        f.write(f"{viewer_token},{VIEWER_USER},uid-viewer\n")
+    sa_key = state / "certs" / "sa.key"
+    if not sa_key.is_file():
+        _openssl_key(sa_key)
+
+    with open(state / "logs" / "etcd.log", "ab") as etcd_log:
+        etcd = _spawn(
+            [
+                str(binaries / "etcd"),
+                "--name=default",
+                f"--data-dir={state / 'etcd'}",
+                f"--listen-client-urls=http://127.0.0.1:{etcd_port}",
+                f"--advertise-client-urls=http://127.0.0.1:{etcd_port}",
+                f"--listen-peer-urls=http://127.0.0.1:{peer_port}",
+                f"--initial-advertise-peer-urls=http://127.0.0.1:{peer_port}",
+                f"--initial-cluster=default=http://127.0.0.1:{peer_port}",
+                "--unsafe-no-fsync=true",
+                "--quota-backend-bytes=8589934592",
+                "--log-level=warn",
+            ],
+            etcd_log,
+            detach,
+        )
+    with open(state / "logs" / "kube-apiserver.log", "ab") as api_log:
+        apiserver = _spawn(
+            [
+                str(binaries / "kube-apiserver"),
+                f"--etcd-servers=http://127.0.0.1:{etcd_port}",
+                "--bind-address=127.0.0.1",
+                "--advertise-address=127.0.0.1",
+                f"--secure-port={api_port}",
+                f"--cert-dir={state / 'certs'}",
+                f"--token-auth-file={tokens}",
+                "--authorization-mode=RBAC",
+                "--service-cluster-ip-range=10.0.0.0/24",
+                "--allow-privileged=true",
+                "--disable-admission-plugins=ServiceAccount",
+                f"--service-account-key-file={sa_key}",
+                f"--service-account-signing-key-file={sa_key}",
+                "--service-account-issuer=https://fracctl.sandbox.local",
+                "--enable-priority-and-fairness=false",
+                "--max-requests-inflight=1000",
+                "--storage-media-type=application/json",
+                "--v=0",
+            ],
+            api_log,
+            detach,
+        )
+    cp = ControlPlane(str(state), etcd.pid, apiserver.pid, api_port, admin_token, viewer_token)
+    cp.save()
+    try:
+        _wait_ready(cp, apiserver)
+    except BaseException:
+        cp.stop()
+        raise
+    cp.write_kubeconfig(cp.kubeconfig, token=admin_token, user=ADMIN_USER)
+    cp.write_kubeconfig(str(state / "viewer.kubeconfig"), token=viewer_token, user=VIEWER_USER)
+    return cp
+
+
+# Children started by this process, kept so they can be reaped (a detached sandbox's
+# processes outlive us and are stopped later by PID alone).
+_CHILDREN: dict[int, subprocess.Popen[bytes]] = {}
+
+
+def _spawn(argv: list[str], log: Any, detach: bool) -> subprocess.Popen[bytes]:
+    proc = subprocess.Popen(
+        argv,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        stdin=subprocess.DEVNULL,
+        start_new_session=detach,
+    )
+    _CHILDREN[proc.pid] = proc
+    return proc
+
+
+def _wait_ready(cp: ControlPlane, proc: subprocess.Popen[bytes], timeout: float = 90.0) -> None:
+    import ssl
+    import urllib.request
+
+    ctx = ssl.create_default_context()
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE  # only until the serving cert exists; probing readiness
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            log = Path(cp.state_dir, "logs", "kube-apiserver.log")
+            tail = log.read_text(errors="replace").strip().splitlines()[-3:] if log.exists() else []
+            raise ExternalError(f"kube-apiserver exited ({proc.returncode}): {' | '.join(tail)}")
+        req = urllib.request.Request(
+            cp.url + "/readyz", headers={"Authorization": f"Bearer {cp.admin_token}"}
+        )
+        try:
+            with urllib.request.urlopen(req, context=ctx, timeout=2) as r:  # noqa: S310
+                if r.status == 200 and Path(cp.ca_file).is_file():
+                    return
+        except OSError:
+            pass
+        time.sleep(0.25)
+    raise TimedOut(f"kube-apiserver not ready after {timeout:.0f}s; see {cp.state_dir}/logs")
+
+
+def _openssl_key(path: Path) -> None:
+    if shutil.which("openssl") is None:
+        raise ExternalError("openssl is needed to generate the service-account key")
+    subprocess.run(
+        ["openssl", "genrsa", "-out", str(path), "2048"],
+        check=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    path.chmod(0o600)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    # A zombie child still "exists"; treat it as gone.
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        return stat.rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return True
+
+
+def _terminate(pid: int, timeout: float) -> None:
+    if not _alive(pid):
+        _reap(pid)
+        return
+    try:
+        os.kill(pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        _reap(pid)
+        if not _alive(pid):
+            return
+        time.sleep(0.1)
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    _reap(pid)
+
+
+def _reap(pid: int) -> None:
+    child = _CHILDREN.get(pid)
+    if child is not None:
+        if child.poll() is not None:
+            del _CHILDREN[pid]
+        return
+    try:
+        os.waitpid(pid, os.WNOHANG)
+    except ChildProcessError:
+        pass

@@ -1,0 +1,401 @@
+"""The Kubernetes API adapter: raw JSON over the client library's connection pool.
+
+The ``kubernetes`` package loads kubeconfig (contexts, exec plugins, in-cluster tokens)
+and builds the TLS connection pool; requests and responses stay plain dicts, which is
+much faster than the generated models and lets lists be requested as metadata only.
+Every failure becomes a :mod:`fracctl.errors` exception; credentials never reach a
+message.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from fracctl.core.resources import CRDS, ResourceRef, split_api_version
+from fracctl.errors import (
+    ApiError,
+    ApiStatus,
+    Cause,
+    ConfigError,
+    NotFound,
+    Unreachable,
+    api_error_for,
+)
+
+JSON = "application/json"
+MERGE_PATCH = "application/merge-patch+json"
+JSON_PATCH = "application/json-patch+json"
+APPLY_PATCH = "application/apply-patch+yaml"
+METADATA_LIST = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1," + JSON
+
+Obj = dict[str, Any]
+
+
+class Kube:
+    """A small, typed-by-convention Kubernetes client returning plain dicts."""
+
+    def __init__(self, configuration: Any, *, timeout: float = 30.0) -> None:
+        from kubernetes.client import ApiClient
+
+        self._api = ApiClient(configuration)
+        self._pool = self._api.rest_client.pool_manager
+        self.host = str(configuration.host).rstrip("/")
+        self.timeout = timeout
+        self.calls: Counter[str] = Counter()  # "VERB plural" -> count, for tests and benchmarks
+        self._discovery: dict[tuple[str, str], ResourceRef] = {}
+        self._discovered: set[str] = set()
+
+    # --- construction -----------------------------------------------------------------
+
+    @classmethod
+    def connect(
+        cls,
+        *,
+        kubeconfig: str | None = None,
+        context: str | None = None,
+        in_cluster: bool = False,
+        timeout: float = 30.0,
+    ) -> Kube:
+        """Load credentials from a kubeconfig (or the in-cluster service account)."""
+        from kubernetes import config as kconfig
+        from kubernetes.client import Configuration
+        from kubernetes.config.config_exception import ConfigException
+
+        configuration = Configuration()
+        try:
+            if in_cluster:
+                kconfig.load_incluster_config(client_configuration=configuration)
+            else:
+                kconfig.load_kube_config(
+                    config_file=kubeconfig,
+                    context=context,
+                    client_configuration=configuration,
+                    persist_config=False,
+                )
+        except ConfigException as e:
+            raise ConfigError(f"kubeconfig: {_first_line(str(e))}") from None
+        except OSError as e:
+            raise ConfigError(f"kubeconfig: {e.strerror}: {e.filename}") from None
+        return cls(configuration, timeout=timeout)
+
+    # --- raw requests -----------------------------------------------------------------
+
+    def _headers(self, content_type: str | None, accept: str) -> dict[str, str]:
+        headers = {"Accept": accept, "User-Agent": "fracctl"}
+        if content_type:
+            headers["Content-Type"] = content_type
+        cfg = self._api.configuration
+        if cfg.refresh_api_key_hook is not None:
+            cfg.refresh_api_key_hook(cfg)
+        auth = cfg.auth_settings().get("BearerToken")
+        if auth and auth.get("value"):
+            headers[auth["key"]] = auth["value"]
+        return headers
+
+    def _send(
+        self,
+        method: str,
+        path: str,
+        *,
+        query: Mapping[str, Any] | None = None,
+        body: Any = None,
+        content_type: str | None = None,
+        accept: str = JSON,
+        stream: bool = False,
+        timeout: float | None = None,
+    ) -> Any:
+        import urllib3
+        from urllib.parse import urlencode
+
+        params = {k: v for k, v in (query or {}).items() if v is not None and v != ""}
+        url = self.host + path + (("?" + urlencode(params, doseq=True)) if params else "")
+        data: bytes | None = None
+        if body is not None:
+            data = body if isinstance(body, bytes) else json.dumps(body).encode()
+            content_type = content_type or JSON
+        read = self.timeout if timeout is None else timeout
+        try:
+            resp = self._pool.request(
+                method,
+                url,
+                body=data,
+                headers=self._headers(content_type, accept),
+                preload_content=not stream,
+                timeout=urllib3.Timeout(connect=min(10.0, self.timeout), read=read),
+                retries=False,
+            )
+        except urllib3.exceptions.HTTPError as e:
+            raise Unreachable(
+                f"cannot reach the API server at {self.host}: {_reason(e)}",
+                hint="is the cluster up and the kubeconfig right?",
+            ) from None
+        if resp.status >= 400:
+            raw = resp.data if not stream else resp.read()
+            if stream:
+                resp.release_conn()
+            raise _api_error(resp.status, raw)
+        return resp
+
+    def request(self, method: str, path: str, **kwargs: Any) -> Obj:
+        """One request; the decoded JSON body."""
+        plural = _plural_of(path)
+        self.calls[f"{method} {plural}"] += 1
+        resp = self._send(method, path, **kwargs)
+        return json.loads(resp.data) if resp.data else {}
+
+    # --- typed helpers ----------------------------------------------------------------
+
+    def get(self, ref: ResourceRef, name: str, namespace: str | None = None) -> Obj:
+        """GET one object; raises NotFound."""
+        return self.request("GET", ref.path(namespace=namespace, name=name))
+
+    def get_or_none(self, ref: ResourceRef, name: str, namespace: str | None = None) -> Obj | None:
+        """GET one object, or None when it does not exist."""
+        try:
+            return self.get(ref, name, namespace)
+        except NotFound:
+            return None
+
+    def list_pages(
+        self,
+        ref: ResourceRef,
+        *,
+        namespace: str | None = None,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+        limit: int | None = 500,
+        metadata_only: bool = False,
+    ) -> Iterator[Obj]:
+        """Yield list pages (each a List object), following ``continue`` tokens."""
+        token: str | None = None
+        while True:
+            page = self.request(
+                "GET",
+                ref.path(namespace=namespace),
+                query={
+                    "labelSelector": label_selector,
+                    "fieldSelector": field_selector,
+                    "limit": limit,
+                    "continue": token,
+                },
+                accept=METADATA_LIST if metadata_only else JSON,
+            )
+            yield page
+            token = (page.get("metadata") or {}).get("continue")
+            if not token:
+                return
+
+    def list(self, ref: ResourceRef, **kwargs: Any) -> list[Obj]:
+        """Every item of a (paged) list."""
+        return [item for page in self.list_pages(ref, **kwargs) for item in page.get("items") or []]
+
+    def create(
+        self, ref: ResourceRef, body: Obj, *, namespace: str | None = None, dry_run: bool = False
+    ) -> Obj:
+        """POST a new object."""
+        return self.request(
+            "POST",
+            ref.path(namespace=namespace or _ns(body)),
+            body=body,
+            query={"dryRun": "All" if dry_run else None, "fieldManager": "fracctl"},
+        )
+
+    def replace(self, ref: ResourceRef, body: Obj, *, dry_run: bool = False) -> Obj:
+        """PUT an object (needs ``metadata.resourceVersion`` for optimistic locking)."""
+        return self.request(
+            "PUT",
+            ref.path(namespace=_ns(body), name=body["metadata"]["name"]),
+            body=body,
+            query={"dryRun": "All" if dry_run else None, "fieldManager": "fracctl"},
+        )
+
+    def patch(
+        self,
+        ref: ResourceRef,
+        name: str,
+        patch: Any,
+        *,
+        namespace: str | None = None,
+        content_type: str = MERGE_PATCH,
+        subresource: str = "",
+        dry_run: bool = False,
+        field_manager: str = "fracctl",
+        force: bool = False,
+    ) -> Obj:
+        """PATCH an object or a subresource (merge, JSON or server-side apply)."""
+        return self.request(
+            "PATCH",
+            ref.path(namespace=namespace, name=name, subresource=subresource),
+            body=patch,
+            content_type=content_type,
+            query={
+                "dryRun": "All" if dry_run else None,
+                "fieldManager": field_manager,
+                "force": "true" if force else None,
+            },
+        )
+
+    def apply(
+        self, ref: ResourceRef, body: Obj, *, dry_run: bool = False, force: bool = True
+    ) -> Obj:
+        """Server-side apply ``body`` with field manager ``fracctl``."""
+        return self.patch(
+            ref,
+            body["metadata"]["name"],
+            body,
+            namespace=_ns(body),
+            content_type=APPLY_PATCH,
+            dry_run=dry_run,
+            force=force,
+        )
+
+    def delete(
+        self,
+        ref: ResourceRef,
+        name: str,
+        namespace: str | None = None,
+        *,
+        uid: str | None = None,
+        propagation: str = "Background",
+    ) -> Obj:
+        """DELETE an object; with ``uid`` only that incarnation of it."""
+        body: Obj = {"kind": "DeleteOptions", "apiVersion": "v1", "propagationPolicy": propagation}
+        if uid:
+            body["preconditions"] = {"uid": uid}
+        return self.request("DELETE", ref.path(namespace=namespace, name=name), body=body)
+
+    def watch(
+        self,
+        ref: ResourceRef,
+        *,
+        namespace: str | None = None,
+        resource_version: str | None = None,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+        timeout_seconds: int = 60,
+    ) -> Iterator[tuple[str, Obj]]:
+        """Yield ``(type, object)`` watch events until the server closes the stream."""
+        self.calls[f"WATCH {ref.plural}"] += 1
+        resp = self._send(
+            "GET",
+            ref.path(namespace=namespace),
+            query={
+                "watch": "1",
+                "resourceVersion": resource_version,
+                "allowWatchBookmarks": "true",
+                "labelSelector": label_selector,
+                "fieldSelector": field_selector,
+                "timeoutSeconds": max(1, int(timeout_seconds)),
+            },
+            stream=True,
+            timeout=timeout_seconds + 10,
+        )
+        try:
+            buf = b""
+            for chunk in resp.stream(4096, decode_content=True):
+                buf += chunk
+                while b"\n" in buf:
+                    line, buf = buf.split(b"\n", 1)
+                    if line.strip():
+                        event = json.loads(line)
+                        if event.get("type") == "ERROR":
+                            raise _status_error(event.get("object") or {})
+                        yield event["type"], event["object"]
+        except _protocol_errors() as e:
+            raise Unreachable(f"watch on {ref.plural} broke: {_reason(e)}") from None
+        finally:
+            resp.release_conn()
+
+    # --- discovery --------------------------------------------------------------------
+
+    def resolve(self, api_version: str, kind: str) -> ResourceRef:
+        """Find the resource for ``apiVersion``/``kind`` through discovery (cached)."""
+        if (api_version, kind) in self._discovery:
+            return self._discovery[(api_version, kind)]
+        if api_version not in self._discovered:
+            group, version = split_api_version(api_version)
+            path = f"/apis/{group}/{version}" if group else f"/api/{version}"
+            try:
+                doc = self.request("GET", path)
+            except NotFound:
+                doc = {"resources": []}
+            self._discovered.add(api_version)
+            for r in doc.get("resources") or []:
+                if "/" in r["name"]:
+                    continue
+                ref = ResourceRef(group, version, r["name"], r["kind"], bool(r["namespaced"]))
+                self._discovery[(api_version, r["kind"])] = ref
+        try:
+            return self._discovery[(api_version, kind)]
+        except KeyError:
+            raise NotFound(
+                ApiStatus(404, "NotFound", f"the server has no resource {kind} in {api_version}"),
+                hint="is the CRD installed?",
+            ) from None
+
+    def crd(self, group: str, plural: str) -> Obj | None:
+        """The CustomResourceDefinition for ``plural.group``, if installed."""
+        return self.get_or_none(CRDS, f"{plural}.{group}")
+
+
+# --- helpers --------------------------------------------------------------------------
+
+
+def _ns(body: Obj) -> str | None:
+    return (body.get("metadata") or {}).get("namespace")
+
+
+def _plural_of(path: str) -> str:
+    parts = [p for p in path.split("?")[0].split("/") if p]
+    if "namespaces" in parts:
+        i = parts.index("namespaces")
+        parts = parts[:i] + parts[i + 2 :] if len(parts) > i + 2 else parts
+    start = 2 if parts[:1] == ["api"] else 3
+    return parts[start] if len(parts) > start else "/".join(parts)
+
+
+def _first_line(text: str) -> str:
+    return text.strip().splitlines()[0] if text.strip() else text
+
+
+def _reason(e: BaseException) -> str:
+    reason = getattr(e, "reason", None) or e
+    text = str(reason)
+    # urllib3 embeds the connection object's repr; keep the part after the colon.
+    if "Failed to establish a new connection:" in text:
+        text = text.split("Failed to establish a new connection:", 1)[1]
+    return _first_line(text).strip().rstrip("'\")")
+
+
+def _protocol_errors() -> tuple[type[BaseException], ...]:
+    import urllib3
+
+    return (urllib3.exceptions.HTTPError, ConnectionError)
+
+
+def _api_error(code: int, raw: bytes) -> ApiError:
+    try:
+        body = json.loads(raw)
+    except (ValueError, TypeError):
+        body = None
+    if isinstance(body, dict) and body.get("kind") == "Status":
+        return _status_error(body, code)
+    text = raw.decode(errors="replace")[:300] if raw else ""
+    return api_error_for(ApiStatus(code, "", text.strip()))
+
+
+def _status_error(body: Obj, code: int | None = None) -> ApiError:
+    details = body.get("details") or {}
+    causes = [
+        Cause(str(c.get("reason", "")), str(c.get("message", "")), str(c.get("field", "")))
+        for c in details.get("causes") or []
+    ]
+    message = str(body.get("message", ""))[:2000]
+    return api_error_for(
+        ApiStatus(
+            int(code or body.get("code") or 500), str(body.get("reason", "")), message, causes
+        )
+    )

@@ -1,0 +1,1 @@
+"""Typer commands, one module per command group; parse, call a flow, render."""

@@ -1,0 +1,109 @@
+"""The ``fracctl`` entry point: global options, command registration, one error boundary."""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Annotated
+
+import typer
+
+from fracctl import __version__
+from fracctl.cli import _app
+from fracctl.errors import ExitCode, FracctlError
+
+app = typer.Typer(
+    name="fracctl",
+    help=(
+        "GitOps safety for immutable-field changes and fractional GPU rollouts.\n\n"
+        "Renders what git wants, compares it with what the cluster really has, refuses "
+        "when it is unsafe, and performs delete -> recreate -> wait as one guarded, "
+        "resumable operation."
+    ),
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    pretty_exceptions_show_locals=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+
+def _version(value: bool) -> None:
+    if value:
+        print(f"fracctl {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _globals(
+    ctx: typer.Context,
+    config: Annotated[
+        str | None, typer.Option("--config", "-c", help="Path to fracctl.yaml.", show_default=False)
+    ] = None,
+    kubeconfig: Annotated[
+        str | None, typer.Option(help="Kubeconfig file (else $KUBECONFIG).", show_default=False)
+    ] = None,
+    context: Annotated[
+        str | None, typer.Option("--context", help="Kubeconfig context.", show_default=False)
+    ] = None,
+    debug: Annotated[
+        bool, typer.Option("--debug", help="Show tracebacks of unexpected errors.")
+    ] = False,
+    version: Annotated[
+        bool,
+        typer.Option("--version", callback=_version, is_eager=True, help="Print the version."),
+    ] = False,
+) -> None:
+    """Global options."""
+    ctx.obj = _app.Globals(config=config, kubeconfig=kubeconfig, context=context, debug=debug)
+
+
+_app.register(app)
+
+
+def _err(message: str) -> None:
+    # Plain text on purpose: API messages contain brackets that markup would eat.
+    sys.stderr.write(message.rstrip("\n") + "\n")
+    sys.stderr.flush()
+
+
+def _click_usage(e: Exception) -> str | None:
+    """The message of a command-line usage error raised by typer's click layer, if it is one."""
+    fmt = getattr(e, "format_message", None)
+    if fmt is None or not hasattr(e, "exit_code"):
+        return None
+    message = str(fmt())
+    ctx = getattr(e, "ctx", None)
+    if ctx is not None and type(e).__name__ != "ClickException":
+        message += f" (see '{ctx.command_path} --help')"
+    return message
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Run fracctl; the only place exceptions become exit codes."""
+    args = sys.argv[1:] if argv is None else argv
+    debug = "--debug" in args or os.environ.get("FRACCTL_DEBUG") == "1"
+    try:
+        rc = app(args=args, prog_name="fracctl", standalone_mode=False)
+        code = int(rc) if isinstance(rc, int) else 0
+    except FracctlError as e:
+        _err(f"Error: {e}")
+        code = int(e.exit_code)
+    except typer.Exit as e:
+        code = int(e.exit_code)
+    except (KeyboardInterrupt, typer.Abort):
+        _err("Interrupted.")
+        code = int(ExitCode.INTERRUPTED)
+    except BrokenPipeError:
+        code = 0
+    except Exception as e:  # the error boundary: anything unplanned
+        usage = _click_usage(e)
+        if usage is not None:
+            _err(f"Error: {usage}")
+            code = int(ExitCode.USAGE)
+        elif debug:
+            raise
+        else:
+            _err(f"Unexpected error: {type(e).__name__}: {e}. Rerun with --debug for a traceback.")
+            code = int(ExitCode.EXTERNAL)
+    sys.exit(code)

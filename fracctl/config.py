@@ -1,0 +1,469 @@
+"""fracctl.yaml + environment + flags, validated with clear messages.
+
+Precedence: flags > environment > file > defaults. The file is found from ``--config``,
+``FRACCTL_CONFIG``, or ``./fracctl.yaml`` (optional unless named explicitly). Every key
+can also come from the environment as ``FRACCTL_<SECTION>_<KEY>`` (upper case), for
+example ``FRACCTL_ARGOCD_APP`` or ``FRACCTL_TIMEOUTS_READY=15m``.
+
+A bad file raises :class:`~fracctl.errors.ConfigError` naming the file, line and field.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import re
+import types
+import typing
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Union
+
+from fracctl.errors import ConfigError
+
+# --- target naming presets -------------------------------------------------------------
+
+NAMINGS: dict[str, dict[str, str]] = {
+    "gpu-fractioning": {
+        "group": "gpu-fractioning.kai.scheduler",
+        "kind": "GpuFractioningConfig",
+        "plural": "gpufractioningconfigs",
+        "finalizer": "gpu-fractioning.nvidia.com/cleanup-node-conditions",
+        "condition": "gpu-fractioning.nvidia.com/Ready",
+    },
+    "gpu-sharing": {
+        "group": "gpu-sharing.kai.scheduler",
+        "kind": "GpuSharingConfig",
+        "plural": "gpusharingconfigs",
+        "finalizer": "gpu-sharing.nvidia.com/cleanup-node-conditions",
+        "condition": "gpu-sharing.nvidia.com/Ready",
+    },
+}
+
+DEFAULT_FRACTION_ANNOTATIONS = [
+    "gpu-fraction",
+    "gpu-memory",
+    "gpu-fraction-num-devices",
+    "gpu-fraction-container-name",
+    "nvidia.com/container.*.gpu-memory.request",
+    "nvidia.com/container.*.gpu-memory.limit",
+    "nvidia.com/container.*.gpu-compute.mode",
+    "nvidia.com/container.*.gpu-compute.portion",
+    "nvidia.com/container.*.gpus.devices",
+    "received-resource-type=Fraction",
+]
+
+
+class Duration(float):
+    """Seconds, written in config as ``90``, ``90s``, ``10m`` or ``1h``."""
+
+
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$")
+
+
+def parse_duration(value: object) -> Duration:
+    """Parse a duration; raise ValueError with a readable message."""
+    if isinstance(value, bool):
+        raise ValueError(f"expected a duration like 10m or 600s, got {value!r}")
+    if isinstance(value, (int, float)):
+        return Duration(value)
+    m = _DURATION.match(str(value))
+    if not m:
+        raise ValueError(f"expected a duration like 10m or 600s, got {value!r}")
+    scale = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, None: 1}[m.group(2)]
+    return Duration(float(m.group(1)) * scale)
+
+
+# --- the schema ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class KubeConfig:
+    """How to reach the cluster."""
+
+    kubeconfig: str | None = None  # None: $KUBECONFIG or ~/.kube/config
+    context: str | None = None
+    in_cluster: bool = False
+
+
+@dataclass(frozen=True)
+class TargetConfig:
+    """The cluster-scoped object whose immutable selector fracctl guards."""
+
+    naming: str = "gpu-fractioning"
+    group: str = ""
+    version: str = "v1alpha1"
+    kind: str = ""
+    plural: str = ""
+    name: str = "default"
+    finalizer: str = ""
+    selector_field: str = "spec.nodeSelector"
+
+    def __post_init__(self) -> None:
+        preset = NAMINGS.get(self.naming)
+        if preset is None:
+            raise ValueError(f"naming must be one of {', '.join(NAMINGS)}, got {self.naming!r}")
+        for key in ("group", "kind", "plural", "finalizer"):
+            if not getattr(self, key):
+                object.__setattr__(self, key, preset[key])
+
+    @property
+    def api_version(self) -> str:
+        """``group/version``."""
+        return f"{self.group}/{self.version}"
+
+
+@dataclass(frozen=True)
+class ReadinessConfig:
+    """The node condition that says a node's fraction daemons run."""
+
+    condition: str = ""
+    reason: str = "AllDaemonsReady"
+
+
+@dataclass(frozen=True)
+class LabelsConfig:
+    """The node opt-in policy."""
+
+    opt_in: str = "example.org/gpu-fractions=enabled"
+    class_key: str = "example.org/gpu-class"
+    allowed_classes: list[str] = field(default_factory=lambda: ["rtx-pro-6000", "b200"])
+    denied_classes: list[str] = field(default_factory=lambda: ["h200"])
+
+    def __post_init__(self) -> None:
+        if "=" not in self.opt_in or self.opt_in.startswith("="):
+            raise ValueError(f"opt_in must look like key=value, got {self.opt_in!r}")
+        both = set(self.allowed_classes) & set(self.denied_classes)
+        if both:
+            raise ValueError(f"classes both allowed and denied: {', '.join(sorted(both))}")
+
+    @property
+    def opt_in_key(self) -> str:
+        """The opt-in label's key."""
+        return self.opt_in.split("=", 1)[0]
+
+    @property
+    def opt_in_value(self) -> str:
+        """The opt-in label's value."""
+        return self.opt_in.split("=", 1)[1]
+
+
+@dataclass(frozen=True)
+class PodsConfig:
+    """How fractional pods are recognised."""
+
+    fraction_annotations: list[str] = field(
+        default_factory=lambda: list(DEFAULT_FRACTION_ANNOTATIONS)
+    )
+    reservation_namespace: str = "kai-resource-reservation"
+    page_size: int = 500
+
+
+@dataclass(frozen=True)
+class GitConfig:
+    """Where the desired manifests live."""
+
+    repo: str = "."
+    path: str = "."
+    revision: str = "HEAD"
+    renderer: str = "auto"  # auto | plain | kustomize | helm
+
+    def __post_init__(self) -> None:
+        if self.renderer not in ("auto", "plain", "kustomize", "helm"):
+            raise ValueError(
+                f"renderer must be auto, plain, kustomize or helm, got {self.renderer!r}"
+            )
+
+
+@dataclass(frozen=True)
+class ArgoCDConfig:
+    """The Argo CD server and application that own the target."""
+
+    server: str | None = None  # else $ARGOCD_SERVER
+    app: str | None = None
+    token_file: str | None = None  # else $ARGOCD_AUTH_TOKEN
+    insecure: bool = False
+    plaintext: bool = False
+
+
+@dataclass(frozen=True)
+class FluxConfig:
+    """The Flux Kustomization that owns the target."""
+
+    kustomization: str = "gpu-fractioning"
+    namespace: str = "flux-system"
+
+
+@dataclass(frozen=True)
+class RecreateConfig:
+    """How ``fracctl recreate`` locks, recreates and records."""
+
+    backend: str = "argocd"  # argocd | flux | apply
+    lock_namespace: str = "default"
+    lock_name: str = "fracctl-recreate"
+    state_dir: str = "~/.local/state/fracctl"
+
+    def __post_init__(self) -> None:
+        if self.backend not in ("argocd", "flux", "apply"):
+            raise ValueError(f"backend must be argocd, flux or apply, got {self.backend!r}")
+
+
+@dataclass(frozen=True)
+class TimeoutsConfig:
+    """Bounds for every wait."""
+
+    request: Duration = Duration(30)
+    delete: Duration = Duration(120)
+    sync: Duration = Duration(300)
+    ready: Duration = Duration(600)
+    probe: Duration = Duration(120)
+    lock_lease: Duration = Duration(60)
+
+
+@dataclass(frozen=True)
+class MPSConfig:
+    """MPS daemon settings for ``fracctl node``."""
+
+    pipe_dir: str = "/run/nvidia-mps"
+    log_dir: str = "/var/log/nvidia-mps"
+    control_binary: str = "nvidia-cuda-mps-control"
+    protocol: int = 3
+    multi_user: bool = True
+    default_active_thread_percentage: int | None = None
+    pinned_mem_limits: list[str] = field(default_factory=list)  # e.g. ["0=4096M"]
+    health_interval: Duration = Duration(10)
+    start_timeout: Duration = Duration(30)
+    stable_threshold: Duration = Duration(60)
+    max_retries: int = 5
+    backoff: Duration = Duration(1)
+    graceful_stop: Duration = Duration(60)
+
+
+@dataclass(frozen=True)
+class Config:
+    """Everything fracctl is configured with."""
+
+    kube: KubeConfig = field(default_factory=KubeConfig)
+    target: TargetConfig = field(default_factory=TargetConfig)
+    readiness: ReadinessConfig = field(default_factory=ReadinessConfig)
+    labels: LabelsConfig = field(default_factory=LabelsConfig)
+    pods: PodsConfig = field(default_factory=PodsConfig)
+    git: GitConfig = field(default_factory=GitConfig)
+    argocd: ArgoCDConfig = field(default_factory=ArgoCDConfig)
+    flux: FluxConfig = field(default_factory=FluxConfig)
+    recreate: RecreateConfig = field(default_factory=RecreateConfig)
+    timeouts: TimeoutsConfig = field(default_factory=TimeoutsConfig)
+    mps: MPSConfig = field(default_factory=MPSConfig)
+    source: str | None = None  # the file this came from, if any
+
+    @property
+    def condition(self) -> str:
+        """The readiness condition type, from the naming preset unless set."""
+        return self.readiness.condition or NAMINGS[self.target.naming]["condition"]
+
+
+# --- loading ---------------------------------------------------------------------------
+
+
+class _Located:
+    """A value with the line it came from (0 when not from a file)."""
+
+    __slots__ = ("value", "line")
+
+    def __init__(self, value: Any, line: int) -> None:
+        self.value = value
+        self.line = line
+
+
+def _coerce(tp: Any, raw: Any, where: str) -> Any:
+    origin = typing.get_origin(tp)
+    args = typing.get_args(tp)
+    if origin in (Union, types.UnionType):
+        if raw is None and type(None) in args:
+            return None
+        (inner,) = [a for a in args if a is not type(None)]
+        return _coerce(inner, raw, where)
+    if tp is Duration:
+        return parse_duration(raw)
+    if tp is bool:
+        if isinstance(raw, bool):
+            return raw
+        if isinstance(raw, str) and raw.lower() in ("true", "false", "1", "0", "yes", "no"):
+            return raw.lower() in ("true", "1", "yes")
+        raise ValueError(f"expected true or false, got {raw!r}")
+    if tp is int:
+        if isinstance(raw, bool):
+            raise ValueError(f"expected an integer, got {raw!r}")
+        try:
+            return int(raw)
+        except (TypeError, ValueError):
+            raise ValueError(f"expected an integer, got {raw!r}") from None
+    if tp is str:
+        if isinstance(raw, (dict, list)) or raw is None:
+            raise ValueError(f"expected a string, got {raw!r}")
+        return str(raw)
+    if origin is list:
+        if isinstance(raw, str):  # from the environment: comma separated
+            raw = [p.strip() for p in raw.split(",") if p.strip()]
+        if not isinstance(raw, list):
+            raise ValueError(f"expected a list, got {raw!r}")
+        return [_coerce(args[0], item, where) for item in raw]
+    raise ValueError(f"unsupported type at {where}")  # pragma: no cover - schema bug
+
+
+def _section_types(cls: type) -> dict[str, Any]:
+    return typing.get_type_hints(cls)
+
+
+def _build(values: Mapping[str, Mapping[str, _Located]], file: str | None) -> Config:
+    sections: dict[str, Any] = {}
+    hints = _section_types(Config)
+    for section, items in values.items():
+        cls = hints[section]
+        fields = _section_types(cls)
+        kwargs: dict[str, Any] = {}
+        for key, loc in items.items():
+            where = f"{section}.{key}"
+            try:
+                kwargs[key] = _coerce(fields[key], loc.value, where)
+            except ValueError as e:
+                raise ConfigError(_locate(file, loc.line, where, str(e))) from None
+        try:
+            sections[section] = cls(**kwargs)
+        except ValueError as e:
+            line = min((loc.line for loc in items.values() if loc.line), default=0)
+            raise ConfigError(_locate(file, line, section, str(e))) from None
+    return Config(**sections, source=file)
+
+
+def _locate(file: str | None, line: int, where: str, message: str) -> str:
+    if file and line:
+        return f"{file}:{line}: {where}: {message}"
+    if file:
+        return f"{file}: {where}: {message}"
+    return f"{where}: {message}"
+
+
+def _read_file(path: Path) -> dict[str, dict[str, _Located]]:
+    from ruamel.yaml import YAML
+    from ruamel.yaml.error import YAMLError
+
+    name = str(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as e:
+        raise ConfigError(f"{name}: cannot read: {e.strerror}") from None
+    try:
+        doc = YAML(typ="rt").load(text)
+    except YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        line = f":{mark.line + 1}" if mark is not None else ""
+        problem = getattr(e, "problem", None) or str(e).splitlines()[0]
+        raise ConfigError(f"{name}{line}: not valid YAML: {problem}") from None
+    if doc is None:
+        return {}
+    if not isinstance(doc, dict):
+        raise ConfigError(f"{name}:1: the top level must be a mapping of sections")
+    hints = _section_types(Config)
+    out: dict[str, dict[str, _Located]] = {}
+    for section, body in doc.items():
+        sline = _line_of(doc, section)
+        if section not in hints or section == "source":
+            known = ", ".join(k for k in hints if k != "source")
+            raise ConfigError(f"{name}:{sline}: unknown section {section!r} (known: {known})")
+        if body is None:
+            continue
+        if not isinstance(body, dict):
+            raise ConfigError(f"{name}:{sline}: {section}: expected a mapping")
+        fields = _section_types(hints[section])
+        for key, value in body.items():
+            line = _line_of(body, key)
+            if key not in fields:
+                raise ConfigError(
+                    f"{name}:{line}: {section}.{key}: unknown key (known: {', '.join(fields)})"
+                )
+            out.setdefault(section, {})[key] = _Located(_plain(value), line)
+    return out
+
+
+def _line_of(mapping: Any, key: Any) -> int:
+    try:
+        return int(mapping.lc.key(key)[0]) + 1
+    except (AttributeError, KeyError, TypeError):
+        return 0
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    return value
+
+
+def _from_env(env: Mapping[str, str]) -> dict[str, dict[str, _Located]]:
+    out: dict[str, dict[str, _Located]] = {}
+    hints = _section_types(Config)
+    for section, cls in hints.items():
+        if section == "source":
+            continue
+        for key in _section_types(cls):
+            name = f"FRACCTL_{section}_{key}".upper()
+            if name in env:
+                out.setdefault(section, {})[key] = _Located(env[name], 0)
+    return out
+
+
+def load(
+    path: str | None = None,
+    *,
+    env: Mapping[str, str] | None = None,
+    overrides: Mapping[str, Any] | None = None,
+) -> Config:
+    """Load the configuration.
+
+    Args:
+        path: ``--config`` value; when given the file must exist.
+        env: the environment (defaults to ``os.environ``).
+        overrides: flag values as ``{"section.key": value}``; ``None`` values are ignored.
+
+    Returns:
+        The validated configuration.
+
+    Raises:
+        ConfigError: the file or a value is invalid.
+    """
+    env = os.environ if env is None else env
+    explicit = path or env.get("FRACCTL_CONFIG")
+    file: Path | None = None
+    if explicit:
+        file = Path(explicit).expanduser()
+        if not file.is_file():
+            raise ConfigError(f"{explicit}: config file not found")
+    elif Path("fracctl.yaml").is_file():
+        file = Path("fracctl.yaml")
+
+    merged: dict[str, dict[str, _Located]] = {}
+    layers = [_read_file(file) if file else {}, _from_env(env)]
+    flag_layer: dict[str, dict[str, _Located]] = {}
+    hints = _section_types(Config)
+    for dotted, value in (overrides or {}).items():
+        if value is None:
+            continue
+        section, key = dotted.split(".", 1)
+        if section not in hints or key not in _section_types(hints[section]):
+            raise ConfigError(f"unknown setting {dotted!r}")  # pragma: no cover - code bug
+        flag_layer.setdefault(section, {})[key] = _Located(value, 0)
+    layers.append(flag_layer)
+    for layer in layers:
+        for section, items in layer.items():
+            merged.setdefault(section, {}).update(items)
+    return _build(merged, str(file) if file else None)
+
+
+def as_dict(config: Config) -> dict[str, Any]:
+    """The effective configuration as plain data (for ``fracctl config show``)."""
+    data = dataclasses.asdict(config)
+    data.pop("source", None)
+    return data

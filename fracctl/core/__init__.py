@@ -1,0 +1,1 @@
+"""Pure decisions on plain data. No I/O."""

@@ -1,0 +1,109 @@
+"""The GpuFractioningConfig CRD, written from its documented behaviour.
+
+Both CEL rules carry the upstream messages verbatim, so the API server's rejections
+read exactly as they do on a real cluster. The older ``GpuSharingConfig`` naming is the
+same schema under another group and kind.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+NAME_RULE_MESSAGE = "{kind} must be named 'default'"
+IMMUTABLE_SELECTOR_MESSAGE = (
+    "nodeSelector is immutable; delete and recreate the {kind} to change it"
+)
+
+
+def fractioning_crd(
+    *, group: str, kind: str, plural: str, version: str = "v1alpha1"
+) -> dict[str, Any]:
+    """The CustomResourceDefinition for a cluster-scoped fractioning config."""
+    duration = {"type": "string", "pattern": r"^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$"}
+    spec = {
+        "type": "object",
+        "required": ["nodeSelector"],
+        "properties": {
+            "nodeSelector": {
+                "type": "object",
+                "additionalProperties": {"type": "string"},
+                "x-kubernetes-validations": [
+                    {
+                        "rule": "self == oldSelf",
+                        "message": IMMUTABLE_SELECTOR_MESSAGE.format(kind=kind),
+                    }
+                ],
+            },
+            "tolerations": {
+                "type": "array",
+                "items": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
+            },
+            "runtimeClassName": {"type": "string", "default": "nvidia"},
+            "fractioningAgent": {
+                "type": "object",
+                "properties": {
+                    "nriSocketPath": {"type": "string", "default": "/var/run/nri/nri.sock"},
+                    "criSocketPath": {
+                        "type": "string",
+                        "default": "/run/containerd/containerd.sock",
+                    },
+                    "failOpen": {"type": "boolean", "default": False},
+                    "readinessPort": {"type": "integer", "minimum": 1, "maximum": 65535},
+                },
+            },
+            "metricsAgent": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
+            "mpsDaemon": {
+                "type": "object",
+                "properties": {
+                    "backoff": duration,
+                    "maxRetries": {"type": "integer", "minimum": 0},
+                    "stableThreshold": duration,
+                    "gracefulStopDelay": {**duration, "default": "60s"},
+                },
+            },
+        },
+    }
+    schema = {
+        "type": "object",
+        "required": ["spec"],
+        "x-kubernetes-validations": [
+            {
+                "rule": "self.metadata.name == 'default'",
+                "message": NAME_RULE_MESSAGE.format(kind=kind),
+            }
+        ],
+        "properties": {
+            "apiVersion": {"type": "string"},
+            "kind": {"type": "string"},
+            "metadata": {"type": "object"},
+            "spec": spec,
+            "status": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
+        },
+    }
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": f"{plural}.{group}"},
+        "spec": {
+            "group": group,
+            "scope": "Cluster",
+            "names": {
+                "kind": kind,
+                "listKind": f"{kind}List",
+                "plural": plural,
+                "singular": kind.lower(),
+            },
+            "versions": [
+                {
+                    "name": version,
+                    "served": True,
+                    "storage": True,
+                    "subresources": {"status": {}},
+                    "schema": {"openAPIV3Schema": schema},
+                    "additionalPrinterColumns": [
+                        {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"}
+                    ],
+                }
+            ],
+        },
+    }

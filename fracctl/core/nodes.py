@@ -1,0 +1,51 @@
+"""Pure helpers on Node objects: labels, selectors, conditions."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+Obj = dict[str, Any]
+
+
+def labels_of(obj: Mapping[str, Any]) -> dict[str, str]:
+    """An object's labels (empty when none)."""
+    return dict((obj.get("metadata") or {}).get("labels") or {})
+
+
+def matches(selector: Mapping[str, str], labels: Mapping[str, str]) -> bool:
+    """Whether a plain ``nodeSelector`` map selects a node with ``labels``.
+
+    An empty selector selects every node, as a DaemonSet's does.
+    """
+    return all(labels.get(k) == v for k, v in selector.items())
+
+
+def selector_string(selector: Mapping[str, str]) -> str:
+    """``{"a": "b"}`` -> ``a=b`` (a label selector for list calls)."""
+    return ",".join(f"{k}={v}" for k, v in sorted(selector.items()))
+
+
+def condition(node: Mapping[str, Any], type_: str) -> Obj | None:
+    """The node condition of ``type_``, if present."""
+    for c in (node.get("status") or {}).get("conditions") or []:
+        if c.get("type") == type_:
+            return dict(c)
+    return None
+
+
+def is_ready(node: Mapping[str, Any], type_: str) -> bool:
+    """Whether the condition ``type_`` is ``True`` on the node."""
+    c = condition(node, type_)
+    return bool(c and c.get("status") == "True")
+
+
+def describe_condition(node: Mapping[str, Any], type_: str) -> str:
+    """``True (AllDaemonsReady)``, ``False (Reason: message)`` or ``missing``."""
+    c = condition(node, type_)
+    if c is None:
+        return "missing (ConditionNotFound)"
+    text = f"{c.get('status', '?')} ({c.get('reason') or 'no reason'}"
+    if c.get("message"):
+        text += f": {c['message']}"
+    return text + ")"

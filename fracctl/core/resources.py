@@ -1,0 +1,73 @@
+"""Plain descriptions of API resources and the paths that address them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from urllib.parse import quote
+
+
+@dataclass(frozen=True)
+class ResourceRef:
+    """One API resource type: where it lives and how it is named."""
+
+    group: str
+    version: str
+    plural: str
+    kind: str
+    namespaced: bool
+
+    @property
+    def api_version(self) -> str:
+        """``group/version`` (or ``v1`` for the core group)."""
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+    def path(
+        self, *, namespace: str | None = None, name: str | None = None, subresource: str = ""
+    ) -> str:
+        """The request path for a collection, an object, or a subresource."""
+        base = f"/apis/{self.group}/{self.version}" if self.group else f"/api/{self.version}"
+        if self.namespaced and namespace:
+            base += f"/namespaces/{quote(namespace, safe='')}"
+        base += f"/{self.plural}"
+        if name:
+            base += f"/{quote(name, safe='')}"
+            if subresource:
+                base += f"/{subresource}"
+        return base
+
+
+NODES = ResourceRef("", "v1", "nodes", "Node", namespaced=False)
+PODS = ResourceRef("", "v1", "pods", "Pod", namespaced=True)
+NAMESPACES = ResourceRef("", "v1", "namespaces", "Namespace", namespaced=False)
+EVENTS = ResourceRef("", "v1", "events", "Event", namespaced=True)
+LEASES = ResourceRef("coordination.k8s.io", "v1", "leases", "Lease", namespaced=True)
+CRDS = ResourceRef(
+    "apiextensions.k8s.io", "v1", "customresourcedefinitions", "CustomResourceDefinition", False
+)
+
+
+def split_api_version(api_version: str) -> tuple[str, str]:
+    """``apps/v1`` -> ``("apps", "v1")``; ``v1`` -> ``("", "v1")``."""
+    if "/" in api_version:
+        group, version = api_version.split("/", 1)
+        return group, version
+    return "", api_version
+
+
+def object_key(obj: dict[str, object]) -> tuple[str, str, str, str]:
+    """``(apiVersion group, kind, namespace, name)`` identifying a manifest."""
+    meta = obj.get("metadata")
+    if not isinstance(meta, dict):
+        meta = {}
+    group, _ = split_api_version(str(obj.get("apiVersion", "")))
+    return (
+        group,
+        str(obj.get("kind", "")),
+        str(meta.get("namespace") or ""),
+        str(meta.get("name", "")),
+    )
+
+
+def target_ref(group: str, version: str, plural: str, kind: str) -> ResourceRef:
+    """The cluster-scoped fractioning config resource."""
+    return ResourceRef(group, version, plural, kind, namespaced=False)

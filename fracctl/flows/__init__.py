@@ -1,0 +1,1 @@
+"""Orchestration: each flow takes a Context and keyword arguments and returns plain data."""

@@ -1,0 +1,97 @@
+"""The I/O context: configuration, consoles, clients and clock, built once per run.
+
+Commands reach the outside world only through this object; tests build it with
+stand-ins (another kube client, a fake clock, captured consoles).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from fracctl.config import Config
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from fracctl.adapters.kube import Kube
+
+
+@dataclass
+class Clock:
+    """Time, injectable so waits can be tested."""
+
+    now: Callable[[], float] = time.time
+    monotonic: Callable[[], float] = time.monotonic
+    sleep: Callable[[float], None] = time.sleep
+
+
+@dataclass
+class Context:
+    """Everything a flow needs from the outside."""
+
+    config: Config
+    kube_factory: Callable[[], Kube]
+    clock: Clock = field(default_factory=Clock)
+    env: dict[str, str] = field(default_factory=lambda: dict(os.environ))
+    interactive: bool = False
+    _kube: Kube | None = None
+    _out: Console | None = None
+    _err: Console | None = None
+
+    @classmethod
+    def build(cls, config: Config) -> Context:
+        """The production context for ``config``."""
+
+        def kube() -> Kube:
+            from fracctl.adapters.kube import Kube
+
+            return Kube.connect(
+                kubeconfig=config.kube.kubeconfig,
+                context=config.kube.context,
+                in_cluster=config.kube.in_cluster,
+                timeout=config.timeouts.request,
+            )
+
+        return cls(config=config, kube_factory=kube, interactive=sys.stdin.isatty())
+
+    @property
+    def kube(self) -> Kube:
+        """The Kubernetes client, connected on first use."""
+        if self._kube is None:
+            self._kube = self.kube_factory()
+        return self._kube
+
+    @property
+    def out(self) -> Console:
+        """Console for results (stdout)."""
+        if self._out is None:
+            from rich.console import Console
+
+            self._out = Console(highlight=False, soft_wrap=False)
+        return self._out
+
+    @property
+    def err(self) -> Console:
+        """Console for progress and warnings (stderr)."""
+        if self._err is None:
+            from rich.console import Console
+
+            self._err = Console(stderr=True, highlight=False)
+        return self._err
+
+    def warn(self, message: str) -> None:
+        """A one-line warning on stderr (never markup: messages hold brackets)."""
+        self.err.print(f"warning: {message}", markup=False, style="yellow")
+
+    def info(self, message: str) -> None:
+        """A one-line progress note on stderr."""
+        self.err.print(message, markup=False)
+
+    def expand(self, path: str) -> str:
+        """Expand ``~`` and variables in a configured path."""
+        return os.path.expandvars(os.path.expanduser(path))

@@ -1,0 +1,68 @@
+"""Fixtures: a clean environment for every test, and one real control plane per session."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from fracctl import config as cfg
+from fracctl.adapters import controlplane
+from fracctl.adapters.kube import Kube
+from fracctl.flows.sandbox import install_crd
+from tests.helpers import Cluster
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(autouse=True)
+def clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """No kubeconfig, fracctl or Argo CD settings leak in; fixed width; no colour."""
+    for name in list(os.environ):
+        if name.startswith(("FRACCTL_", "ARGOCD_")) or name in ("KUBECONFIG",):
+            monkeypatch.delenv(name)
+    monkeypatch.setenv("COLUMNS", "160")
+    monkeypatch.setenv("NO_COLOR", "1")
+    monkeypatch.setenv("TERM", "dumb")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    (tmp_path / "home").mkdir()
+    monkeypatch.chdir(tmp_path)
+
+
+@pytest.fixture(scope="session")
+def control_plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[controlplane.ControlPlane]:
+    """One real kube-apiserver + etcd for the whole session, stopped by PID at the end."""
+    binaries = controlplane.find_binaries(REPO)
+    cp = controlplane.start(tmp_path_factory.mktemp("controlplane"), binaries=binaries)
+    try:
+        kube = Kube.connect(kubeconfig=cp.kubeconfig)
+        install_crd(kube, cfg.Config())
+        yield cp
+    finally:
+        cp.stop()
+
+
+@pytest.fixture
+def kubeconfig(control_plane: controlplane.ControlPlane) -> str:
+    return control_plane.kubeconfig
+
+
+@pytest.fixture
+def cluster(control_plane: controlplane.ControlPlane) -> Iterator[Cluster]:
+    """Builders on the shared control plane; the test's objects are removed afterwards."""
+    kube = Kube.connect(kubeconfig=control_plane.kubeconfig)
+    c = Cluster(kube=kube, config=cfg.Config(), kubeconfig=control_plane.kubeconfig)
+    c.cleanup()
+    try:
+        yield c
+    finally:
+        c.cleanup()
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Tests that use the control plane are marked ``cluster`` automatically."""
+    for item in items:
+        if "control_plane" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.cluster)

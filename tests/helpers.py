@@ -1,0 +1,200 @@
+"""Shared test helpers: the in-process CLI runner and object builders."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from fracctl.adapters.kube import Kube
+from fracctl.config import Config
+from fracctl.core.resources import NAMESPACES, NODES, PODS, ResourceRef, target_ref
+from fracctl.errors import Conflict, NotFound
+
+SMP = "application/strategic-merge-patch+json"
+
+
+@dataclass
+class Result:
+    exit_code: int
+    stdout: str
+    stderr: str
+
+    @property
+    def output(self) -> str:
+        return self.stdout + self.stderr
+
+    @property
+    def json(self) -> Any:
+        return json.loads(self.stdout)
+
+
+def run_cli(*args: str) -> Result:
+    """Run ``fracctl ARGS`` in-process through the real entry point and error boundary."""
+    from fracctl.cli.main import main
+
+    out, err = io.StringIO(), io.StringIO()
+    code = 0
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            main(list(args))
+        except SystemExit as e:
+            code = int(e.code or 0)
+    return Result(code, out.getvalue(), err.getvalue())
+
+
+def ref_for(config: Config) -> ResourceRef:
+    t = config.target
+    return target_ref(t.group, t.version, t.plural, t.kind)
+
+
+@dataclass
+class Cluster:
+    """Builders on the shared control plane; everything made here is removed afterwards."""
+
+    kube: Kube
+    config: Config
+    kubeconfig: str
+    created_namespaces: list[str] = field(default_factory=list)
+
+    # --- nodes ------------------------------------------------------------------------
+
+    def node(
+        self,
+        name: str,
+        *,
+        labels: dict[str, str] | None = None,
+        gpu_class: str | None = None,
+        opt_in: bool = False,
+        ready: bool | None = None,
+        taints: list[dict[str, str]] | None = None,
+        annotations: dict[str, str] | None = None,
+    ) -> dict[str, Any]:
+        lab = {"kubernetes.io/hostname": name, **(labels or {})}
+        if gpu_class:
+            lab[self.config.labels.class_key] = gpu_class
+        if opt_in:
+            lab[self.config.labels.opt_in_key] = self.config.labels.opt_in_value
+        body = {
+            "apiVersion": "v1",
+            "kind": "Node",
+            "metadata": {"name": name, "labels": lab, "annotations": annotations or {}},
+            "spec": {"taints": taints or []},
+        }
+        obj = self.kube.create(NODES, body)
+        if ready is not None:
+            obj = self.set_ready(name, ready)
+        return obj
+
+    def set_ready(self, name: str, ready: bool, reason: str | None = None) -> dict[str, Any]:
+        cond = {
+            "type": self.config.condition,
+            "status": "True" if ready else "False",
+            "reason": reason or ("AllDaemonsReady" if ready else "DaemonsNotReady"),
+            "message": "test",
+            "lastHeartbeatTime": "2026-01-01T00:00:00Z",
+            "lastTransitionTime": "2026-01-01T00:00:00Z",
+        }
+        return self.kube.patch(
+            NODES, name, {"status": {"conditions": [cond]}}, content_type=SMP, subresource="status"
+        )
+
+    def label(self, name: str, labels: dict[str, str | None]) -> dict[str, Any]:
+        return self.kube.patch(NODES, name, {"metadata": {"labels": labels}})
+
+    # --- namespaces and pods ----------------------------------------------------------
+
+    def namespace(self, name: str) -> str:
+        try:
+            self.kube.create(
+                NAMESPACES, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
+            )
+        except Conflict:
+            pass
+        if name not in self.created_namespaces:
+            self.created_namespaces.append(name)
+        return name
+
+    def pod(
+        self,
+        namespace: str,
+        name: str,
+        *,
+        annotations: dict[str, str] | None = None,
+        labels: dict[str, str] | None = None,
+        node: str | None = None,
+        phase: str = "Running",
+        containers: list[str] | None = None,
+    ) -> dict[str, Any]:
+        self.namespace(namespace)
+        spec: dict[str, Any] = {
+            "containers": [{"name": c, "image": "busybox"} for c in (containers or ["main"])]
+        }
+        if node:
+            spec["nodeName"] = node
+        self.kube.create(
+            PODS,
+            {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "metadata": {
+                    "name": name,
+                    "namespace": namespace,
+                    "annotations": annotations or {},
+                    "labels": labels or {},
+                },
+                "spec": spec,
+            },
+        )
+        return self.kube.patch(
+            PODS, name, {"status": {"phase": phase}}, namespace=namespace, subresource="status"
+        )
+
+    # --- the target object ------------------------------------------------------------
+
+    def target(self, selector: dict[str, str], *, name: str = "default") -> dict[str, Any]:
+        t = self.config.target
+        return self.kube.create(
+            ref_for(self.config),
+            {
+                "apiVersion": t.api_version,
+                "kind": t.kind,
+                "metadata": {"name": name},
+                "spec": {"nodeSelector": selector},
+            },
+        )
+
+    def live_target(self) -> dict[str, Any] | None:
+        return self.kube.get_or_none(ref_for(self.config), self.config.target.name)
+
+    # --- cleanup ----------------------------------------------------------------------
+
+    def wipe_target(self) -> None:
+        ref = ref_for(self.config)
+        for obj in self.kube.list(ref):
+            name = obj["metadata"]["name"]
+            try:
+                self.kube.patch(ref, name, {"metadata": {"finalizers": None}})
+                self.kube.delete(ref, name)
+            except NotFound:
+                pass
+
+    def cleanup(self) -> None:
+        self.wipe_target()
+        for node in self.kube.list(NODES):
+            try:
+                self.kube.delete(NODES, node["metadata"]["name"])
+            except NotFound:
+                pass
+        for ns in self.created_namespaces:
+            for pod in self.kube.list(PODS, namespace=ns):
+                try:
+                    self.kube.request(
+                        "DELETE",
+                        PODS.path(namespace=ns, name=pod["metadata"]["name"]),
+                        body={"gracePeriodSeconds": 0},
+                    )
+                except NotFound:
+                    pass
