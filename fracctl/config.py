@@ -168,6 +168,10 @@ class GitConfig:
     path: str = "."
     revision: str = "HEAD"
     renderer: str = "auto"  # auto | plain | kustomize | helm
+    namespace: str = "default"  # for rendered objects that name none
+    helm_release: str = ""  # default: the chart folder's name
+    helm_namespace: str = ""
+    helm_values: list[str] = field(default_factory=list)  # relative to the chart
 
     def __post_init__(self) -> None:
         if self.renderer not in ("auto", "plain", "kustomize", "helm"):
@@ -209,6 +213,39 @@ class RecreateConfig:
             raise ValueError(f"backend must be argocd, flux or apply, got {self.backend!r}")
 
 
+_TOLERATION = re.compile(
+    r"^(?P<key>[A-Za-z0-9./_-]*)(?:=(?P<value>[A-Za-z0-9._-]*))?"
+    r"(?::(?P<effect>NoSchedule|PreferNoSchedule|NoExecute))?$"
+)
+
+
+@dataclass(frozen=True)
+class ProbeConfig:
+    """The probe pod ``fracctl probe`` sends at a pool."""
+
+    namespace: str = "default"
+    image: str = "busybox:1.36"
+    scheduler_name: str = "kai-scheduler"
+    queue_label: str = "kai.scheduler/queue"
+    queue: str = "default-queue"
+    # key[=value][:effect]; no value tolerates any value, no effect every effect
+    tolerations: list[str] = field(default_factory=lambda: ["nvidia.com/gpu:NoSchedule"])
+    run_as_user: int = 65534
+
+    def __post_init__(self) -> None:
+        for item in self.tolerations:
+            m = _TOLERATION.match(item.strip())
+            if not m or not (m.group("key") or m.group("effect")) or (
+                m.group("value") is not None and not m.group("key")
+            ):
+                raise ValueError(
+                    f"tolerations: expected key[=value][:NoSchedule|PreferNoSchedule|NoExecute], "
+                    f"got {item!r}"
+                )
+        if self.run_as_user <= 0:
+            raise ValueError("run_as_user must be a non-root user id (> 0)")
+
+
 @dataclass(frozen=True)
 class TimeoutsConfig:
     """Bounds for every wait."""
@@ -238,6 +275,38 @@ class MPSConfig:
     max_retries: int = 5
     backoff: Duration = Duration(1)
     graceful_stop: Duration = Duration(60)
+    max_backoff: Duration = Duration(60)
+    health_failures: int = 3
+    command_timeout: Duration = Duration(10)
+    host_root: str = "/"
+    state_dir: str = "/var/lib/fracctl"
+    unit_name: str = "fracctl-mps.service"
+    nri_socket: str = "/var/run/nri/nri.sock"
+    containerd_socket: str = "/run/containerd/containerd.sock"
+
+    def __post_init__(self) -> None:
+        if self.protocol not in (2, 3):
+            raise ValueError(f"protocol must be 2 or 3, got {self.protocol}")
+        pct = self.default_active_thread_percentage
+        if pct is not None and not 1 <= pct <= 100:
+            raise ValueError(f"default_active_thread_percentage must be 1..100, got {pct}")
+        seen: set[str] = set()
+        for item in self.pinned_mem_limits:
+            m = re.match(r"^(\d+)=(\d+)(M|G|MiB|GiB)?$", item.strip())
+            if not m or int(m.group(2)) == 0:
+                raise ValueError(
+                    f"pinned_mem_limits: expected <device>=<size> like 0=4096M, got {item!r}"
+                )
+            if m.group(1) in seen:
+                raise ValueError(f"pinned_mem_limits: device {m.group(1)} is listed twice")
+            seen.add(m.group(1))
+        if self.max_retries < 0 or self.health_failures < 1:
+            raise ValueError("max_retries must be >= 0 and health_failures >= 1")
+        if not re.match(r"^[A-Za-z0-9_.@-]+\.service$", self.unit_name):
+            raise ValueError(f"unit_name must look like name.service, got {self.unit_name!r}")
+        for name in ("health_interval", "start_timeout", "backoff", "command_timeout"):
+            if getattr(self, name) <= 0:
+                raise ValueError(f"{name} must be positive")
 
 
 @dataclass(frozen=True)
@@ -255,6 +324,7 @@ class Config:
     recreate: RecreateConfig = field(default_factory=RecreateConfig)
     timeouts: TimeoutsConfig = field(default_factory=TimeoutsConfig)
     mps: MPSConfig = field(default_factory=MPSConfig)
+    probe: ProbeConfig = field(default_factory=ProbeConfig)
     source: str | None = None  # the file this came from, if any
 
     @property
@@ -358,9 +428,9 @@ def _read_file(path: Path) -> dict[str, dict[str, _Located]]:
         doc = YAML(typ="rt").load(text)
     except YAMLError as e:
         mark = getattr(e, "problem_mark", None)
-        line = f":{mark.line + 1}" if mark is not None else ""
+        at = f":{mark.line + 1}" if mark is not None else ""
         problem = getattr(e, "problem", None) or str(e).splitlines()[0]
-        raise ConfigError(f"{name}{line}: not valid YAML: {problem}") from None
+        raise ConfigError(f"{name}{at}: not valid YAML: {problem}") from None
     if doc is None:
         return {}
     if not isinstance(doc, dict):

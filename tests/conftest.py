@@ -15,6 +15,8 @@ from fracctl.flows.sandbox import install_crd
 from tests.helpers import Cluster
 
 REPO = Path(__file__).resolve().parents[1]
+# Tests get a fresh HOME, but keep using the real build cache of the control plane.
+CACHE = os.environ.get("FRACCTL_CACHE") or str(Path.home() / ".cache" / "fracctl")
 
 
 @pytest.fixture(autouse=True)
@@ -23,6 +25,7 @@ def clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     for name in list(os.environ):
         if name.startswith(("FRACCTL_", "ARGOCD_")) or name in ("KUBECONFIG",):
             monkeypatch.delenv(name)
+    monkeypatch.setenv("FRACCTL_CACHE", CACHE)
     monkeypatch.setenv("COLUMNS", "160")
     monkeypatch.setenv("NO_COLOR", "1")
     monkeypatch.setenv("TERM", "dumb")

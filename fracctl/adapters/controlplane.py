@@ -224,6 +224,21 @@ def start(state_dir: str | Path, *, binaries: Path, detach: bool = False) -> Con
 _CHILDREN: dict[int, subprocess.Popen[bytes]] = {}
 
 
+def spawn(argv: list[str], log: Any, detach: bool) -> subprocess.Popen[bytes]:
+    """Start a process with output to ``log``; remembered so it can be reaped."""
+    return _spawn(argv, log, detach)
+
+
+def terminate(pid: int, timeout: float = 15.0) -> None:
+    """SIGTERM ``pid``, then SIGKILL after ``timeout``; reap it if it is our child."""
+    _terminate(pid, timeout)
+
+
+def alive(pid: int) -> bool:
+    """Whether ``pid`` runs (a zombie counts as gone)."""
+    return _alive(pid)
+
+
 def _spawn(argv: list[str], log: Any, detach: bool) -> subprocess.Popen[bytes]:
     proc = subprocess.Popen(
         argv,

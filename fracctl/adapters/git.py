@@ -28,8 +28,7 @@ def git(
         ["git", *args],
         cwd=str(cwd),
         env={**os.environ, **_ENV},
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
+        capture_output=True,
         text=True,
         check=False,
     )

@@ -67,9 +67,9 @@ class Kube:
         configuration = Configuration()
         try:
             if in_cluster:
-                kconfig.load_incluster_config(client_configuration=configuration)
+                kconfig.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
             else:
-                kconfig.load_kube_config(
+                kconfig.load_kube_config(  # type: ignore[no-untyped-call]
                     config_file=kubeconfig,
                     context=context,
                     client_configuration=configuration,
@@ -107,8 +107,9 @@ class Kube:
         stream: bool = False,
         timeout: float | None = None,
     ) -> Any:
-        import urllib3
         from urllib.parse import urlencode
+
+        import urllib3
 
         params = {k: v for k, v in (query or {}).items() if v is not None and v != ""}
         url = self.host + path + (("?" + urlencode(params, doseq=True)) if params else "")

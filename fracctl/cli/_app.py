@@ -59,7 +59,7 @@ def check_output(value: str, allowed: tuple[str, ...] = ("table", "json")) -> st
 
 def register(app: typer.Typer) -> None:
     """Add every command group to the root app (the one place commands are listed)."""
-    from fracctl.cli import sandbox
+    from fracctl.cli import drift, node, nodes, preflight, probe, render, sandbox
 
-    for module in (sandbox,):
+    for module in (render, drift, preflight, nodes, node, probe, sandbox):
         module.register(app)

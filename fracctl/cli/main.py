@@ -86,6 +86,8 @@ def main(argv: list[str] | None = None) -> None:
     try:
         rc = app(args=args, prog_name="fracctl", standalone_mode=False)
         code = int(rc) if isinstance(rc, int) else 0
+        if code == ExitCode.INTERRUPTED:  # typer turns Ctrl-C into a returned 130
+            _err("Interrupted.")
     except FracctlError as e:
         _err(f"Error: {e}")
         code = int(e.exit_code)

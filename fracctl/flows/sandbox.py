@@ -10,7 +10,6 @@ import json
 import os
 import shutil
 import signal
-import subprocess
 import sys
 import time
 from dataclasses import dataclass
@@ -200,21 +199,8 @@ def up(ctx: Context, *, root: Path, scenario_file: Path) -> dict[str, Any]:
     box.config_file.write_text(sandbox_config(box, gitops_path))
 
     with open(root / "operator-sim.log", "ab") as log:
-        sim = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "fracctl",
-                "--config",
-                str(box.config_file),
-                "sandbox",
-                "operator-sim",
-            ],
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-            start_new_session=True,
-        )
+        argv = [sys.executable, "-m", "fracctl", "--config", str(box.config_file)]
+        sim = controlplane.spawn([*argv, "sandbox", "operator-sim"], log, detach=True)
     box.sim_pid_file.write_text(str(sim.pid))
     return status(ctx, root=root)
 
@@ -226,10 +212,8 @@ def down(ctx: Context, *, root: Path) -> bool:
     if box.sim_pid_file.is_file():
         found = True
         try:
-            pid = int(box.sim_pid_file.read_text().strip())
-            os.kill(pid, signal.SIGTERM)
-            controlplane._terminate(pid, 5.0)
-        except (ValueError, ProcessLookupError):
+            controlplane.terminate(int(box.sim_pid_file.read_text().strip()), 5.0)
+        except ValueError:
             pass
     cp = controlplane.ControlPlane.load(box.cp_dir)
     if cp is not None:
@@ -263,7 +247,7 @@ def status(ctx: Context, *, root: Path) -> dict[str, Any]:
     obj = kube.get_or_none(kube.resolve(t.api_version, t.kind), t.name)
     sim_alive = False
     if box.sim_pid_file.is_file():
-        sim_alive = controlplane._alive(int(box.sim_pid_file.read_text().strip() or 0))
+        sim_alive = controlplane.alive(int(box.sim_pid_file.read_text().strip() or 0))
     return {
         "running": True,
         "state_dir": str(root),

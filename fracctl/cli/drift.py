@@ -1,0 +1,182 @@
+"""``fracctl drift``: live versus git on immutable fields, with the API server's verdict."""
+
+from __future__ import annotations
+
+import sys
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from fracctl.cli import _app
+from fracctl.cli.render import (
+    PATH_HELP,
+    RENDERER_HELP,
+    REPO_HELP,
+    REVISION_HELP,
+    check_renderer,
+)
+
+if TYPE_CHECKING:
+    from fracctl.core.drift import DriftReport
+    from fracctl.flows.context import Context
+
+FORMATS = ("table", "json", "junit", "github")
+
+
+def _default_format(env: dict[str, str]) -> str:
+    if not sys.stdout.isatty() and env.get("GITHUB_ACTIONS") == "true":
+        return "github"
+    return "table"
+
+
+def command(
+    ctx: typer.Context,
+    all_objects: Annotated[
+        bool, typer.Option("--all", help="Check every rendered object, not only the target.")
+    ] = False,
+    app: Annotated[
+        str | None,
+        typer.Option(
+            "--app",
+            metavar="APP",
+            help="Check every resource of this Argo CD application (desired from Argo CD).",
+            show_default=False,
+        ),
+    ] = None,
+    repo: Annotated[str | None, typer.Option(help=REPO_HELP, show_default=False)] = None,
+    revision: Annotated[
+        str | None, typer.Option("--revision", "-r", help=REVISION_HELP, show_default=False)
+    ] = None,
+    path: Annotated[str | None, typer.Option(help=PATH_HELP, show_default=False)] = None,
+    renderer: Annotated[
+        str | None,
+        typer.Option(help=RENDERER_HELP, show_default=False, callback=check_renderer),
+    ] = None,
+    kind: Annotated[
+        str | None,
+        typer.Option(help="Only objects of this kind (with --all or --app).", show_default=False),
+    ] = None,
+    name: Annotated[
+        str | None,
+        typer.Option(help="Only objects of this name (with --all or --app).", show_default=False),
+    ] = None,
+    output: Annotated[
+        str | None,
+        typer.Option(
+            "-o",
+            "--output",
+            help="table, json, junit or github (default: table; github inside GitHub Actions).",
+            show_default=False,
+        ),
+    ] = None,
+) -> None:
+    """Compare the live cluster with git on immutable fields; ask the API server to judge.
+
+    By default checks the configured object (target.kind/target.name); --all checks
+    every rendered object, --app every resource of an Argo CD application. Where live
+    and desired differ, the desired object is sent as a server-side dry-run apply
+    (dryRun=All, nothing changes) and the API server's answer is the verdict:
+
+      in-sync            live matches git
+      needs-recreate     the update is rejected as immutable: only delete + recreate
+      applies-in-place   differs, and a sync would apply it
+      missing-live       in git, not in the cluster
+      missing-desired    in the cluster (or configured), not in git
+      rejected           the API server rejects the desired object for another reason
+
+    With argocd.app configured, also shows what Argo CD claims and flags
+    "Argo CD reports Synced but the live object differs".
+
+    Exits 0 when in sync, 1 on any drift, 2 for bad options, 3 when the cluster, git or
+    Argo CD cannot be read.
+
+    Examples:
+        fracctl drift
+        fracctl drift --all -o junit > drift.xml
+        fracctl drift --all --kind Deployment -o github
+        fracctl drift --app gpu-fractioning -o json
+    """
+    from fracctl.flows import drift as flow
+
+    c = _app.context(ctx)
+    fmt = output or _default_format(c.env)
+    _app.check_output(fmt, FORMATS)
+    report = flow.run(
+        c,
+        all_objects=all_objects,
+        app=app,
+        repo=repo,
+        revision=revision,
+        path=path,
+        renderer=renderer,
+        kind=kind,
+        name=name,
+    )
+    summary = flow.summary_line(report)
+    if fmt == "json":
+        _app.emit_json(report.as_dict())
+    elif fmt == "junit":
+        from fracctl.core.report import to_junit
+
+        sys.stdout.write(to_junit(report))
+    elif fmt == "github":
+        from fracctl.core.report import to_github
+
+        sys.stdout.write(to_github(report, summary))
+    else:
+        _table(c, report, summary)
+    raise typer.Exit(flow.exit_code(report))
+
+
+def _table(c: Context, report: DriftReport, summary: str) -> None:
+    from rich.table import Table
+    from rich.text import Text
+
+    from fracctl.core.report import describe, value_text
+
+    src = report.source
+    if src.get("argocd_app"):
+        c.out.print(f"desired: Argo CD application {src['argocd_app']}", markup=False)
+    elif src:
+        commit = str(src.get("commit", ""))[:12]
+        c.out.print(
+            f"desired: {src.get('repo')} @ {src.get('revision')} ({commit}) "
+            f"path {src.get('path')} [{src.get('renderer')}]",
+            markup=False,
+        )
+    table = Table("OBJECT", "VERDICT", "FIELD", "LIVE", "DESIRED", show_lines=False)
+    styles = {"in-sync": "green", "applies-in-place": "yellow"}
+    for o in report.objects:
+        verdict = Text(o.verdict, style=styles.get(o.verdict, "bold red"))
+        rows = o.fields or o.changes[:3]
+        if not rows:
+            table.add_row(Text(o.key), verdict, Text(o.note), Text(""), Text(""))
+            continue
+        for i, f in enumerate(rows):
+            table.add_row(
+                Text(o.key if i == 0 else ""),
+                verdict if i == 0 else Text(""),
+                Text(f.path),
+                Text(value_text(f.live, 80)),
+                Text(value_text(f.desired, 80)),
+            )
+    c.out.print(table)
+    for o in report.objects:
+        if o.drifted:
+            where = f" ({o.location.file}:{o.location.line})" if o.location else ""
+            c.out.print(describe(o) + where, markup=False, highlight=False)
+            c.out.print("")
+    if report.argocd:
+        a = report.argocd
+        op = a.get("operation") or {}
+        last = f"; last operation {op.get('phase')}" if op.get("phase") else ""
+        msg = f": {op.get('message')}" if op.get("message") else ""
+        c.out.print(f"Argo CD {a['app']}: {a['sync']}, {a['health']}{last}{msg}", markup=False)
+    for w in report.warnings:
+        c.out.print(Text(f"!! {w}", style="bold red"))
+    c.out.print(summary, markup=False)
+
+
+def register(root: typer.Typer) -> None:
+    """Attach to the root app."""
+    root.command("drift")(command)

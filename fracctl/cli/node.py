@@ -1,0 +1,321 @@
+"""``fracctl node``: on a GPU host, or as a DaemonSet container's entry point."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import typer
+
+from fracctl.cli import _app
+from fracctl.errors import UsageError
+
+app = typer.Typer(
+    help="On a GPU host: preflight, the MPS control daemon, the memory probe.",
+    no_args_is_help=True,
+)
+mps_app = typer.Typer(
+    help="Install, supervise, inspect and remove the NVIDIA MPS control daemon.",
+    no_args_is_help=True,
+)
+app.add_typer(mps_app, name="mps")
+
+Output = Annotated[str, typer.Option("-o", "--output", help=_app.OUTPUT_HELP)]
+
+
+@app.command()
+def preflight(
+    ctx: typer.Context,
+    output: Output = "table",
+    host_root: Annotated[
+        str | None,
+        typer.Option(
+            help="Where the host's files are (e.g. /host in a container).", show_default=False
+        ),
+    ] = None,
+) -> None:
+    """Check the host for MPS and fractional GPUs; exit 1 on any failure.
+
+    Checks the driver (r615+ for protocol 3), nvidia-cuda-mps-control and its -p 3
+    support, the NRI socket, containerd 2.0+, host memory (about 50 MiB per GPU) and
+    the GPUs' compute mode. Every failure says what to do.
+
+    Examples:
+        fracctl node preflight
+        fracctl node preflight --host-root /host -o json
+    """
+    from fracctl.flows import node_checks
+
+    _app.check_output(output)
+    c = _app.context(ctx, mps__host_root=host_root)
+    checks = node_checks.preflight(c)
+    failed = [ch for ch in checks if ch.status == "fail"]
+    if output == "json":
+        _app.emit_json(
+            {
+                "ok": not failed,
+                "checks": [
+                    {"name": ch.name, "status": ch.status, "detail": ch.detail, "fix": ch.fix}
+                    for ch in checks
+                ],
+            }
+        )
+    else:
+        from rich.table import Table
+
+        table = Table("check", "status", "found", "what to do")
+        for ch in checks:
+            table.add_row(ch.name, ch.status, ch.detail, ch.fix or "-")
+        c.out.print(table)
+        summary = f"{len(failed)} of {len(checks)} checks failed" if failed else "all checks ok"
+        c.out.print(f"preflight: {summary}", markup=False)
+    raise typer.Exit(1 if failed else 0)
+
+
+@mps_app.command()
+def install(
+    ctx: typer.Context,
+    systemd: Annotated[
+        bool, typer.Option("--systemd", help="Install a systemd unit that runs the supervisor.")
+    ] = False,
+    foreground: Annotated[
+        bool,
+        typer.Option("--foreground", help="Run and supervise the daemon here (container entry)."),
+    ] = False,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="With --systemd: print the files, change nothing.")
+    ] = False,
+    pipe_dir: Annotated[
+        str | None, typer.Option(help="CUDA_MPS_PIPE_DIRECTORY.", show_default=False)
+    ] = None,
+    log_dir: Annotated[
+        str | None, typer.Option(help="CUDA_MPS_LOG_DIRECTORY.", show_default=False)
+    ] = None,
+    protocol: Annotated[
+        int | None,
+        typer.Option(help="MPS protocol: 3 (namespaces, r615+) or 2.", show_default=False),
+    ] = None,
+    multi_user: Annotated[
+        bool | None,
+        typer.Option(
+            "--multi-user/--single-user",
+            help="Multi-user mode (-m, protocol 3).",
+            show_default=False,
+        ),
+    ] = None,
+    active_thread_percentage: Annotated[
+        int | None, typer.Option(help="Default active thread percentage.", show_default=False)
+    ] = None,
+    pinned_mem_limit: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="Default pinned memory limit, <device>=<size>; repeatable.", show_default=False
+        ),
+    ] = None,
+) -> None:
+    """Install the MPS control daemon: a systemd unit, or a foreground supervisor.
+
+    --foreground starts nvidia-cuda-mps-control -f, waits for its control socket,
+    applies the default active-thread percentage and pinned-memory limits, health-checks
+    it, restarts it with exponential backoff after a crash, and on SIGTERM sends quit,
+    waits mps.graceful_stop, then kills. Exit 0: stopped cleanly; 3: kept failing or
+    refused the defaults; 4: quit hung and the daemon was killed; 5: already running.
+
+    --systemd writes a unit and an environment file that run the same supervisor, then
+    reloads, enables and starts it. A second identical install changes nothing.
+
+    Examples:
+        fracctl node mps install --systemd --pinned-mem-limit 0=4096M --dry-run
+        fracctl node mps install --foreground --pipe-dir /run/nvidia-mps
+    """
+    if systemd == foreground:
+        raise UsageError("give exactly one of --systemd or --foreground")
+    if dry_run and foreground:
+        raise UsageError("--dry-run goes with --systemd")
+    c = _app.context(
+        ctx,
+        mps__pipe_dir=pipe_dir,
+        mps__log_dir=log_dir,
+        mps__protocol=protocol,
+        mps__multi_user=multi_user,
+        mps__default_active_thread_percentage=active_thread_percentage,
+        mps__pinned_mem_limits=pinned_mem_limit or None,
+    )
+    from fracctl.flows import node_agent
+
+    if foreground:
+        message = node_agent.supervise(c)
+        c.info(node_agent.LOG_PREFIX + message)
+        return
+    res = node_agent.install_systemd(c, dry_run=dry_run)
+    if dry_run:
+        for path, text in res["files"].items():
+            c.out.print(f"--- {path}", markup=False)
+            c.out.print(text.rstrip("\n"), markup=False, highlight=False)
+        c.out.print("--- would run:", markup=False)
+    for line in res["actions"]:
+        c.out.print(f"  {line}" if dry_run else line, markup=False)
+    for note in res["notes"]:
+        c.out.print(note, markup=False)
+
+
+@mps_app.command()
+def status(ctx: typer.Context, output: Output = "table") -> None:
+    """Show the daemon: PID, control socket, servers, defaults, namespaces, clients.
+
+    Exits 0 when the daemon answers, 1 when it does not.
+
+    Examples:
+        fracctl node mps status
+        fracctl node mps status -o json
+    """
+    from fracctl.flows import node_agent
+
+    _app.check_output(output)
+    c = _app.context(ctx)
+    st = node_agent.status(c)
+    if output == "json":
+        _app.emit_json(st)
+    else:
+        _render_status(c, st)
+    raise typer.Exit(0 if st["running"] else 1)
+
+
+def _render_status(c: Any, st: dict[str, Any]) -> None:
+    p = c.out.print
+    state = "running" if st["running"] else "not running"
+    p(f"MPS control daemon: {state}", markup=False)
+    p(f"  pid:            {st['daemon_pid'] or '-'}", markup=False)
+    sock = "present" if st["socket_present"] else "absent"
+    p(f"  control socket: {st['control_socket']} ({sock})", markup=False)
+    p(f"  log dir:        {st['log_dir']}", markup=False)
+    p(f"  protocol:       {st['protocol']}", markup=False)
+    if st["install"]:
+        unit = st["install"].get("unit") or "-"
+        active = st["install"].get("active")
+        p(f"  installed unit: {unit}{f' ({active})' if active else ''}", markup=False)
+    if st["error"]:
+        p(f"  error:          {st['error']}", markup=False)
+    if not st["running"]:
+        return
+    p(f"  servers:        {', '.join(map(str, st['servers'])) or 'none'}", markup=False)
+    for key, value in st["defaults"].items():
+        p(f"  default {key}: {value if value is not None else '?'}", markup=False)
+    if st["namespaces"] is not None:
+        ns = st["namespaces"]
+        if isinstance(ns, dict):
+            p(f"  namespaces:     unavailable ({ns['error']})", markup=False)
+        else:
+            names = ", ".join(row.get("name") or row.get("namespace") or "?" for row in ns)
+            p(f"  namespaces:     {names or 'none'}", markup=False)
+    clients = st["clients"]
+    p(f"  clients:        {len(clients)}", markup=False)
+    for cl in clients:
+        p(f"    pid {cl['pid']} ({cl['name']}) on server {cl['server']}", markup=False)
+
+
+@mps_app.command()
+def uninstall(
+    ctx: typer.Context,
+    force: Annotated[
+        bool, typer.Option("--force", help="Proceed although MPS clients are connected.")
+    ] = False,
+) -> None:
+    """Stop the installed unit and remove what install created, nothing else.
+
+    Refuses (exit 5, naming them) while MPS clients are connected: stopping the daemon
+    ends their CUDA contexts. --force proceeds anyway.
+
+    Examples:
+        fracctl node mps uninstall
+        fracctl node mps uninstall --force
+    """
+    from fracctl.flows import node_agent
+
+    c = _app.context(ctx)
+    res = node_agent.uninstall(c, force=force)
+    if not res["found"]:
+        c.out.print(f"nothing to uninstall: no install manifest at {res['manifest']}", markup=False)
+        return
+    if res["forced_clients"]:
+        c.warn(f"--force: {len(res['forced_clients'])} client(s) were connected")
+    for line in res["actions"]:
+        c.out.print(line, markup=False)
+    for path in res["removed"]:
+        c.out.print(f"removed {path}", markup=False)
+    for path in res["kept"]:
+        c.out.print(f"kept {path}", markup=False)
+
+
+@app.command("probe-memory")
+def probe_memory(
+    ctx: typer.Context,
+    limit: Annotated[
+        str | None,
+        typer.Option(
+            help="Pinned limit, e.g. 4096M (default: the configured one).", show_default=False
+        ),
+    ] = None,
+    step: Annotated[str, typer.Option(help="Allocation step.")] = "256M",
+    device: Annotated[int, typer.Option(help="CUDA device ordinal.")] = 0,
+    output: Output = "table",
+) -> None:
+    """Allocate device memory in steps under a pinned limit; report what fits.
+
+    Runs as an MPS client through the CUDA driver API (ctypes on libcuda). Reports the
+    last successful total, the failing step, and the context overhead (limit minus
+    usable): with a 4096 MiB limit, 3328 MiB usable is typical. Exit 1 when the limit
+    is not enforced; exit 3 with no driver or GPU.
+
+    Examples:
+        fracctl node probe-memory --limit 4096M --step 256M
+        CUDA_MPS_PIPE_DIRECTORY=/run/nvidia-mps fracctl node probe-memory -o json
+    """
+    from fracctl.core.mps import parse_mib
+    from fracctl.flows import node_checks
+
+    _app.check_output(output)
+    try:
+        limit_mib = parse_mib(limit) if limit is not None else None
+        step_mib = parse_mib(step)
+    except ValueError as e:
+        raise UsageError(str(e)) from None
+    c = _app.context(ctx)
+    res = node_checks.probe_memory(c, limit_mib=limit_mib, step_mib=step_mib, device=device)
+    r, info = res["result"], res["device"]
+    if output == "json":
+        _app.emit_json(
+            {
+                **r.as_dict(),
+                "device_name": info.name,
+                "driver_version": info.driver_version,
+                "free_mib_at_start": info.free_mib,
+                "total_mib": info.total_mib,
+                "mps_client": res["mps"],
+            }
+        )
+    else:
+        p = c.out.print
+        p(f"device {r.device}: {info.name} (CUDA driver {info.driver_version})", markup=False)
+        p(f"  driver reports:   {info.free_mib} MiB free of {info.total_mib} MiB", markup=False)
+        p(f"  MPS client:       {'yes' if res['mps'] else 'no'}", markup=False)
+        p(f"  limit:            {r.limit_mib} MiB in steps of {r.step_mib} MiB", markup=False)
+        p(f"  usable:           {r.usable_mib} MiB (last successful total)", markup=False)
+        if r.failed_step is not None:
+            p(
+                f"  failing step:     #{r.failed_step}, to {r.failed_at_mib} MiB ({r.error})",
+                markup=False,
+            )
+        if r.enforced:
+            p(f"  context overhead: {r.overhead_mib} MiB (limit minus usable)", markup=False)
+        else:
+            p(
+                f"  limit NOT enforced: {r.usable_mib} MiB allocated under a {r.limit_mib} MiB "
+                "limit (is this process an MPS client of a daemon with that limit?)",
+                markup=False,
+            )
+    raise typer.Exit(0 if r.enforced else 1)
+
+
+def register(root: typer.Typer) -> None:
+    """Attach to the root app."""
+    root.add_typer(app, name="node")

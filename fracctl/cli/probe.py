@@ -1,0 +1,97 @@
+"""``fracctl probe``: send a probe pod at a pool and report what KAI did with it."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from fracctl.cli import _app
+from fracctl.cli.preflight import selector_option
+
+
+def _duration(value: str | None) -> float | None:
+    if value is None:
+        return None
+    from fracctl.config import parse_duration
+
+    try:
+        return float(parse_duration(value))
+    except ValueError as e:
+        raise typer.BadParameter(str(e)) from None
+
+
+def command(
+    ctx: typer.Context,
+    memory: Annotated[
+        str | None,
+        typer.Option("--memory", help="GPU memory to ask for, e.g. 4Gi.", show_default=False),
+    ] = None,
+    fraction: Annotated[
+        float | None,
+        typer.Option(
+            "--fraction", help="Share of a GPU to ask for, e.g. 0.25.", show_default=False
+        ),
+    ] = None,
+    pool: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--pool",
+            help="Node selector KEY=VALUE (repeatable); default: the opt-in label.",
+            show_default=False,
+        ),
+    ] = None,
+    timeout: Annotated[
+        str | None,
+        typer.Option(
+            "--timeout", help="How long to watch (default timeouts.probe).", show_default=False
+        ),
+    ] = None,
+    expect: Annotated[
+        str,
+        typer.Option("--expect", help="any, running or not-ready: exit 1 when the answer differs."),
+    ] = "any",
+    output: Annotated[str, typer.Option("-o", "--output", help=_app.OUTPUT_HELP)] = "table",
+) -> None:
+    """Send a fractional probe pod at a pool; report whether it ran or was held back.
+
+    The probe is a tiny non-root pod for the KAI scheduler. Two answers are good
+    news: it ran (on which node), or it stayed Pending because the node "is not ready
+    for fractional GPU scheduling" (the readiness gate holds on a pool whose daemons
+    do not run yet). The probe is deleted afterwards on every path, Ctrl-C included.
+
+    Exits 0 on a good (or the --expect'ed) answer, 1 on another scheduling failure,
+    4 when no decision came in time.
+
+    Examples:
+        fracctl probe --memory 4Gi --pool example.org/gpu-class=b200
+        fracctl probe --fraction 0.25 --expect running
+    """
+    from fracctl.flows.probe import EXPECT, probe
+
+    _app.check_output(output)
+    if expect not in EXPECT:
+        raise typer.BadParameter(f"must be one of {', '.join(EXPECT)}", param_hint="--expect")
+    wanted = selector_option(ctx, pool)
+    seconds = _duration(timeout)
+    c = _app.context(ctx)
+    result = probe(c, memory=memory, fraction=fraction, pool=wanted, timeout=seconds)
+    if output == "json":
+        _app.emit_json(result.to_dict())
+    else:
+        c.out.print(f"probe {result.namespace}/{result.name}: {result.outcome.value}", markup=False)
+        c.out.print(result.summary(), markup=False, soft_wrap=True)
+        if result.message and result.outcome.value != "unschedulable":
+            c.out.print(
+                f"scheduler: {result.reason}: {result.message}", markup=False, soft_wrap=True
+            )
+        c.out.print(
+            "probe deleted" if result.deleted else "warning: the probe may still exist",
+            markup=False,
+        )
+    raise typer.Exit(int(result.exit_code(expect)))
+
+
+def register(root: typer.Typer) -> None:
+    """Attach to the root app."""
+    root.command("probe")(command)
