@@ -1,18 +1,45 @@
 #!/usr/bin/env bash
-# The incident, end to end, in the local sandbox (a real kube-apiserver + etcd).
+# The incident, end to end, in the local sandbox: a real kube-apiserver + etcd, three
+# GPU nodes as Node objects, and a clearly named simulation of the gpu-fractioning
+# operator. Git selects the opt-in label; the live object still selects the RTX class.
 set -euo pipefail
 export FRACCTL_SANDBOX_DIR="${FRACCTL_SANDBOX_DIR:-${TMPDIR:-/tmp}/fracctl-demo}"
-step() { printf '\n\033[1m$ %s\033[0m\n' "$*"; }
-run() { step "$*"; "$@"; }
-expect() { local want=$1; shift; step "$*"; set +e; "$@"; local rc=$?; set -e
-  [[ $rc == "$want" ]] || { echo "demo: expected exit $want, got $rc" >&2; exit 1; }; }
+say()  { printf '\n\033[1;34m# %s\033[0m\n' "$*"; }
+step() { printf '\033[1m$ %s\033[0m\n' "$*"; }
+# expect CODE CMD...: run CMD, and stop the demo unless it exits with CODE.
+expect() {
+  local want=$1; shift; step "$*"; set +e; "$@"; local rc=$?; set -e
+  [[ $rc == "$want" ]] || { echo "demo: expected exit $want from '$*', got $rc" >&2; exit 1; }
+  echo "(exit $rc)"
+}
 
 fracctl sandbox down >/dev/null
 trap 'fracctl sandbox down >/dev/null' EXIT
-run fracctl sandbox up
+
+say "A sandbox: kube-apiserver + etcd, nodes rtx-pro-6000-0, b200-0, h200-0"
+expect 0 fracctl sandbox up
 eval "$(fracctl sandbox env)"
 sleep 3
-run fracctl sandbox status
-run kubectl get nodes -L example.org/gpu-class -L example.org/gpu-fractions
+expect 0 fracctl sandbox status
+
+say "Git wants the opt-in label; preflight refuses: b200-0 has not opted in"
+expect 1 fracctl preflight
+
+say "The node-join step: label the B200 (the H200 is refused, and left unchanged)"
+expect 1 fracctl nodes label h200-0
+expect 0 fracctl nodes label b200-0
+
+say "Drift: the live object still selects the RTX class; the API server says why"
+expect 1 fracctl drift
+
+say "The plan, then the guarded delete -> recreate -> wait"
+expect 0 fracctl recreate --dry-run
+expect 0 fracctl recreate --yes
+
+say "Afterwards: no drift, every fraction node ready, and a rerun has nothing to do"
+expect 0 fracctl drift
+expect 0 fracctl wait
+expect 0 fracctl recreate --yes
+kubectl get nodes -L example.org/gpu-class -L example.org/gpu-fractions
 echo
 echo "demo: done"

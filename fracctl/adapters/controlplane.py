@@ -316,6 +316,7 @@ def _terminate(pid: int, timeout: float) -> None:
     while time.monotonic() < deadline:
         _reap(pid)
         if not _alive(pid):
+            _reap(pid)  # it may have turned zombie after the first reap
             return
         time.sleep(0.1)
     try:

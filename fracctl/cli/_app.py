@@ -50,6 +50,13 @@ def emit_json(data: Any) -> None:
 OUTPUT_HELP = "Output format: table or json."
 
 
+def output_callback(value: str) -> str:
+    """Typer callback validating ``-o table|json`` (a usage error names the option)."""
+    if value not in ("table", "json"):
+        raise typer.BadParameter("must be one of table, json")
+    return value
+
+
 def check_output(value: str, allowed: tuple[str, ...] = ("table", "json")) -> str:
     """Validate an ``-o`` value."""
     if value not in allowed:
@@ -59,7 +66,7 @@ def check_output(value: str, allowed: tuple[str, ...] = ("table", "json")) -> st
 
 def register(app: typer.Typer) -> None:
     """Add every command group to the root app (the one place commands are listed)."""
-    from fracctl.cli import drift, node, nodes, preflight, probe, render, sandbox
+    from fracctl.cli import drift, node, nodes, preflight, probe, recreate, render, sandbox
 
-    for module in (render, drift, preflight, nodes, node, probe, sandbox):
+    for module in (render, drift, preflight, recreate, nodes, node, probe, sandbox):
         module.register(app)

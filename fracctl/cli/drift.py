@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -15,6 +16,7 @@ from fracctl.cli.render import (
     REVISION_HELP,
     check_renderer,
 )
+from fracctl.errors import UsageError
 
 if TYPE_CHECKING:
     from fracctl.core.drift import DriftReport
@@ -69,6 +71,14 @@ def command(
             show_default=False,
         ),
     ] = None,
+    junit_file: Annotated[
+        Path | None,
+        typer.Option(
+            "--junit-file",
+            help="Also write the JUnit XML report to this file (a CI artifact).",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     """Compare the live cluster with git on immutable fields; ask the API server to judge.
 
@@ -93,6 +103,7 @@ def command(
     Examples:
         fracctl drift
         fracctl drift --all -o junit > drift.xml
+        fracctl drift --all --junit-file drift.xml
         fracctl drift --all --kind Deployment -o github
         fracctl drift --app gpu-fractioning -o json
     """
@@ -113,6 +124,13 @@ def command(
         name=name,
     )
     summary = flow.summary_line(report)
+    if junit_file is not None:
+        from fracctl.core.report import to_junit
+
+        try:
+            junit_file.write_text(to_junit(report), encoding="utf-8")
+        except OSError as e:
+            raise UsageError(f"--junit-file {junit_file}: cannot write: {e.strerror}") from None
     if fmt == "json":
         _app.emit_json(report.as_dict())
     elif fmt == "junit":
@@ -163,8 +181,7 @@ def _table(c: Context, report: DriftReport, summary: str) -> None:
     c.out.print(table)
     for o in report.objects:
         if o.drifted:
-            where = f" ({o.location.file}:{o.location.line})" if o.location else ""
-            c.out.print(describe(o) + where, markup=False, highlight=False)
+            c.out.print(describe(o), markup=False, highlight=False, soft_wrap=True)
             c.out.print("")
     if report.argocd:
         a = report.argocd

@@ -1,0 +1,530 @@
+"""Benchmark: preflight's fractional-pod scan vs ``kubectl get pods -A -o json | jq``.
+
+Starts its own kube-apiserver + etcd, seeds nodes and pods shaped like real ones
+(several containers, env, volumes, probes, a status with conditions and container
+statuses: about 5 KB of JSON each), then runs, in the same session and in separate
+processes so each peak RSS is its own:
+
+* ``scan``: :func:`fracctl.flows.preflight.scan_fractional_pods` alone;
+* ``preflight``: the whole ``fracctl preflight -o json`` command (the scan, a
+  metadata-only list of every node, the policy and selector checks);
+* ``kubectl | jq``: ``kubectl get pods -A -o json`` (same field selector) piped into a
+  jq filter with the same annotation rules, printing namespace/name and node.
+
+Each tool's findings are checked against the seeded truth before any time counts.
+
+    python benchmarks/bench_preflight.py            # 5,000 nodes, 100,000 pods
+    python benchmarks/bench_preflight.py --quick    # 500 nodes, 10,000 pods
+
+``--state-dir DIR --keep`` keeps the seeded control plane's etcd data; a later run
+with the same ``--state-dir`` restarts it and skips seeding.
+"""
+
+from __future__ import annotations
+
+import argparse
+import concurrent.futures as cf
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+from fracctl.adapters import controlplane  # noqa: E402
+from fracctl.adapters.kube import Kube  # noqa: E402
+from fracctl.config import Config  # noqa: E402
+from fracctl.core.resources import NAMESPACES, NODES, PODS  # noqa: E402
+from fracctl.errors import Conflict  # noqa: E402
+
+OPT_IN = "example.org/gpu-fractions=enabled"
+CLASS_KEY = "example.org/gpu-class"
+RESERVATION_NS = "kai-resource-reservation"
+FIELD_SELECTOR = "status.phase!=Succeeded,status.phase!=Failed"
+STAMP = "2026-03-01T10:00:00Z"
+
+# The jq twin of the default fraction_annotations patterns.
+_JQ_KEYS = "^(gpu-fraction|gpu-memory|gpu-fraction-num-devices|gpu-fraction-container-name)$"
+_JQ_CONTAINER = (
+    "^nvidia\\\\.com/container\\\\.[^/.]+\\\\.(gpu-memory\\\\.request|gpu-memory\\\\.limit"
+    "|gpu-compute\\\\.mode|gpu-compute\\\\.portion|gpus\\\\.devices)$"
+)
+JQ_FILTER = (
+    """.items[]
+| select(.metadata.namespace != "kai-resource-reservation")
+| select((.metadata.annotations // {}) | to_entries | any("""
+    f'(.key | test("{_JQ_KEYS}")) or (.key | test("{_JQ_CONTAINER}"))'
+    ''' or (.key == "received-resource-type" and .value == "Fraction")))
+| "\\(.metadata.namespace)/\\(.metadata.name) \\(.spec.nodeName // "-")"'''
+)
+
+FRACTION_STYLES: list[dict[str, str]] = [
+    {"gpu-fraction": "0.5"},
+    {"gpu-memory": "4096"},
+    {"nvidia.com/container.main.gpu-memory.request": "8192"},
+    {  # what the binder writes on a placed pod
+        "received-resource-type": "Fraction",
+        "nvidia.com/container.main.gpus.devices": "GPU-3b5e2a8c-9f41-4d7e-b2a1-6c0d8e7f9a12",
+        "nvidia.com/container.main.gpu-compute.portion": "25",
+    },
+]
+
+
+# --- seeding ---------------------------------------------------------------------------
+
+
+def node_name(i: int) -> str:
+    return f"gpu-node-{i:05d}"
+
+
+def node_body(i: int) -> dict[str, Any]:
+    cls = ("rtx-pro-6000", "b200", "b200", "rtx-pro-6000", "h200")[i % 5]
+    labels = {
+        "kubernetes.io/hostname": node_name(i),
+        "kubernetes.io/os": "linux",
+        "kubernetes.io/arch": "amd64",
+        "node.kubernetes.io/instance-type": f"gpu-{cls}-x8",
+        "topology.kubernetes.io/zone": f"zone-{i % 3}",
+        CLASS_KEY: cls,
+        "nvidia.com/gpu.present": "true",
+        "nvidia.com/gpu.count": "8",
+        "nvidia.com/gpu.product": cls.upper(),
+    }
+    if cls != "h200":
+        labels["example.org/gpu-fractions"] = "enabled"
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": node_name(i), "labels": labels},
+        "spec": {"podCIDR": f"10.{i // 250}.{i % 250}.0/24"},
+    }
+
+
+def kind_of(i: int) -> str:
+    """Which pods are what: deterministic, so the truth is known without listing."""
+    if i % 2000 == 7:
+        return "reservation"  # 50 per 100k
+    if i % 100 == 0:
+        return "fractional-done" if i % 1000 == 500 else "fractional"
+    if i % 50 == 1:
+        return "done"
+    return "plain"
+
+
+def namespace_of(i: int, kind: str) -> str:
+    return RESERVATION_NS if kind == "reservation" else f"team-{i % 200:03d}"
+
+
+def pod_body(i: int, nodes: int) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A pod about 5 KB as JSON once stored, and the status to give it."""
+    kind = kind_of(i)
+    ns = namespace_of(i, kind)
+    name = f"worker-{i:06d}"
+    app = f"svc-{i % 97}"
+    annotations = {
+        "kubectl.kubernetes.io/restartedAt": STAMP,
+        "prometheus.io/scrape": "true",
+        "prometheus.io/port": "9090",
+    }
+    if kind.startswith("fractional"):
+        annotations.update(FRACTION_STYLES[(i // 100) % len(FRACTION_STYLES)])
+    if kind == "reservation":
+        name = f"gpu-reservation-{i:06d}"
+        annotations["gpu-fraction"] = "1"
+    env = [{"name": f"SETTING_{k}", "value": f"value-{k}-{i % 13}"} for k in range(4)]
+    env.append({"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}})
+    mounts = [
+        {"name": "config", "mountPath": "/etc/app"},
+        {"name": "cache", "mountPath": "/cache"},
+        {"name": "kube-api-access", "mountPath": "/var/run/secrets/kubernetes.io/serviceaccount",
+         "readOnly": True},
+    ]  # fmt: skip
+
+    def container(cname: str, image: str, port: int) -> dict[str, Any]:
+        probe = {"httpGet": {"path": "/healthz", "port": port}, "periodSeconds": 10}
+        return {
+            "name": cname,
+            "image": f"example.org/{image}:1.{i % 7}.3",
+            "imagePullPolicy": "IfNotPresent",
+            "ports": [{"name": "http", "containerPort": port, "protocol": "TCP"}],
+            "env": env,
+            "resources": {
+                "requests": {"cpu": "250m", "memory": "512Mi"},
+                "limits": {"memory": "1Gi"},
+            },
+            "volumeMounts": mounts,
+            "livenessProbe": probe,
+            "readinessProbe": {**probe, "initialDelaySeconds": 5},
+            "securityContext": {"allowPrivilegeEscalation": False, "runAsNonRoot": True},
+        }
+
+    node = node_name(i % nodes)
+    pod: dict[str, Any] = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": name,
+            "namespace": ns,
+            "labels": {
+                "app.kubernetes.io/name": app,
+                "app.kubernetes.io/part-of": "platform",
+                "pod-template-hash": f"{i % 9973:08x}",
+                "team": f"team-{i % 200:03d}",
+            },
+            "annotations": annotations,
+            "ownerReferences": [
+                {
+                    "apiVersion": "apps/v1",
+                    "kind": "ReplicaSet",
+                    "name": f"{app}-{i % 9973:08x}",
+                    "uid": f"00000000-0000-4000-8000-{i:012d}",
+                    "controller": True,
+                    "blockOwnerDeletion": True,
+                }
+            ],
+        },
+        "spec": {
+            "nodeName": node,
+            "serviceAccountName": "default",
+            "containers": [
+                container("main", app, 8080),
+                container("metrics", "metrics-sidecar", 9090),
+            ],
+            "volumes": [
+                {"name": "config", "configMap": {"name": f"{app}-config"}},
+                {"name": "cache", "emptyDir": {"sizeLimit": "1Gi"}},
+                {
+                    "name": "kube-api-access",
+                    "projected": {
+                        "sources": [
+                            {"serviceAccountToken": {"path": "token", "expirationSeconds": 3607}},
+                            {
+                                "configMap": {
+                                    "name": "kube-root-ca.crt",
+                                    "items": [{"key": "ca.crt", "path": "ca.crt"}],
+                                }
+                            },
+                        ]
+                    },
+                },
+            ],  # fmt: skip
+            "tolerations": [
+                {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"},
+            ],
+            "securityContext": {"runAsUser": 1000, "fsGroup": 1000},
+        },
+    }
+    phase = "Succeeded" if kind in ("done", "fractional-done") else "Running"
+    ready = "True" if phase == "Running" else "False"
+    conditions = [
+        {"type": t, "status": "True" if t in ("PodScheduled", "Initialized") else ready,
+         "lastProbeTime": None, "lastTransitionTime": STAMP}
+        for t in ("PodReadyToStartContainers", "Initialized", "Ready", "ContainersReady",
+                  "PodScheduled")
+    ]  # fmt: skip
+    statuses = [
+        {
+            "name": c,
+            "ready": phase == "Running",
+            "restartCount": i % 3,
+            "image": f"example.org/{c}:1.{i % 7}.3",
+            "imageID": f"example.org/{c}@sha256:{i:064x}",
+            "containerID": f"containerd://{(i * 7919):064x}",
+            "started": phase == "Running",
+            "state": {"running": {"startedAt": STAMP}}
+            if phase == "Running"
+            else {"terminated": {"exitCode": 0, "reason": "Completed", "finishedAt": STAMP}},
+        }
+        for c in ("main", "metrics")
+    ]
+    status = {
+        "phase": phase,
+        "conditions": conditions,
+        "hostIP": f"10.1.{(i % nodes) // 250}.{(i % nodes) % 250}",
+        "podIP": f"10.2.{i // 65000}.{(i // 250) % 250}",
+        "podIPs": [{"ip": f"10.2.{i // 65000}.{(i // 250) % 250}"}],
+        "startTime": STAMP,
+        "qosClass": "Burstable",
+        "containerStatuses": statuses,
+    }
+    return pod, status
+
+
+def truth(pods: int, nodes: int) -> set[str]:
+    """``namespace/name node`` of every pod the scan must find."""
+    out = set()
+    for i in range(pods):
+        if kind_of(i) == "fractional":
+            out.add(f"{namespace_of(i, 'fractional')}/worker-{i:06d} {node_name(i % nodes)}")
+    return out
+
+
+def connect(kubeconfig: str, pool: int) -> Kube:
+    from kubernetes import config as kconfig
+    from kubernetes.client import Configuration
+
+    configuration = Configuration()
+    kconfig.load_kube_config(
+        config_file=kubeconfig, client_configuration=configuration, persist_config=False
+    )
+    configuration.connection_pool_maxsize = pool
+    return Kube(configuration, timeout=120)
+
+
+def seed(kubeconfig: str, *, nodes: int, pods: int, workers: int) -> dict[str, Any]:
+    kube = connect(kubeconfig, workers + 4)
+    started = time.monotonic()
+    for ns in {namespace_of(i, kind_of(i)) for i in range(min(pods, 4000))} | {RESERVATION_NS}:
+        try:
+            kube.create(NAMESPACES, {"apiVersion": "v1", "kind": "Namespace",
+                                     "metadata": {"name": ns}})  # fmt: skip
+        except Conflict:
+            pass
+
+    def make_node(i: int) -> None:
+        try:
+            kube.create(NODES, node_body(i))
+        except Conflict:
+            pass
+
+    def make_pod(i: int) -> None:
+        body, status = pod_body(i, nodes)
+        meta = body["metadata"]
+        try:
+            kube.create(PODS, body)
+        except Conflict:
+            return
+        kube.patch(PODS, meta["name"], {"status": status}, namespace=meta["namespace"],
+                   subresource="status")  # fmt: skip
+
+    done = 0
+    lock = threading.Lock()
+
+    def run(fn: Any, n: int, what: str) -> None:
+        nonlocal done
+        done = 0
+        with cf.ThreadPoolExecutor(workers) as pool:
+            for _ in pool.map(fn, range(n), chunksize=64):
+                with lock:
+                    done += 1
+                    if done % 10000 == 0:
+                        rate = done / (time.monotonic() - t0)
+                        print(f"  {what}: {done}/{n} ({rate:.0f}/s)", file=sys.stderr, flush=True)
+
+    t0 = time.monotonic()
+    run(make_node, nodes, "nodes")
+    t0 = time.monotonic()
+    run(make_pod, pods, "pods")
+    elapsed = time.monotonic() - started
+    sample, _ = pod_body(1, nodes)
+    stored = kube.get(PODS, sample["metadata"]["name"], sample["metadata"]["namespace"])
+    return {
+        "seconds": round(elapsed, 1),
+        "workers": workers,
+        "pod_json_bytes": len(json.dumps(stored, separators=(",", ":"))),
+        "pod_json_bytes_without_managed_fields": len(
+            json.dumps(
+                {
+                    **stored,
+                    "metadata": {
+                        k: v for k, v in stored["metadata"].items() if k != "managedFields"
+                    },
+                },
+                separators=(",", ":"),
+            )  # fmt: skip
+        ),
+    }
+
+
+# --- measuring -------------------------------------------------------------------------
+
+
+def measure(argv: list[str], *, env: dict[str, str]) -> tuple[float, int, str]:
+    """Run one command; (wall seconds, peak RSS in bytes, stdout)."""
+    with tempfile.TemporaryFile() as out:
+        t0 = time.monotonic()
+        proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.PIPE, env=env)
+        _, status, usage = os.wait4(proc.pid, 0)
+        wall = time.monotonic() - t0
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        err = proc.stderr.read().decode() if proc.stderr else ""
+        out.seek(0)
+        text = out.read().decode()
+    if proc.returncode not in (0, 1):
+        raise RuntimeError(f"{argv[:4]} failed ({proc.returncode}): {err[-500:]}")
+    return wall, usage.ru_maxrss * 1024, text
+
+
+def measure_pipeline(
+    left: list[str], right: list[str], *, env: dict[str, str]
+) -> tuple[float, int, int, str]:
+    """``left | right``: (wall seconds, left peak RSS, right peak RSS, right's stdout)."""
+    with tempfile.TemporaryFile() as out:
+        t0 = time.monotonic()
+        a = subprocess.Popen(left, stdout=subprocess.PIPE, env=env)
+        b = subprocess.Popen(right, stdin=a.stdout, stdout=out, env=env)
+        assert a.stdout is not None
+        a.stdout.close()  # b holds the read end now
+        _, sa, ua = os.wait4(a.pid, 0)
+        _, sb, ub = os.wait4(b.pid, 0)
+        wall = time.monotonic() - t0
+        a.returncode, b.returncode = os.waitstatus_to_exitcode(sa), os.waitstatus_to_exitcode(sb)
+        if a.returncode or b.returncode:
+            raise RuntimeError(f"pipeline failed: {left[:3]} | {right[:1]}")
+        out.seek(0)
+        text = out.read().decode()
+    return wall, ua.ru_maxrss * 1024, ub.ru_maxrss * 1024, text
+
+
+def kubectl_bytes(kubectl: list[str], env: dict[str, str]) -> int:
+    """Size of kubectl's JSON (this first, unmeasured run also warms every cache)."""
+    with tempfile.TemporaryFile() as out:
+        subprocess.run(kubectl, stdout=out, env=env, check=True)
+        return out.tell()
+
+
+def scan_only(kubeconfig: str) -> None:
+    """Child process: the scan alone; prints what it found."""
+    from fracctl.flows.context import Context
+    from fracctl.flows.preflight import scan_fractional_pods
+
+    ctx = Context(config=Config(), kube_factory=lambda: Kube.connect(kubeconfig=kubeconfig))
+    scan = scan_fractional_pods(ctx)
+    for p in scan.pods:
+        print(f"{p.namespace}/{p.name} {p.node or '-'}")
+    print(f"# scanned={scan.scanned} pages={scan.pages} reservations={len(scan.reservations)}",
+          file=sys.stderr)  # fmt: skip
+
+
+def mib(n: float) -> str:
+    return f"{n / 2**20:,.0f} MiB"
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="500 nodes, 10,000 pods")
+    ap.add_argument("--nodes", type=int)
+    ap.add_argument("--pods", type=int)
+    ap.add_argument("--repeat", type=int, default=2)
+    ap.add_argument("--workers", type=int, default=24, help="concurrent seeding requests")
+    ap.add_argument("--state-dir", help="control-plane state (kept with --keep; reused)")
+    ap.add_argument("--keep", action="store_true", help="leave the state dir for a rerun")
+    ap.add_argument("--out", default=str(REPO / "benchmarks" / "out" / "preflight.json"))
+    ap.add_argument("--scan-only", metavar="KUBECONFIG", help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    if args.scan_only:
+        scan_only(args.scan_only)
+        return 0
+    nodes = args.nodes or (500 if args.quick else 5000)
+    pods = args.pods or (10_000 if args.quick else 100_000)
+    kubectl = shutil.which("kubectl") or "/usr/bin/kubectl"
+    jq = shutil.which("jq")
+    if not jq:
+        print("bench_preflight: jq is needed for the baseline", file=sys.stderr)
+        return 2
+
+    state = Path(args.state_dir or tempfile.mkdtemp(prefix="fracctl-bench-"))
+    marker = state / f"seeded-{nodes}-{pods}.json"
+    reuse = marker.is_file()
+    if not reuse and (state / "etcd").exists():
+        shutil.rmtree(state)
+    print(f"control plane in {state} ({'reusing seeded data' if reuse else 'fresh'})",
+          file=sys.stderr)  # fmt: skip
+    cp = controlplane.start(state, binaries=controlplane.find_binaries(REPO))
+    results: dict[str, Any] = {"nodes": nodes, "pods": pods, "cpus": os.cpu_count()}
+    try:
+        if reuse:
+            results["seeding"] = json.loads(marker.read_text())
+        else:
+            print(f"seeding {nodes} nodes and {pods} pods ...", file=sys.stderr)
+            results["seeding"] = seed(cp.kubeconfig, nodes=nodes, pods=pods,
+                                      workers=args.workers)  # fmt: skip
+            marker.write_text(json.dumps(results["seeding"]))
+        want = truth(pods, nodes)
+        results["expected_fractional"] = len(want)
+
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("FRACCTL_", "KUBECONFIG"))}
+        env["PYTHONPATH"] = str(REPO)
+        kc_get = [kubectl, "--kubeconfig", cp.kubeconfig, "get", "pods", "-A", "-o", "json",
+                  "--field-selector", FIELD_SELECTOR]  # fmt: skip
+        scan_cmd = [sys.executable, str(Path(__file__).resolve()), "--scan-only", cp.kubeconfig]
+        pre_cmd = [sys.executable, "-m", "fracctl", "--kubeconfig", cp.kubeconfig, "preflight",
+                   "-o", "json", "--selector", OPT_IN]  # fmt: skip
+        results["kubectl_json_bytes"] = kubectl_bytes(kc_get, env)
+
+        runs: dict[str, list[dict[str, float]]] = {"scan": [], "preflight": [], "kubectl_jq": []}
+        for r in range(args.repeat):
+            print(f"run {r + 1}/{args.repeat}", file=sys.stderr)
+            wall, rss, out = measure(scan_cmd, env=env)
+            got = set(out.splitlines())
+            if got != want:
+                raise RuntimeError(f"scan found {len(got)} pods, expected {len(want)}")
+            runs["scan"].append({"seconds": wall, "peak_rss": rss})
+
+            wall, rss, out = measure(pre_cmd, env=env)
+            report = json.loads(out)
+            found = {f"{p['namespace']}/{p['name']} {p['node']}"
+                     for p in report["pods"]["fractional"]}  # fmt: skip
+            if found != want:
+                raise RuntimeError(f"preflight found {len(found)} pods, expected {len(want)}")
+            runs["preflight"].append({"seconds": wall, "peak_rss": rss})
+
+            wall, rss_k, rss_j, out = measure_pipeline(kc_get, [jq, "-r", JQ_FILTER], env=env)
+            got = set(out.splitlines())
+            if got != want:
+                raise RuntimeError(f"kubectl | jq found {len(got)} pods, expected {len(want)}")
+            runs["kubectl_jq"].append(
+                {"seconds": wall, "kubectl_peak_rss": rss_k, "jq_peak_rss": rss_j,
+                 "peak_rss": rss_k + rss_j}
+            )  # fmt: skip
+        results["runs"] = runs
+        med = {k: {m: statistics.median(x[m] for x in v) for m in v[0]} for k, v in runs.items()}
+        results["median"] = med
+        base = med["kubectl_jq"]
+        results["speedup_scan"] = base["seconds"] / med["scan"]["seconds"]
+        results["speedup_preflight"] = base["seconds"] / med["preflight"]["seconds"]
+        results["memory_ratio_scan"] = med["scan"]["peak_rss"] / base["peak_rss"]
+        results["memory_ratio_scan_vs_kubectl_alone"] = (
+            med["scan"]["peak_rss"] / base["kubectl_peak_rss"]
+        )
+        results["memory_ratio_preflight"] = med["preflight"]["peak_rss"] / base["peak_rss"]
+    finally:
+        cp.stop()
+        if not args.keep:
+            shutil.rmtree(state, ignore_errors=True)
+
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.out).write_text(json.dumps(results, indent=2))
+    med = results["median"]
+    print(
+        f"\n{nodes} nodes, {pods} pods ({results['expected_fractional']} running fractional), "
+        f"{results['cpus']} CPUs; pod JSON {results['seeding']['pod_json_bytes']} bytes; "
+        f"seeding took {results['seeding']['seconds']:.0f}s\n"
+        f"| tool | wall (median of {args.repeat}) | peak RSS |\n|---|---|---|\n"
+        f"| fracctl scan | {med['scan']['seconds']:.1f} s | {mib(med['scan']['peak_rss'])} |\n"
+        f"| fracctl preflight -o json | {med['preflight']['seconds']:.1f} s | "
+        f"{mib(med['preflight']['peak_rss'])} |\n"
+        f"| kubectl get pods -A -o json \\| jq | {med['kubectl_jq']['seconds']:.1f} s | "
+        f"{mib(med['kubectl_jq']['kubectl_peak_rss'])} + "
+        f"{mib(med['kubectl_jq']['jq_peak_rss'])} |\n"
+        f"scan: {results['speedup_scan']:.1f}x faster, "
+        f"{results['memory_ratio_scan']:.3f} of the pipeline's memory "
+        f"({results['memory_ratio_scan_vs_kubectl_alone']:.3f} of kubectl alone); "
+        f"preflight: {results['speedup_preflight']:.1f}x faster, "
+        f"{results['memory_ratio_preflight']:.3f} of the memory\n"
+        f"results: {args.out}"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

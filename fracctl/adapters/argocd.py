@@ -1,0 +1,807 @@
+"""The Argo CD adapter: a small client for the documented REST API (over httpx).
+
+Only the calls fracctl needs: read an application (optionally refreshing it), read its
+managed resources and rendered manifests, sync selected resources, follow the sync
+operation to its end, and terminate it. Every failure becomes a fracctl error with advice.
+
+The bearer token comes from ``ARGOCD_AUTH_TOKEN`` or a file, never from a command-line
+value (which would show in ``ps``). It is kept out of every message, log line and repr:
+error bodies are truncated and scrubbed of it before they reach an exception.
+
+A sync that Argo CD reports as ``Succeeded`` has only had every apply call return OK; it
+does not mean the live object converged. Callers must read the live object afterwards.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+from urllib.parse import quote, urlsplit
+
+from fracctl.errors import ConfigError, ExternalError, TimedOut, Unreachable, UsageError
+
+if TYPE_CHECKING:
+    import httpx
+
+    from fracctl.config import ArgoCDConfig
+
+Obj = dict[str, Any]
+
+#: Operation phases after which nothing more happens.
+TERMINAL_PHASES = frozenset({"Succeeded", "Failed", "Error"})
+#: gRPC status codes as they appear in the grpc-gateway error body's ``code``.
+GRPC_INVALID_ARGUMENT = 3
+GRPC_NOT_FOUND = 5
+GRPC_PERMISSION_DENIED = 7
+GRPC_FAILED_PRECONDITION = 9
+GRPC_UNAUTHENTICATED = 16
+IN_PROGRESS_MESSAGE = "another operation is already in progress"
+_NO_OPERATION_MESSAGE = "no operation is in progress"
+_BODY_LIMIT = 300
+
+
+# --- errors ---------------------------------------------------------------------------
+
+
+class ArgoCDError(ExternalError):
+    """Argo CD answered with an error (or with something that is not its API)."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        status: int | None = None,
+        code: int | None = None,
+        hint: str | None = None,
+    ) -> None:
+        super().__init__(message, hint=hint)
+        self.status = status  # HTTP status
+        self.code = code  # gRPC code from the error body
+
+
+class ArgoCDUnauthorized(ArgoCDError):
+    """HTTP 401: the token is missing, expired, revoked or for another server."""
+
+
+class ArgoCDForbidden(ArgoCDError):
+    """HTTP 403: the token's account lacks an RBAC permission."""
+
+
+class ApplicationNotFound(ArgoCDError):
+    """HTTP 404: no application of that name."""
+
+
+class ArgoCDServerError(ArgoCDError):
+    """HTTP 5xx: the Argo CD server (or a component behind it) failed."""
+
+
+class OperationInProgress(ArgoCDError):
+    """Another operation runs on the application, so a sync was not accepted."""
+
+
+class SyncFailed(ArgoCDError):
+    """The sync operation ended ``Failed`` or ``Error``, or a resource failed to sync."""
+
+    def __init__(self, message: str, *, operation_state: Obj, hint: str | None = None) -> None:
+        super().__init__(message, hint=hint)
+        self.operation_state = operation_state
+
+
+# --- time -----------------------------------------------------------------------------
+
+
+class ClockLike(Protocol):
+    """What the waits need from a clock (``fracctl.flows.context.Clock`` fits)."""
+
+    @property
+    def monotonic(self) -> Callable[[], float]:
+        """Seconds from an arbitrary origin, never going back."""
+        ...  # pragma: no cover
+
+    @property
+    def sleep(self) -> Callable[[float], None]:
+        """Block for a number of seconds."""
+        ...  # pragma: no cover
+
+
+class _Secret:
+    """A string that shows as ``***`` in every repr (locals dumps, debuggers, vars())."""
+
+    __slots__ = ("_value",)
+
+    def __init__(self, value: str) -> None:
+        self._value = value
+
+    def reveal(self) -> str:
+        return self._value
+
+    def __repr__(self) -> str:
+        return "<secret>"
+
+    __str__ = __repr__
+
+
+class SystemClock:
+    """The real clock."""
+
+    def monotonic(self) -> float:
+        """``time.monotonic()``."""
+        return time.monotonic()
+
+    def sleep(self, seconds: float) -> None:
+        """``time.sleep()``."""
+        time.sleep(seconds)
+
+
+class Backoff:
+    """Capped exponential delays: ``first``, ``first*factor``, … up to ``cap``."""
+
+    def __init__(self, first: float = 0.25, factor: float = 1.6, cap: float = 5.0) -> None:
+        self.first = first
+        self.factor = factor
+        self.cap = cap
+        self._next = first
+
+    def next(self) -> float:
+        """The next delay."""
+        delay = self._next
+        self._next = min(self.cap, self._next * self.factor)
+        return delay
+
+
+# --- server and token -----------------------------------------------------------------
+
+
+def server_url(server: str, *, plaintext: bool = False) -> str:
+    """Normalise ``host:port`` or a URL into the API's base URL.
+
+    Args:
+        server: ``argocd.example.org``, ``argocd.example.org:8443`` or
+            ``https://argocd.example.org/argocd`` (a path prefix is kept).
+        plaintext: use ``http://`` for a server given without a scheme.
+
+    Returns:
+        The base URL, without a trailing slash.
+
+    Raises:
+        ConfigError: the value is empty, has another scheme, or asks for TLS and
+            plaintext at once.
+    """
+    value = server.strip().rstrip("/")
+    if not value:
+        raise ConfigError("argocd.server is empty")
+    if "://" not in value:
+        value = ("http://" if plaintext else "https://") + value
+    parts = urlsplit(value)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ConfigError(f"argocd.server: not a host[:port] or http(s) URL: {server!r}")
+    if plaintext and parts.scheme == "https":
+        raise ConfigError(
+            f"argocd.server is an https:// URL but plaintext is set: {server!r}",
+            hint="drop plaintext, or give the server as host:port or http://…",
+        )
+    if parts.username or parts.password:
+        raise ConfigError("argocd.server must not carry credentials; use ARGOCD_AUTH_TOKEN")
+    return value
+
+
+def read_token(config: ArgoCDConfig, env: Mapping[str, str]) -> str:
+    """The bearer token: ``argocd.token_file`` if set, else ``$ARGOCD_AUTH_TOKEN``.
+
+    Raises:
+        ConfigError: no token anywhere, or the file is unreadable or empty (the message
+            names the file, never its contents).
+    """
+    if config.token_file:
+        path = Path(config.token_file).expanduser()
+        try:
+            token = path.read_text(encoding="utf-8").strip()
+        except OSError as e:
+            raise ConfigError(f"argocd.token_file {path}: cannot read: {e.strerror}") from None
+        if not token:
+            raise ConfigError(f"argocd.token_file {path} is empty")
+        if "\n" in token:
+            raise ConfigError(f"argocd.token_file {path}: expected one line (a token)")
+        return token
+    token = (env.get("ARGOCD_AUTH_TOKEN") or "").strip()
+    if not token:
+        raise ConfigError(
+            "no Argo CD token: set ARGOCD_AUTH_TOKEN or argocd.token_file",
+            hint="create one with `argocd account generate-token`",
+        )
+    return token
+
+
+# --- the client -----------------------------------------------------------------------
+
+
+class ArgoCD:
+    """A client for the Argo CD REST API that returns plain dicts.
+
+    Args:
+        server: base URL or ``host[:port]`` (see :func:`server_url`).
+        token: the bearer token.
+        insecure: skip TLS certificate verification.
+        plaintext: talk plain HTTP to a server given without a scheme.
+        timeout: seconds for each request.
+        transport: an httpx transport (tests: ``httpx.MockTransport``).
+    """
+
+    def __init__(
+        self,
+        server: str,
+        token: str,
+        *,
+        insecure: bool = False,
+        plaintext: bool = False,
+        timeout: float = 30.0,
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
+        import httpx
+
+        if not token:
+            raise ConfigError("no Argo CD token: set ARGOCD_AUTH_TOKEN or argocd.token_file")
+        self.url = server_url(server, plaintext=plaintext)
+        self.insecure = insecure
+        self.timeout = timeout
+        self.__token = _Secret(token)
+        self._client = httpx.Client(
+            base_url=self.url,
+            verify=not insecure,
+            timeout=timeout,
+            transport=transport,
+            headers={"Accept": "application/json", "User-Agent": "fracctl"},
+            follow_redirects=False,
+        )
+
+    @classmethod
+    def from_config(
+        cls,
+        config: ArgoCDConfig,
+        env: Mapping[str, str],
+        *,
+        timeout: float = 30.0,
+        transport: httpx.BaseTransport | None = None,
+    ) -> ArgoCD:
+        """Build the client from ``argocd:`` settings and the environment.
+
+        The server comes from ``argocd.server``, else ``$ARGOCD_SERVER``; the token from
+        ``argocd.token_file``, else ``$ARGOCD_AUTH_TOKEN``.
+
+        Raises:
+            ConfigError: the server or the token is missing or malformed.
+        """
+        server = config.server or env.get("ARGOCD_SERVER") or ""
+        if not server.strip():
+            raise ConfigError(
+                "no Argo CD server: set argocd.server in fracctl.yaml or ARGOCD_SERVER"
+            )
+        token = read_token(config, env)
+        return cls(
+            server,
+            token,
+            insecure=config.insecure,
+            plaintext=config.plaintext,
+            timeout=timeout,
+            transport=transport,
+        )
+
+    def __repr__(self) -> str:
+        return f"ArgoCD(url={self.url!r}, insecure={self.insecure})"
+
+    def close(self) -> None:
+        """Close the connection pool."""
+        self._client.close()
+
+    def __enter__(self) -> ArgoCD:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # --- raw requests -----------------------------------------------------------------
+
+    def _scrub(self, text: str) -> str:
+        return text.replace(self.__token.reveal(), "***")
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        params: Mapping[str, Any] | None = None,
+        body: Any = None,
+        app: str | None = None,
+        timeout: float | None = None,
+    ) -> Any:
+        """One request to the API; the decoded JSON body.
+
+        Args:
+            method: HTTP method.
+            path: path below the base URL, starting with ``/api/v1``.
+            params: query parameters; ``None`` values are left out.
+            body: a JSON body.
+            app: the application the request is about (for messages).
+            timeout: read timeout for this request (default: the client's).
+
+        Raises:
+            ArgoCDError: a subclass chosen by the status (see :func:`error_for`).
+            Unreachable: the server could not be reached.
+        """
+        import httpx
+
+        query = {k: v for k, v in (params or {}).items() if v is not None}
+        try:
+            resp = self._client.request(
+                method,
+                path,
+                params=query,
+                json=body,
+                headers={"Authorization": f"Bearer {self.__token.reveal()}"},
+                timeout=self.timeout if timeout is None else timeout,
+            )
+        except httpx.TimeoutException as e:
+            raise Unreachable(
+                f"Argo CD at {self.url} did not answer {method} {path} in time "
+                f"({type(e).__name__})",
+                hint="the server is slow or unreachable; check the network and retry",
+            ) from e
+        except httpx.TransportError as e:
+            raise Unreachable(
+                f"cannot reach Argo CD at {self.url}: {self._scrub(_transport_reason(e))}",
+                hint=_transport_hint(e),
+            ) from e
+        if resp.status_code >= 400:
+            raise error_for(resp.status_code, self._scrub(resp.text), app=app, url=self.url)
+        if not resp.content:
+            return {}
+        try:
+            return resp.json()
+        except ValueError as e:
+            kind = resp.headers.get("content-type", "unknown content type")
+            raise ArgoCDError(
+                f"{method} {path}: the answer is not JSON ({kind})",
+                status=resp.status_code,
+                hint=f"is {self.url} the Argo CD API server (not the UI or a proxy page)?",
+            ) from e
+
+    # --- calls ------------------------------------------------------------------------
+
+    def get_application(self, name: str, refresh: str | None = None) -> Obj:
+        """``GET /api/v1/applications/{name}``.
+
+        Args:
+            name: the application (``namespace/name`` for apps outside Argo CD's namespace).
+            refresh: ``normal`` or ``hard`` to make Argo CD compare again first; the call
+                then blocks until the refresh is done.
+        """
+        if refresh not in (None, "normal", "hard"):
+            raise UsageError(f"refresh must be normal or hard, got {refresh!r}")
+        path, params = _app_path(name)
+        result: Obj = self.request(
+            "GET",
+            path,
+            params={**params, "refresh": refresh},
+            app=name,
+            timeout=max(self.timeout, 120.0) if refresh else None,
+        )
+        return result
+
+    def managed_resources(self, name: str, **filters: str) -> list[Obj]:
+        """``GET …/{name}/managed-resources``, with the JSON-string states decoded.
+
+        ``liveState``, ``targetState``, ``normalizedLiveState`` and ``predictedLiveState``
+        arrive as JSON strings (``"null"`` when absent) and are returned as dicts or
+        ``None``. Argo CD serves these from its cache: they may be stale.
+
+        Args:
+            name: the application.
+            **filters: ``group``, ``kind``, ``namespace``, ``name``, ``version``.
+        """
+        path, params = _app_path(name)
+        doc = self.request(
+            "GET", f"{path}/managed-resources", params={**params, **filters}, app=name
+        )
+        items = (doc or {}).get("items") or []
+        out: list[Obj] = []
+        for item in items:
+            item = dict(item)
+            for key in ("liveState", "targetState", "normalizedLiveState", "predictedLiveState"):
+                if key in item:
+                    item[key] = _decode_state(item[key], f"{key} of {item.get('name', '?')}")
+            out.append(item)
+        return out
+
+    def manifests(self, name: str, revision: str | None = None) -> list[Obj]:
+        """``GET …/{name}/manifests``: the manifests Argo CD renders, decoded.
+
+        Args:
+            name: the application.
+            revision: a git revision (default: the application's target revision).
+        """
+        path, params = _app_path(name)
+        doc = self.request(
+            "GET", f"{path}/manifests", params={**params, "revision": revision}, app=name
+        )
+        out: list[Obj] = []
+        for m in (doc or {}).get("manifests") or []:
+            decoded = _decode_state(m, "manifest")
+            if decoded is not None:
+                out.append(decoded)
+        return out
+
+    def sync(
+        self,
+        name: str,
+        *,
+        resources: list[Mapping[str, str]] | None,
+        revision: str | None = None,
+        prune: bool = False,
+        dry_run: bool = False,
+        sync_options: list[str] | None = None,
+    ) -> Obj:
+        """``POST …/{name}/sync``: start a sync operation; returns the application.
+
+        Args:
+            name: the application.
+            resources: ``{group, kind, name, namespace}`` of each resource to sync;
+                ``None`` syncs the whole application.
+            revision: a git revision (default: the application's target revision).
+            prune: delete resources no longer in git (only those selected).
+            dry_run: ask Argo CD for a dry run.
+            sync_options: replaces (does not extend) the application's sync options.
+
+        Raises:
+            OperationInProgress: another operation runs on the application.
+        """
+        path, params = _app_path(name)
+        body: Obj = {"prune": prune, "dryRun": dry_run}
+        if params:
+            body["appNamespace"] = params["appNamespace"]
+        if revision:
+            body["revision"] = revision
+        if resources is not None:
+            body["resources"] = [_sync_resource(r) for r in resources]
+        if sync_options is not None:
+            body["syncOptions"] = {"items": list(sync_options)}
+        result: Obj = self.request("POST", f"{path}/sync", body=body, app=name)
+        return result
+
+    def terminate_operation(self, name: str) -> bool:
+        """``DELETE …/{name}/operation``: ask Argo CD to stop the running operation.
+
+        Returns:
+            True when an operation was asked to terminate, False when none was running.
+        """
+        path, params = _app_path(name)
+        try:
+            self.request("DELETE", f"{path}/operation", params=params, app=name)
+        except ArgoCDError as e:
+            if e.status == 400 and _NO_OPERATION_MESSAGE in e.message.lower():
+                return False
+            raise
+        return True
+
+    def wait_operation(
+        self,
+        name: str,
+        *,
+        timeout: float,
+        clock: ClockLike | None = None,
+        backoff: Backoff | None = None,
+    ) -> Obj:
+        """Poll the application until its operation reaches a terminal phase.
+
+        Terminal means ``status.operationState.phase`` is Succeeded, Failed or Error and
+        no ``operation`` is pending any more (Argo CD clears both together when it
+        finishes, so a previous operation's result is never mistaken for this one's).
+
+        Args:
+            name: the application.
+            timeout: seconds to wait.
+            clock: ``monotonic``/``sleep`` provider (tests pass a fake).
+            backoff: delays between polls (default 0.25 s growing to 5 s).
+
+        Returns:
+            The final ``operationState`` (with ``syncResult.resources[]``).
+
+        Raises:
+            TimedOut: still running after ``timeout``; the message has the last phase.
+        """
+        clock = clock or SystemClock()
+        backoff = backoff or Backoff()
+        deadline = clock.monotonic() + timeout
+        state: Obj = {}
+        while True:
+            app = self.get_application(name)
+            state = (app.get("status") or {}).get("operationState") or {}
+            if state.get("phase") in TERMINAL_PHASES and not app.get("operation"):
+                return state
+            left = deadline - clock.monotonic()
+            if left <= 0:
+                phase = state.get("phase") or "Pending"
+                message = state.get("message") or "not started by the controller yet"
+                raise TimedOut(
+                    f"Argo CD operation on {name} still {phase} after {timeout:.0f}s: "
+                    f"{_clip(self._scrub(str(message)))}",
+                    hint=f"it keeps running in Argo CD; watch it with `argocd app get {name}` "
+                    f"or stop it with `argocd app terminate-op {name}`",
+                )
+            clock.sleep(min(backoff.next(), left))
+
+    def sync_resource_and_wait(
+        self,
+        name: str,
+        *,
+        resource: Mapping[str, str],
+        revision: str | None = None,
+        timeout: float,
+        busy_timeout: float | None = None,
+        clock: ClockLike | None = None,
+        check: bool = True,
+        sync_options: list[str] | None = None,
+        notify: Callable[[str], None] | None = None,
+    ) -> Obj:
+        """Sync one resource and wait for the operation to end.
+
+        A sync refused because another operation runs is retried with backoff for up to
+        ``busy_timeout`` seconds (default: ``timeout``), then reported.
+
+        Args:
+            name: the application.
+            resource: ``{group, kind, name, namespace}`` (namespace empty when
+                cluster-scoped).
+            revision: a git revision (default: the application's target revision).
+            timeout: seconds to wait for this sync's operation.
+            busy_timeout: seconds to wait for another operation to finish first.
+            clock: ``monotonic``/``sleep`` provider.
+            check: raise :class:`SyncFailed` when the operation or the resource failed.
+            sync_options: per-sync options (replace the application's own).
+            notify: called with a one-line progress note (never holds the token).
+
+        Returns:
+            The final ``operationState``. ``Succeeded`` means Argo CD's apply calls
+            returned OK, not that the live object matches git: read it back.
+
+        Raises:
+            OperationInProgress: another operation was still running after
+                ``busy_timeout``.
+            SyncFailed: with ``check``, the operation or the resource failed.
+            TimedOut: this sync's operation did not end within ``timeout``.
+        """
+        clock = clock or SystemClock()
+        busy_bound = timeout if busy_timeout is None else busy_timeout
+        busy_deadline = clock.monotonic() + busy_bound
+        backoff = Backoff()
+        told = False
+        while True:
+            try:
+                self.sync(
+                    name,
+                    resources=[resource],
+                    revision=revision,
+                    sync_options=sync_options,
+                )
+                break
+            except OperationInProgress as e:
+                left = busy_deadline - clock.monotonic()
+                if left <= 0:
+                    raise OperationInProgress(
+                        f"Argo CD application {name}: another operation is still in progress "
+                        f"after waiting {busy_bound:.0f}s{self._describe_operation(name)}",
+                        status=e.status,
+                        code=e.code,
+                        hint=f"wait for it (`argocd app wait {name} --operation`) or stop it "
+                        f"(`argocd app terminate-op {name}`), then run again",
+                    ) from e
+                if notify and not told:
+                    notify(f"Argo CD: another operation runs on {name}; waiting for it to end")
+                    told = True
+                clock.sleep(min(backoff.next(), left))
+        if notify:
+            notify(f"Argo CD: syncing {_resource_id(resource)} in {name}")
+        state = self.wait_operation(name, timeout=timeout, clock=clock)
+        if check:
+            check_operation(name, state, resource)
+        return state
+
+    def _describe_operation(self, name: str) -> str:
+        """`` (phase, started …, by …)`` for the running operation; best effort."""
+        try:
+            app = self.get_application(name)
+        except ExternalError:
+            return ""
+        op = app.get("operation") or {}
+        state = (app.get("status") or {}).get("operationState") or {}
+        who = (op.get("initiatedBy") or {}) or (
+            (state.get("operation") or {}).get("initiatedBy") or {}
+        )
+        by = "automated sync" if who.get("automated") else (who.get("username") or "")
+        parts = [
+            p
+            for p in (
+                state.get("phase"),
+                f"started {state['startedAt']}" if state.get("startedAt") else "",
+                f"by {by}" if by else "",
+            )
+            if p
+        ]
+        return f" ({', '.join(parts)})" if parts else ""
+
+
+# --- results --------------------------------------------------------------------------
+
+
+def resource_result(state: Mapping[str, Any], resource: Mapping[str, str]) -> Obj | None:
+    """The ``syncResult.resources[]`` entry for ``resource``, if Argo CD reported one."""
+    want = _resource_key(resource)
+    for r in ((state.get("syncResult") or {}).get("resources")) or []:
+        if _resource_key(r) == want:
+            return dict(r)
+    return None
+
+
+def check_operation(name: str, state: Mapping[str, Any], resource: Mapping[str, str]) -> None:
+    """Raise :class:`SyncFailed` when the operation or ``resource``'s sync failed.
+
+    A missing entry for the resource is not an error here: Argo CD omits resources it
+    skipped, and the caller verifies the live object anyway.
+    """
+    phase = state.get("phase")
+    result = resource_result(state, resource)
+    failed = result is not None and result.get("status") == "SyncFailed"
+    if phase == "Succeeded" and not failed:
+        return
+    detail = (result or {}).get("message") or state.get("message") or "no message"
+    raise SyncFailed(
+        f"Argo CD sync of {_resource_id(resource)} in {name} ended {phase}: {_clip(str(detail))}",
+        operation_state=dict(state),
+        hint=f"see `argocd app get {name}`; the live object was not changed by this sync",
+    )
+
+
+# --- error mapping --------------------------------------------------------------------
+
+
+def error_for(status: int, text: str, *, app: str | None = None, url: str = "") -> ArgoCDError:
+    """Pick the fracctl error for an Argo CD error response (a pure mapping).
+
+    Args:
+        status: the HTTP status.
+        text: the response body (already scrubbed of the token).
+        app: the application the request was about.
+        url: the server, for messages.
+    """
+    code: int | None = None
+    message = ""
+    try:
+        body = json.loads(text) if text else None
+    except ValueError:
+        body = None
+    if isinstance(body, dict):
+        raw_code = body.get("code")
+        code = raw_code if isinstance(raw_code, int) and not isinstance(raw_code, bool) else None
+        message = str(body.get("message") or body.get("error") or "")
+    if not message:
+        message = text.strip()
+    message = _clip(" ".join(message.split())) or "no message"
+    what = f"application {app}" if app else "request"
+    if status == 401 or code == GRPC_UNAUTHENTICATED:
+        return ArgoCDUnauthorized(
+            f"Argo CD at {url} rejected the token (401): {message}",
+            status=status,
+            code=code,
+            hint="the token may have expired or been revoked; put a fresh one in "
+            "ARGOCD_AUTH_TOKEN or argocd.token_file",
+        )
+    if status == 403 or code == GRPC_PERMISSION_DENIED:
+        return ArgoCDForbidden(
+            f"Argo CD denied access to {what} (403): {message}",
+            status=status,
+            code=code,
+            hint="the token's account needs RBAC permission 'applications, get' and "
+            "'applications, sync' on the app's project; Argo CD also answers 403 for "
+            "an application that does not exist",
+        )
+    if status == 404 or code == GRPC_NOT_FOUND:
+        return ApplicationNotFound(
+            f"Argo CD {what} not found (404): {message}",
+            status=status,
+            code=code,
+            hint="check argocd.app and the server; apps outside Argo CD's namespace are "
+            "named namespace/name",
+        )
+    if IN_PROGRESS_MESSAGE in message.lower():
+        # gRPC FailedPrecondition (code 9), which grpc-gateway sends as HTTP 400; other
+        # FailedPrecondition answers are not worth waiting for.
+        return OperationInProgress(
+            f"Argo CD {what}: {message}",
+            status=status,
+            code=code,
+            hint="wait for the running operation to end, or terminate it",
+        )
+    if status >= 500:
+        return ArgoCDServerError(
+            f"Argo CD server error ({status}) on {what}: {message}",
+            status=status,
+            code=code,
+            hint="retry later; if it persists, read the argocd-server and repo-server logs",
+        )
+    return ArgoCDError(f"Argo CD refused {what} ({status}): {message}", status=status, code=code)
+
+
+# --- helpers --------------------------------------------------------------------------
+
+
+def _app_path(name: str) -> tuple[str, dict[str, str]]:
+    """``/api/v1/applications/{name}`` and the ``appNamespace`` query for ``ns/name``."""
+    if not name or name.count("/") > 1 or name.startswith("/") or name.endswith("/"):
+        raise UsageError(f"not an Argo CD application name: {name!r}")
+    params: dict[str, str] = {}
+    if "/" in name:
+        namespace, name = name.split("/", 1)
+        params["appNamespace"] = namespace
+    return f"/api/v1/applications/{quote(name, safe='')}", params
+
+
+def _sync_resource(r: Mapping[str, str]) -> dict[str, str]:
+    if not r.get("kind") or not r.get("name"):
+        raise UsageError(f"a sync resource needs kind and name, got {dict(r)!r}")
+    return {
+        "group": r.get("group") or "",
+        "kind": r["kind"],
+        "name": r["name"],
+        "namespace": r.get("namespace") or "",
+    }
+
+
+def _resource_key(r: Mapping[str, Any]) -> tuple[str, str, str, str]:
+    return (
+        str(r.get("group") or ""),
+        str(r.get("kind") or ""),
+        str(r.get("namespace") or ""),
+        str(r.get("name") or ""),
+    )
+
+
+def _resource_id(r: Mapping[str, Any]) -> str:
+    group, kind, namespace, name = _resource_key(r)
+    kind_group = f"{kind}.{group}" if group else kind
+    return f"{kind_group} {namespace}/{name}" if namespace else f"{kind_group} {name}"
+
+
+def _decode_state(value: Any, what: str) -> Obj | None:
+    if value is None or isinstance(value, dict):
+        return value
+    try:
+        decoded = json.loads(value)
+    except (TypeError, ValueError) as e:
+        raise ArgoCDError(f"Argo CD sent an undecodable {what}") from e
+    if decoded is not None and not isinstance(decoded, dict):
+        raise ArgoCDError(f"Argo CD sent a {what} that is not an object")
+    return decoded
+
+
+def _clip(text: str, limit: int = _BODY_LIMIT) -> str:
+    text = text.strip()
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _transport_reason(e: Exception) -> str:
+    text = str(e) or type(e).__name__
+    return _clip(text.splitlines()[0], 200)
+
+
+def _transport_hint(e: Exception) -> str:
+    text = str(e)
+    if "CERTIFICATE_VERIFY_FAILED" in text or "certificate verify failed" in text:
+        return (
+            "the server's TLS certificate is not trusted: add its CA to SSL_CERT_FILE, "
+            "or set argocd.insecure only for a test server"
+        )
+    if "WRONG_VERSION_NUMBER" in text or "wrong version number" in text:
+        return "the server speaks plain HTTP: set argocd.plaintext or use an http:// URL"
+    return "check argocd.server / ARGOCD_SERVER and that the server is up"

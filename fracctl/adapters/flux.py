@@ -1,0 +1,210 @@
+"""The Flux adapter: ask a Kustomization to reconcile now, and wait for the outcome.
+
+This does what ``flux reconcile kustomization NAME`` does: set the annotation
+``reconcile.fluxcd.io/requestedAt`` to a fresh timestamp, then wait until the
+kustomize-controller reports it handled that request
+(``status.lastHandledReconcileAt``) and its ``Ready`` condition settled. Everything goes
+through :class:`fracctl.adapters.kube.Kube`, so errors are fracctl errors already.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fracctl.adapters.argocd import Backoff, ClockLike, SystemClock
+from fracctl.adapters.kube import Kube
+from fracctl.core.resources import ResourceRef
+from fracctl.errors import ExternalError, NotFound, Refused, TimedOut
+
+API_VERSION = "kustomize.toolkit.fluxcd.io/v1"
+KIND = "Kustomization"
+REQUESTED_AT = "reconcile.fluxcd.io/requestedAt"
+
+Obj = dict[str, Any]
+
+
+class FluxReconcileFailed(ExternalError):
+    """The Kustomization handled the request and reported ``Ready=False``."""
+
+    def __init__(self, message: str, *, status: Obj, hint: str | None = None) -> None:
+        super().__init__(message, hint=hint)
+        self.status = status
+
+
+class Flux:
+    """One Flux ``Kustomization``, read and annotated through the Kubernetes API.
+
+    Args:
+        kube: the cluster client.
+        namespace: the Kustomization's namespace (usually ``flux-system``).
+        name: the Kustomization's name.
+    """
+
+    def __init__(self, kube: Kube, namespace: str, name: str) -> None:
+        self.kube = kube
+        self.namespace = namespace
+        self.name = name
+        self._ref: ResourceRef | None = None
+
+    def __repr__(self) -> str:
+        return f"Flux(kustomization={self.namespace}/{self.name})"
+
+    @property
+    def ref(self) -> ResourceRef:
+        """The Kustomization resource, found through discovery."""
+        if self._ref is None:
+            try:
+                self._ref = self.kube.resolve(API_VERSION, KIND)
+            except NotFound as e:
+                raise NotFound(
+                    e.status, hint=f"is Flux installed? the cluster serves no {API_VERSION}"
+                ) from e
+        return self._ref
+
+    def get(self) -> Obj:
+        """The Kustomization object.
+
+        Raises:
+            NotFound: no such Kustomization (the hint names flux.namespace/kustomization).
+        """
+        ref = self.ref
+        try:
+            return self.kube.get(ref, self.name, self.namespace)
+        except NotFound as e:
+            raise NotFound(
+                e.status,
+                hint=f"no Kustomization {self.namespace}/{self.name}: check "
+                "flux.namespace and flux.kustomization",
+            ) from e
+
+    def request_reconcile(self, now_iso: str) -> str:
+        """Annotate the Kustomization so the controller reconciles it now.
+
+        Args:
+            now_iso: the request's token, conventionally the current time in RFC 3339;
+                it must differ from any earlier request.
+
+        Returns:
+            ``now_iso``, to pass to :meth:`wait_ready`.
+
+        Raises:
+            Refused: the Kustomization is suspended (it would never reconcile).
+        """
+        obj = self.get()
+        if (obj.get("spec") or {}).get("suspend"):
+            raise Refused(
+                f"Flux Kustomization {self.namespace}/{self.name} is suspended: "
+                "it would not reconcile",
+                hint=f"resume it first: flux resume kustomization {self.name} -n {self.namespace}",
+            )
+        self.kube.patch(
+            self.ref,
+            self.name,
+            {"metadata": {"annotations": {REQUESTED_AT: now_iso}}},
+            namespace=self.namespace,
+        )
+        return now_iso
+
+    def wait_ready(
+        self,
+        requested_at: str,
+        *,
+        timeout: float,
+        clock: ClockLike | None = None,
+        revision: str | None = None,
+    ) -> Obj:
+        """Wait until the controller handled ``requested_at`` and ``Ready`` settled.
+
+        Args:
+            requested_at: the value given to :meth:`request_reconcile`.
+            timeout: seconds to wait.
+            clock: ``monotonic``/``sleep`` provider (tests pass a fake).
+            revision: when set, the applied revision must match it (a full Flux
+                revision such as ``main@sha1:…``, or a commit id or its prefix).
+
+        Returns:
+            The Kustomization's ``status``.
+
+        Raises:
+            FluxReconcileFailed: ``Ready=False`` after handling the request, or a
+                different revision was applied.
+            TimedOut: not handled, or not settled, within ``timeout``.
+        """
+        clock = clock or SystemClock()
+        backoff = Backoff(first=0.2, cap=2.0)
+        deadline = clock.monotonic() + timeout
+        who = f"Flux Kustomization {self.namespace}/{self.name}"
+        while True:
+            obj = self.get()
+            status = obj.get("status") or {}
+            ready = _ready(status)
+            handled = status.get("lastHandledReconcileAt") == requested_at
+            generation = (obj.get("metadata") or {}).get("generation")
+            observed = status.get("observedGeneration")
+            current = generation is None or observed is None or observed >= generation
+            if handled and current and ready is not None:
+                if ready.get("status") == "False":
+                    raise FluxReconcileFailed(
+                        f"{who} is not Ready: {ready.get('reason') or 'no reason'}: "
+                        f"{_clip(str(ready.get('message') or 'no message'))}",
+                        status=status,
+                        hint=f"see `flux get kustomizations -n {self.namespace}` and the "
+                        "kustomize-controller logs",
+                    )
+                if ready.get("status") == "True":
+                    applied = str(status.get("lastAppliedRevision") or "")
+                    if revision and not revision_matches(applied, revision):
+                        raise FluxReconcileFailed(
+                            f"{who} applied revision {applied or '(none)'}, not {revision}",
+                            status=status,
+                            hint="its source has not fetched the new commit yet: reconcile "
+                            "the source (flux reconcile kustomization "
+                            f"{self.name} -n {self.namespace} --with-source) and run again",
+                        )
+                    return status
+            left = deadline - clock.monotonic()
+            if left <= 0:
+                if not handled:
+                    seen = status.get("lastHandledReconcileAt") or "none"
+                    state = f"has not handled the request {requested_at} (last handled: {seen})"
+                elif ready is None:
+                    state = "reports no Ready condition"
+                else:
+                    state = (
+                        f"is Ready={ready.get('status')} ({ready.get('reason') or 'no reason'}: "
+                        f"{_clip(str(ready.get('message') or 'no message'))})"
+                    )
+                raise TimedOut(
+                    f"{who} {state} after {timeout:.0f}s",
+                    hint="is the kustomize-controller running? "
+                    f"see `flux get kustomizations -n {self.namespace}`",
+                )
+            clock.sleep(min(backoff.next(), left))
+
+
+def revision_matches(applied: str, want: str) -> bool:
+    """Whether Flux's ``lastAppliedRevision`` is ``want``.
+
+    ``applied`` looks like ``main@sha1:0123abcd…`` (Flux v2) or ``main/0123abcd…``
+    (older); ``want`` may be the whole string, the ``sha1:…`` part, or a commit id or
+    its prefix (at least 7 characters).
+    """
+    if not applied or not want:
+        return False
+    if applied == want or applied.endswith("@" + want):
+        return True
+    commit = applied.rsplit(":", 1)[-1].rsplit("/", 1)[-1].rsplit("@", 1)[-1]
+    want_commit = want.rsplit(":", 1)[-1]
+    return len(want_commit) >= 7 and commit.startswith(want_commit)
+
+
+def _ready(status: Obj) -> Obj | None:
+    for cond in status.get("conditions") or []:
+        if cond.get("type") == "Ready":
+            return dict(cond)
+    return None
+
+
+def _clip(text: str, limit: int = 300) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -1,0 +1,132 @@
+"""``fracctl recreate`` and ``fracctl wait``."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from fracctl.cli import _app
+
+if TYPE_CHECKING:
+    from fracctl.core.recreate import Plan
+    from fracctl.flows.context import Context
+
+Output = Annotated[
+    str,
+    typer.Option("-o", "--output", help=_app.OUTPUT_HELP, callback=_app.output_callback),
+]
+
+
+def _show_plan(c: Context, plan: Plan, guards: dict[str, Any] | None) -> None:
+    from fracctl.core.recreate import STEP_TEXT
+
+    t = c.config.target
+    c.out.print(f"Plan for {t.kind}/{t.name}: {plan.summary}", markup=False)
+    c.out.print(f"  nodeSelector now: {plan.before}", markup=False)
+    c.out.print(f"  nodeSelector git: {plan.after}", markup=False)
+    for i, step in enumerate(plan.steps, 1):
+        c.out.print(f"  {i}. {STEP_TEXT.get(step, step)}", markup=False)
+    if guards:
+        blast = guards.get("blast_radius") or {}
+        nodes = blast.get("nodes") or []
+        if nodes:
+            names = ", ".join(n["name"] if isinstance(n, dict) else str(n) for n in nodes)
+            c.out.print(f"  MPS daemons restart on: {names}", markup=False)
+        for check in guards.get("checks") or []:
+            mark = "ok " if check["ok"] else "NO "
+            c.out.print(f"  [{mark}] {check['name']}: {check['evidence']}", markup=False)
+            if not check["ok"] and check.get("fix"):
+                c.out.print(f"        fix: {check['fix']}", markup=False)
+
+
+def recreate(
+    ctx: typer.Context,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Print the plan and change nothing.")
+    ] = False,
+    backend: Annotated[
+        str | None,
+        typer.Option(help="How to recreate: argocd, flux or apply.", show_default=False),
+    ] = None,
+    revision: Annotated[
+        str | None, typer.Option(help="Git revision to render.", show_default=False)
+    ] = None,
+    output: Output = "table",
+) -> None:
+    """Delete and recreate the fractioning config from git, guarded and resumable.
+
+    Takes a Lease lock, runs every preflight guard, renders git, backs up the live
+    object, deletes it and waits until it is really gone, recreates it through Argo CD,
+    Flux or a server-side apply, verifies the live object equals git (whatever the
+    backend reported), waits until every selected node reports ready, and records an
+    Event and an audit line. A rerun after any failure resumes from what the cluster
+    shows.
+
+    Examples:
+        fracctl recreate --dry-run
+        fracctl recreate --yes --backend apply
+        fracctl recreate --yes --backend argocd
+    """
+    from fracctl.flows import recreate as flow
+
+    c = _app.context(ctx, git__revision=revision)
+
+    def confirm(plan: Plan, guards: dict[str, Any] | None) -> bool:
+        _show_plan(c, plan, guards)
+        return typer.confirm("Proceed?", default=False, err=True)
+
+    result = flow.recreate(c, dry_run=dry_run, yes=yes, backend=backend, confirm=confirm)
+    if output == "json":
+        _app.emit_json(result.to_dict())
+    else:
+        if dry_run or not result.plan.steps:
+            _show_plan(c, result.plan, result.guards)
+        if result.backup:
+            c.out.print(f"backup: {result.backup}", markup=False)
+        if result.ready is not None:
+            c.out.print(
+                f"ready: {len(result.ready.nodes)} node(s) in {result.ready.seconds:.0f}s",
+                markup=False,
+            )
+        c.out.print(f"outcome: {result.outcome}", markup=False)
+    if result.outcome == "refused":
+        raise typer.Exit(1)
+
+
+def wait(
+    ctx: typer.Context,
+    timeout: Annotated[
+        str | None,
+        typer.Option(help="How long to wait (e.g. 10m); default timeouts.ready.", show_default=False),
+    ] = None,
+    output: Output = "table",
+) -> None:
+    """Wait until every node the live config selects reports the readiness condition.
+
+    Watches the nodes (no polling); exits 4 on timeout naming each node with its
+    condition status, reason and message.
+
+    Examples:
+        fracctl wait
+        fracctl wait --timeout 15m
+    """
+    from fracctl.flows.wait import wait_for_target
+
+    c = _app.context(ctx, timeouts__ready=timeout)
+    result = wait_for_target(c)
+    if output == "json":
+        _app.emit_json(result.to_dict())
+    else:
+        c.out.print(
+            f"{len(result.nodes)} node(s) ready in {result.seconds:.0f}s: "
+            + ", ".join(result.nodes),
+            markup=False,
+        )
+
+
+def register(root: typer.Typer) -> None:
+    """Attach to the root app."""
+    root.command("recreate")(recreate)
+    root.command("wait")(wait)

@@ -1,0 +1,401 @@
+"""Live versus desired: pure comparisons and the verdicts built from them.
+
+The comparison here only decides whether a server-side dry run is worth sending and
+which immutable fields to show; the dry run's answer is the verdict (see
+:mod:`fracctl.flows.drift`). Desired values are compared the way an apply would use
+them: a field git does not set is the server's to default, so only fields git sets
+count, except inside plain string maps (label selectors, ``nodeSelector``), which an
+apply replaces as a whole.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from fracctl.core.immutability import Rule, expand, get_path, join, split_path, without
+from fracctl.core.resources import split_api_version
+from fracctl.errors import Cause
+
+IN_SYNC = "in-sync"
+NEEDS_RECREATE = "needs-recreate"
+APPLIES_IN_PLACE = "applies-in-place"
+MISSING_LIVE = "missing-live"
+MISSING_DESIRED = "missing-desired"
+REJECTED = "rejected"  # the dry run failed for a reason that recreating does not fix
+
+VERDICTS = (IN_SYNC, NEEDS_RECREATE, APPLIES_IN_PLACE, MISSING_LIVE, MISSING_DESIRED, REJECTED)
+
+# Metadata an apply does not carry, or the server owns.
+_SERVER_METADATA = (
+    "managedFields",
+    "resourceVersion",
+    "generation",
+    "uid",
+    "creationTimestamp",
+    "selfLink",
+    "deletionTimestamp",
+    "deletionGracePeriodSeconds",
+    "ownerReferences",
+)
+_STS_FORBIDDEN = "updates to statefulset spec for fields other than"
+_MAX_CHANGES = 20
+
+
+@dataclass
+class FieldDiff:
+    """One field whose live and desired values differ."""
+
+    path: str
+    live: Any
+    desired: Any
+    constraint: str = ""  # "immutable" | "transition-constrained" | "" (mutable)
+    message: str = ""  # the rule's message, when one guards the field
+    source: str = ""  # "crd" | "built-in" | "api-server" | ""
+
+    def as_dict(self) -> dict[str, Any]:
+        """Plain data for JSON output."""
+        return {
+            "path": self.path,
+            "live": self.live,
+            "desired": self.desired,
+            "constraint": self.constraint,
+            "message": self.message,
+            "source": self.source,
+        }
+
+
+@dataclass
+class Location:
+    """Where a desired object was written in git."""
+
+    file: str
+    line: int = 1
+
+
+@dataclass
+class ObjectDrift:
+    """The verdict for one object, with the evidence behind it."""
+
+    api_version: str
+    kind: str
+    namespace: str
+    name: str
+    verdict: str
+    fields: list[FieldDiff] = field(default_factory=list)  # immutable fields that differ
+    changes: list[FieldDiff] = field(default_factory=list)  # what an update would change
+    message: str = ""  # the API server's rejection, verbatim
+    causes: list[Cause] = field(default_factory=list)
+    live: dict[str, Any] | None = None
+    desired: dict[str, Any] | None = None
+    location: Location | None = None
+    argocd: dict[str, Any] | None = None  # what Argo CD claims about this resource
+    note: str = ""
+
+    @property
+    def key(self) -> str:
+        """``Kind/name`` or ``Kind/namespace/name``."""
+        if self.namespace:
+            return f"{self.kind}/{self.namespace}/{self.name}"
+        return f"{self.kind}/{self.name}"
+
+    @property
+    def group(self) -> str:
+        """The API group."""
+        return split_api_version(self.api_version)[0]
+
+    @property
+    def drifted(self) -> bool:
+        """Anything but in-sync is drift."""
+        return self.verdict != IN_SYNC
+
+    @property
+    def argocd_claims_synced(self) -> bool:
+        """Whether Argo CD says this resource is synced although it drifted."""
+        return bool(self.drifted and self.argocd and self.argocd.get("status") == "Synced")
+
+    def as_dict(self) -> dict[str, Any]:
+        """Plain data for JSON output."""
+        return {
+            "apiVersion": self.api_version,
+            "kind": self.kind,
+            "namespace": self.namespace,
+            "name": self.name,
+            "verdict": self.verdict,
+            "fields": [f.as_dict() for f in self.fields],
+            "changes": [f.as_dict() for f in self.changes],
+            "message": self.message,
+            "causes": [
+                {"reason": c.reason, "message": c.message, "field": c.field} for c in self.causes
+            ],
+            "file": self.location.file if self.location else None,
+            "line": self.location.line if self.location else None,
+            "argocd": self.argocd,
+            "note": self.note,
+        }
+
+
+@dataclass
+class DriftReport:
+    """Verdicts for a set of objects, and what Argo CD claimed about them."""
+
+    objects: list[ObjectDrift] = field(default_factory=list)
+    source: dict[str, Any] = field(default_factory=dict)  # repo/revision/commit/path or app
+    argocd: dict[str, Any] | None = None  # the application's claims
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def drifted(self) -> bool:
+        """Whether any object is not in sync."""
+        return any(o.drifted for o in self.objects)
+
+    def counts(self) -> dict[str, int]:
+        """How many objects got each verdict."""
+        out = dict.fromkeys(VERDICTS, 0)
+        for o in self.objects:
+            out[o.verdict] = out.get(o.verdict, 0) + 1
+        return out
+
+    def as_dict(self) -> dict[str, Any]:
+        """Plain data for JSON output."""
+        return {
+            "drifted": self.drifted,
+            "summary": self.counts(),
+            "source": self.source,
+            "argocd": self.argocd,
+            "warnings": list(self.warnings),
+            "objects": [o.as_dict() for o in self.objects],
+        }
+
+
+# --- comparing values --------------------------------------------------------------------
+
+
+def _is_empty(value: Any) -> bool:
+    return value is None or value == {} or value == []
+
+
+def _scalar_map(value: Any) -> bool:
+    return isinstance(value, Mapping) and all(
+        not isinstance(v, (Mapping, list)) for v in value.values()
+    )
+
+
+def _scalar_equal(live: Any, desired: Any) -> bool:
+    if isinstance(live, bool) or isinstance(desired, bool):
+        return isinstance(live, bool) and isinstance(desired, bool) and live == desired
+    if isinstance(live, (int, float)) and isinstance(desired, (int, float)):
+        return float(live) == float(desired)
+    return bool(live == desired)
+
+
+def subset_equal(live: Any, desired: Any, *, exact_maps: bool = True) -> bool:
+    """Whether ``live`` already has every value ``desired`` sets.
+
+    Fields ``desired`` leaves out are the server's to default. Plain string maps (label
+    selectors) are compared whole when ``exact_maps`` is set.
+    """
+    if _is_empty(desired):
+        return True if desired is None else _is_empty(live)
+    if isinstance(desired, Mapping):
+        if not isinstance(live, Mapping):
+            return False
+        if exact_maps and _scalar_map(desired) and _scalar_map(live):
+            return set(live) == set(desired) and all(
+                _scalar_equal(live[k], desired[k]) for k in desired
+            )
+        return all(subset_equal(live.get(k), v, exact_maps=exact_maps) for k, v in desired.items())
+    if isinstance(desired, list):
+        if not isinstance(live, list) or len(live) != len(desired):
+            return False
+        return all(
+            subset_equal(a, b, exact_maps=exact_maps) for a, b in zip(live, desired, strict=True)
+        )
+    return _scalar_equal(live, desired)
+
+
+def diff_paths(
+    live: Any, desired: Any, path: str = "", *, subset: bool = True, limit: int = _MAX_CHANGES
+) -> list[FieldDiff]:
+    """The paths where ``live`` and ``desired`` differ (at most ``limit``).
+
+    With ``subset`` only values ``desired`` sets count; without it both sides count.
+    """
+    out: list[FieldDiff] = []
+    _diff(live, desired, path, subset, out, limit)
+    return out
+
+
+def _diff(
+    live: Any, desired: Any, path: str, subset: bool, out: list[FieldDiff], limit: int
+) -> None:
+    if len(out) >= limit:
+        return
+    if subset and desired is None:
+        return
+    if isinstance(live, Mapping) and isinstance(desired, Mapping):
+        keys = list(desired) if subset else list(dict.fromkeys([*live, *desired]))
+        for k in keys:
+            _diff(live.get(k), desired.get(k), join(path, str(k)), subset, out, limit)
+        return
+    if isinstance(live, list) and isinstance(desired, list) and len(live) == len(desired):
+        for i, (a, b) in enumerate(zip(live, desired, strict=True)):
+            _diff(a, b, f"{path}[{i}]", subset, out, limit)
+        return
+    same = (
+        subset_equal(live, desired, exact_maps=False)
+        if subset
+        else (_is_empty(live) and _is_empty(desired)) or live == desired
+    )
+    if not same:
+        out.append(FieldDiff(path, live, desired))
+
+
+def comparable(obj: Mapping[str, Any]) -> dict[str, Any]:
+    """An object as an apply sees it: no status, no server-owned metadata."""
+    out = {k: v for k, v in obj.items() if k not in ("status", "apiVersion", "kind")}
+    meta = dict(out.get("metadata") or {})
+    for k in _SERVER_METADATA:
+        meta.pop(k, None)
+    annotations = dict(meta.get("annotations") or {})
+    annotations.pop("kubectl.kubernetes.io/last-applied-configuration", None)
+    if annotations:
+        meta["annotations"] = annotations
+    else:
+        meta.pop("annotations", None)
+    out["metadata"] = meta
+    return out
+
+
+def changed_fields(live: Mapping[str, Any], desired: Mapping[str, Any]) -> list[FieldDiff]:
+    """Fields ``desired`` sets that ``live`` does not have (apply semantics)."""
+    return diff_paths(comparable(live), comparable(desired), subset=True)
+
+
+def update_changes(live: Mapping[str, Any], after: Mapping[str, Any]) -> list[FieldDiff]:
+    """What an accepted (dry-run) update would change: live versus the server's answer."""
+    return diff_paths(comparable(live), comparable(after), subset=False)
+
+
+def immutable_diffs(
+    live: Mapping[str, Any], desired: Mapping[str, Any], rules: Iterable[Rule]
+) -> list[FieldDiff]:
+    """The guarded fields whose desired value differs from the live one."""
+    out: list[FieldDiff] = []
+    seen: set[str] = set()
+    for rule in rules:
+        if not rule.applies_to(live):
+            continue
+        for path in expand(rule.path, live, desired):
+            if path in seen:
+                continue
+            lv = without(get_path(live, path), path, rule.except_paths)
+            dv = without(get_path(desired, path), path, rule.except_paths)
+            if rule.except_paths and isinstance(dv, Mapping) and not dv:
+                continue  # desired sets only fields an update may change
+            if subset_equal(lv, dv):
+                continue
+            seen.add(path)
+            out.append(FieldDiff(path, lv, dv, rule.constraint, rule.message, rule.source))
+    return out
+
+
+# --- reading the API server's rejection -----------------------------------------------
+
+
+def _path_pattern(path: str) -> str:
+    parts = []
+    for token in split_path(path):
+        if token == "[*]":
+            parts.append(r"\[\d+\]")
+        elif token == "*":
+            parts.append(r"\.[^.\[]+")
+        else:
+            parts.append(r"\." + re.escape(token))
+    return "".join(parts)
+
+
+def _rule_matches_field(rule: Rule, field_path: str) -> bool:
+    """Whether an API cause's field is the rule's field, inside it, or contains it."""
+    if not field_path:
+        return False
+    concrete = "." + field_path.lstrip(".")
+    if re.match(_path_pattern(rule.path) + r"($|[.\[])", concrete):
+        return True
+    return re.match(_path_pattern(field_path) + r"($|[.\[])", "." + rule.path) is not None
+
+
+def is_immutable_rejection(causes: Iterable[Cause], message: str, rules: Iterable[Rule]) -> bool:
+    """Whether a 422 says the update touched a field that only a recreate can change.
+
+    True when a cause says ``immutable``, when StatefulSet forbids the update, or when
+    a cause names a field that a transition rule guards (CEL rules carry the author's
+    own message, which need not say "immutable").
+    """
+    rules = list(rules)
+    causes = list(causes)
+    texts = [c.message for c in causes] or [message]
+    for text in texts:
+        if "immutable" in text.lower() or _STS_FORBIDDEN in text:
+            return True
+    for c in causes:
+        for rule in rules:
+            if _rule_matches_field(rule, c.field):
+                return True
+    return False
+
+
+def fields_from_causes(
+    causes: Iterable[Cause],
+    live: Mapping[str, Any],
+    desired: Mapping[str, Any],
+    known: Iterable[FieldDiff],
+) -> list[FieldDiff]:
+    """Fields named by the API server's causes that the comparison did not list yet."""
+    have = {f.path for f in known}
+    out: list[FieldDiff] = []
+    for c in causes:
+        path = c.field
+        if not path or path in have or any(path.startswith(h + ".") for h in have):
+            continue
+        if any(h.startswith(path + ".") for h in have):
+            continue
+        have.add(path)
+        out.append(
+            FieldDiff(
+                path,
+                get_path(live, path),
+                get_path(desired, path),
+                "immutable",
+                c.message,
+                "api-server",
+            )
+        )
+    return out
+
+
+def object_identity(
+    obj: Mapping[str, Any], default_namespace: str = ""
+) -> tuple[str, str, str, str]:
+    """``(apiVersion, kind, namespace, name)`` of a manifest."""
+    meta = obj.get("metadata") or {}
+    return (
+        str(obj.get("apiVersion") or ""),
+        str(obj.get("kind") or ""),
+        str(meta.get("namespace") or default_namespace),
+        str(meta.get("name") or ""),
+    )
+
+
+def apply_body(desired: Mapping[str, Any], namespace: str) -> dict[str, Any]:
+    """The desired object as a server-side apply body (no status or server metadata)."""
+    meta = dict(comparable(desired).get("metadata") or {})
+    if namespace:
+        meta["namespace"] = namespace
+    else:
+        meta.pop("namespace", None)
+    body = {k: v for k, v in desired.items() if k not in ("status", "metadata")}
+    body["metadata"] = meta
+    return body

@@ -1,0 +1,137 @@
+"""Pure decisions of ``fracctl recreate``: what to do, judged from the cluster as it is now.
+
+Nothing here remembers an earlier run. Every decision takes what was just observed (the
+drift verdict for the target, whether the live object is terminating, how the selected
+nodes report) and returns the steps still needed, so a rerun after any partial failure
+resumes where the cluster actually stands.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+# Steps, in order. A plan is a suffix of this list (or empty).
+LOCK = "lock"
+GUARDS = "guards"
+BACKUP = "backup"
+DELETE = "delete"
+WAIT_GONE = "wait-gone"
+RECREATE = "recreate"
+VERIFY = "verify"
+WAIT_READY = "wait-ready"
+RECORD = "record"
+
+STEP_TEXT = {
+    GUARDS: "run the preflight guards (fractional pods, label policy, selector coverage)",
+    BACKUP: "back up the live object",
+    DELETE: "delete the live object",
+    WAIT_GONE: "wait until it is gone (the operator releases its finalizer)",
+    RECREATE: "recreate it from git",
+    VERIFY: "verify the live object equals git on its immutable fields",
+    WAIT_READY: "wait until every selected node reports ready",
+    RECORD: "record an Event and an audit line",
+}
+
+# Why a plan looks the way it does.
+NOTHING_TO_DO = "nothing-to-do"
+IN_PLACE = "applies-in-place"
+FULL = "recreate"
+RESUME_GONE = "resume-terminating"
+RESUME_MISSING = "resume-missing"
+RESUME_READY = "resume-wait-ready"
+
+
+@dataclass
+class Plan:
+    """The steps still needed and why."""
+
+    reason: str
+    steps: list[str] = field(default_factory=list)
+    summary: str = ""
+    before: dict[str, str] | None = None
+    after: dict[str, str] | None = None
+
+    @property
+    def changes_cluster(self) -> bool:
+        """Whether any step deletes or creates the object."""
+        return any(s in self.steps for s in (DELETE, RECREATE))
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain data for JSON output."""
+        return {
+            "reason": self.reason,
+            "summary": self.summary,
+            "steps": [{"step": s, "what": STEP_TEXT.get(s, s)} for s in self.steps],
+            "before": self.before,
+            "after": self.after,
+        }
+
+
+def decide(
+    *,
+    verdict: str,
+    terminating: bool,
+    live_selector: dict[str, str] | None,
+    desired_selector: dict[str, str] | None,
+    unready_nodes: list[str],
+) -> Plan:
+    """Choose the remaining steps from what the cluster shows now.
+
+    Args:
+        verdict: the drift verdict for the target (``in-sync``, ``needs-recreate``,
+            ``applies-in-place``, ``missing-live``; ``missing-desired`` and
+            ``rejected`` are refused by the caller before this).
+        terminating: the live object has a deletion timestamp.
+        live_selector: the live ``nodeSelector`` (None when absent).
+        desired_selector: git's ``nodeSelector``.
+        unready_nodes: nodes the live selector matches that are not ready.
+    """
+    if terminating:
+        return Plan(
+            RESUME_GONE,
+            [GUARDS, WAIT_GONE, RECREATE, VERIFY, WAIT_READY, RECORD],
+            "the object is already being deleted: wait for it to go, then recreate",
+            live_selector,
+            desired_selector,
+        )
+    if verdict == "missing-live":
+        return Plan(
+            RESUME_MISSING,
+            [GUARDS, RECREATE, VERIFY, WAIT_READY, RECORD],
+            "the object is absent from the cluster: recreate it from git",
+            None,
+            desired_selector,
+        )
+    if verdict == "needs-recreate":
+        return Plan(
+            FULL,
+            [GUARDS, BACKUP, DELETE, WAIT_GONE, RECREATE, VERIFY, WAIT_READY, RECORD],
+            "an immutable field differs: delete and recreate",
+            live_selector,
+            desired_selector,
+        )
+    if verdict == "applies-in-place":
+        return Plan(
+            IN_PLACE,
+            [],
+            "the live object differs only in fields that update in place: "
+            "a normal sync applies them",
+            live_selector,
+            desired_selector,
+        )
+    if unready_nodes:
+        return Plan(
+            RESUME_READY,
+            [WAIT_READY, RECORD],
+            f"the object matches git; {len(unready_nodes)} selected node(s) not ready yet: wait",
+            live_selector,
+            desired_selector,
+        )
+    return Plan(
+        NOTHING_TO_DO,
+        [],
+        "the live object already matches git and every selected node is ready",
+        live_selector,
+        desired_selector,
+    )

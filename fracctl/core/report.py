@@ -1,0 +1,151 @@
+"""Drift reports as text for CI: JUnit XML, GitHub workflow commands, JSON-ready data.
+
+Pure functions from a :class:`~fracctl.core.drift.DriftReport` to strings.
+"""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+from typing import Any
+
+from fracctl.core import drift as d
+
+_VALUE_LIMIT = 300
+
+NEXT_STEP = {
+    d.NEEDS_RECREATE: "only delete + recreate can change it (fracctl recreate runs it guarded)",
+    d.APPLIES_IN_PLACE: "a sync would apply it in place; the live object is behind git",
+    d.MISSING_LIVE: "create it (sync), or check the namespace and the CRD",
+    d.MISSING_DESIRED: "git no longer renders it; prune it or add it back to git",
+    d.REJECTED: "fix the manifest in git: the API server rejects it",
+}
+
+
+def value_text(value: Any, limit: int = _VALUE_LIMIT) -> str:
+    """A value as compact JSON (``<absent>`` for None), cut to ``limit`` characters."""
+    if value is None:
+        return "<absent>"
+    text = json.dumps(value, sort_keys=True, separators=(", ", ": "), default=str)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def describe(o: d.ObjectDrift) -> str:
+    """One paragraph saying what differs, what the API server said, and what to do."""
+    where = f" ({o.location.file}:{o.location.line})" if o.location else ""
+    lines = [f"{o.key}: {o.verdict}{where}"]
+    for f in o.fields:
+        what = f.constraint or "guarded"
+        lines.append(
+            f"{f.path} is {what}: live {value_text(f.live)}, desired {value_text(f.desired)}"
+        )
+    for f in o.changes[:5]:
+        lines.append(f"{f.path}: live {value_text(f.live)}, desired {value_text(f.desired)}")
+    if len(o.changes) > 5:
+        lines.append(f"… and {len(o.changes) - 5} more changed fields")
+    if o.message:
+        lines.append(f"API server: {o.message}")
+    if o.note:
+        lines.append(o.note)
+    if o.argocd_claims_synced:
+        lines.append("Argo CD reports Synced but the live object differs")
+    step = NEXT_STEP.get(o.verdict)
+    if step:
+        lines.append(f"Next: {step}")
+    return "\n".join(lines)
+
+
+def headline(o: d.ObjectDrift) -> str:
+    """A short title: ``needs-recreate: GpuFractioningConfig/default spec.nodeSelector``."""
+    paths = ", ".join(f.path for f in o.fields) or ", ".join(f.path for f in o.changes[:3])
+    return f"{o.verdict}: {o.key}" + (f" ({paths})" if paths else "")
+
+
+# --- JUnit ---------------------------------------------------------------------------------
+
+
+def to_junit(report: d.DriftReport, suite: str = "fracctl drift") -> str:
+    """One test case per object; drifted objects fail with the evidence as the body."""
+    failures = sum(1 for o in report.objects if o.drifted)
+    root = ET.Element(
+        "testsuites",
+        {"name": suite, "tests": str(len(report.objects)), "failures": str(failures)},
+    )
+    ts = ET.SubElement(
+        root,
+        "testsuite",
+        {
+            "name": suite,
+            "tests": str(len(report.objects)),
+            "failures": str(failures),
+            "errors": "0",
+            "skipped": "0",
+            "time": "0",
+        },
+    )
+    props = ET.SubElement(ts, "properties")
+    for k, v in sorted(report.source.items()):
+        ET.SubElement(props, "property", {"name": str(k), "value": str(v)})
+    if report.argocd:
+        ET.SubElement(
+            props, "property", {"name": "argocd.sync", "value": str(report.argocd.get("sync"))}
+        )
+    for o in report.objects:
+        attrs = {"classname": f"{o.kind}", "name": o.key, "time": "0"}
+        if o.location is not None:
+            attrs["file"] = o.location.file
+            attrs["line"] = str(o.location.line)
+        case = ET.SubElement(ts, "testcase", attrs)
+        if o.drifted:
+            fail = ET.SubElement(case, "failure", {"message": headline(o), "type": o.verdict})
+            fail.text = describe(o)
+    if report.warnings:
+        out = ET.SubElement(ts, "system-err")
+        out.text = "\n".join(report.warnings)
+    ET.indent(root)
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
+
+
+# --- GitHub Actions workflow commands ---------------------------------------------------
+
+
+def _escape_data(text: str) -> str:
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def _escape_property(text: str) -> str:
+    return _escape_data(text).replace(":", "%3A").replace(",", "%2C")
+
+
+def annotation(level: str, message: str, *, title: str = "", file: str = "", line: int = 0) -> str:
+    """One ``::error file=…,line=…,title=…::message`` workflow command."""
+    props = []
+    if file:
+        props.append(f"file={_escape_property(file)}")
+        if line:
+            props.append(f"line={line}")
+    if title:
+        props.append(f"title={_escape_property(title)}")
+    head = f"::{level} {','.join(props)}" if props else f"::{level}"
+    return f"{head}::{_escape_data(message)}"
+
+
+def to_github(report: d.DriftReport, summary: str) -> str:
+    """An ``::error`` per drifted object, a ``::warning`` per Argo CD claim, a notice."""
+    lines = []
+    for o in report.objects:
+        if not o.drifted:
+            continue
+        lines.append(
+            annotation(
+                "error",
+                describe(o),
+                title=f"fracctl drift: {headline(o)}",
+                file=o.location.file if o.location else "",
+                line=o.location.line if o.location else 0,
+            )
+        )
+    for w in report.warnings:
+        lines.append(annotation("warning", w, title="fracctl drift: Argo CD"))
+    lines.append(annotation("notice", summary, title="fracctl drift"))
+    return "\n".join(lines) + "\n"

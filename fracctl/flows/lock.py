@@ -1,0 +1,145 @@
+"""The recreate lock: a ``coordination.k8s.io`` Lease with holder identity and renewal."""
+
+from __future__ import annotations
+
+import getpass
+import os
+import socket
+import threading
+from datetime import datetime, timezone
+from types import TracebackType
+from typing import Any
+
+from fracctl.core.lock import FREE, HELD, MINE, STALE, judge_lease, lease_spec
+from fracctl.core.resources import LEASES, NAMESPACES
+from fracctl.errors import Conflict, FracctlError, NotFound, Unsafe
+from fracctl.flows.context import Context
+
+
+def identity() -> str:
+    """Who is running: ``user@host pid N``."""
+    try:
+        user = getpass.getuser()
+    except (KeyError, OSError):
+        user = str(os.getuid())
+    return f"{user}@{socket.gethostname()} pid {os.getpid()}"
+
+
+class LeaseLock:
+    """Hold the Lease for the duration of a ``with`` block, renewing it in the background."""
+
+    def __init__(self, ctx: Context, *, me: str | None = None) -> None:
+        self.ctx = ctx
+        self.kube = ctx.kube
+        self.me = me or identity()
+        self.namespace = ctx.config.recreate.lock_namespace
+        self.name = ctx.config.recreate.lock_name
+        self.duration = int(ctx.config.timeouts.lock_lease)
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self.acquired: datetime | None = None
+
+    def _now(self) -> datetime:
+        return datetime.fromtimestamp(self.ctx.clock.now(), tz=timezone.utc)
+
+    def acquire(self) -> None:
+        """Take the lease, or raise Unsafe naming the holder."""
+        now = self._now()
+        lease = self.kube.get_or_none(LEASES, self.name, self.namespace)
+        judged = judge_lease(lease, me=self.me, now=now)
+        if judged.state == HELD:
+            since = judged.since.strftime("%Y-%m-%d %H:%M:%S UTC") if judged.since else "unknown"
+            raise Unsafe(
+                f"another recreate holds the lock Lease {self.namespace}/{self.name}: "
+                f"{judged.holder}, since {since}",
+                hint="wait for it to finish; a holder that died is taken over once its "
+                f"lease expires ({self.duration}s after its last renewal)",
+            )
+        if judged.state == STALE:
+            self.ctx.warn(
+                f"taking over the expired lock Lease {self.namespace}/{self.name} "
+                f"from {judged.holder}"
+            )
+        spec = lease_spec(me=self.me, now=now, duration=self.duration)
+        try:
+            if lease is None:
+                self._ensure_namespace()
+                self.kube.create(
+                    LEASES,
+                    {
+                        "apiVersion": "coordination.k8s.io/v1",
+                        "kind": "Lease",
+                        "metadata": {"name": self.name, "namespace": self.namespace},
+                        "spec": spec,
+                    },
+                )
+            else:
+                lease["spec"] = spec
+                self.kube.replace(LEASES, lease)
+        except Conflict:
+            raise Unsafe(
+                f"another recreate took the lock Lease {self.namespace}/{self.name} just now",
+                hint="rerun to see who holds it",
+            ) from None
+        self.acquired = now
+        if judged.state in (FREE, STALE, MINE):
+            self._thread = threading.Thread(target=self._renew_loop, daemon=True)
+            self._thread.start()
+
+    def _ensure_namespace(self) -> None:
+        if self.kube.get_or_none(NAMESPACES, self.namespace) is None:
+            try:
+                self.kube.create(
+                    NAMESPACES,
+                    {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": self.namespace}},
+                )
+            except Conflict:
+                pass
+
+    def _renew_loop(self) -> None:
+        interval = max(0.5, self.duration / 3)
+        while not self._stop.wait(interval):
+            try:
+                self.renew()
+            except FracctlError as e:
+                self.ctx.warn(f"could not renew the lock Lease: {e}")
+
+    def renew(self) -> None:
+        """Push ``renewTime`` forward (only while we still hold it)."""
+        lease = self.kube.get_or_none(LEASES, self.name, self.namespace)
+        if lease is None or (lease.get("spec") or {}).get("holderIdentity") != self.me:
+            return
+        lease["spec"] = lease_spec(
+            me=self.me, now=self._now(), duration=self.duration, acquired=self.acquired
+        )
+        self.kube.replace(LEASES, lease)
+
+    def release(self) -> None:
+        """Stop renewing and give the lease up, if it is still ours."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+        try:
+            lease = self.kube.get_or_none(LEASES, self.name, self.namespace)
+            if lease is not None and (lease.get("spec") or {}).get("holderIdentity") == self.me:
+                self.kube.delete(LEASES, self.name, self.namespace, uid=lease["metadata"]["uid"])
+        except (NotFound, Conflict):
+            pass
+        except FracctlError as e:
+            self.ctx.warn(f"could not release the lock Lease: {e}")
+
+    def __enter__(self) -> LeaseLock:
+        self.acquire()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.release()
+
+    def describe(self) -> dict[str, Any]:
+        """For the plan output."""
+        return {"lease": f"{self.namespace}/{self.name}", "holder": self.me}

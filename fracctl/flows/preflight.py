@@ -1,0 +1,336 @@
+"""Guards that must pass before the fractioning config is deleted and recreated.
+
+* no fractional pod runs anywhere (recreating restarts the MPS daemons; running
+  fractional pods lose their CUDA context), found by a paged, metadata-only scan of
+  every namespace, so a cluster of 100k pods is never held in memory;
+* the node opt-in label follows the policy (allowed classes carry it, denied never);
+* the desired selector selects no denied node and every opted-in node;
+* the blast radius: which nodes' daemons stop, restart or start, and the pods they carry.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from fracctl.core.blast import BlastRadius, PodRef, blast_radius
+from fracctl.core.fractional import (
+    FINISHED_PHASES,
+    AnnotationMatcher,
+    PodKind,
+    classify,
+    unfinished_selector,
+)
+from fracctl.core.immutability import get_path
+from fracctl.core.policy import Rule, node_findings, selector_findings, standings
+from fracctl.core.resources import NODES, PODS, target_ref
+from fracctl.errors import ConfigError, FracctlError
+from fracctl.flows.context import Context
+
+
+@dataclass(frozen=True)
+class Check:
+    """One guard's result: what was found and what to do about it."""
+
+    name: str
+    ok: bool
+    evidence: str
+    fix: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain data for ``-o json``."""
+        return {"name": self.name, "ok": self.ok, "evidence": self.evidence, "fix": self.fix}
+
+
+@dataclass(frozen=True)
+class ScannedPod:
+    """A fractional or reservation pod found by the scan."""
+
+    namespace: str
+    name: str
+    node: str | None
+    keys: tuple[str, ...]
+
+    @property
+    def ref(self) -> PodRef:
+        """``namespace/name``."""
+        return PodRef(self.namespace, self.name)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain data for ``-o json``."""
+        return {
+            "namespace": self.namespace,
+            "name": self.name,
+            "node": self.node,
+            "keys": list(self.keys),
+        }
+
+
+@dataclass
+class FractionalScan:
+    """The result of the cluster-wide scan."""
+
+    pods: list[ScannedPod] = field(default_factory=list)  # fractional workloads
+    reservations: list[ScannedPod] = field(default_factory=list)  # KAI's own placeholders
+    scanned: int = 0  # unfinished pods looked at
+    pages: int = 0
+
+    def by_node(self) -> dict[str, list[PodRef]]:
+        """Fractional pods grouped by the node they run on."""
+        out: dict[str, list[PodRef]] = {}
+        for p in self.pods:
+            if p.node:
+                out.setdefault(p.node, []).append(p.ref)
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain data for ``-o json``."""
+        return {
+            "scanned": self.scanned,
+            "pages": self.pages,
+            "fractional": [p.to_dict() for p in self.pods],
+            "reservations": [p.to_dict() for p in self.reservations],
+        }
+
+
+@dataclass
+class PreflightReport:
+    """Every guard's result, and the blast radius of a recreate."""
+
+    checks: list[Check]
+    blast_radius: BlastRadius
+    scan: FractionalScan
+    desired_selector: dict[str, str] | None = None
+    live_selector: dict[str, str] | None = None
+
+    @property
+    def ok(self) -> bool:
+        """Whether every guard passed."""
+        return all(c.ok for c in self.checks)
+
+    @property
+    def failed(self) -> list[Check]:
+        """The guards that refused."""
+        return [c for c in self.checks if not c.ok]
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain data for ``-o json``."""
+        return {
+            "ok": self.ok,
+            "desired_selector": self.desired_selector,
+            "live_selector": self.live_selector,
+            "checks": [c.to_dict() for c in self.checks],
+            "blast_radius": self.blast_radius.to_dict(),
+            "pods": self.scan.to_dict(),
+        }
+
+
+# --- the fractional-pod scan ----------------------------------------------------------
+
+
+def matcher(ctx: Context) -> AnnotationMatcher:
+    """The configured fraction-annotation patterns, compiled."""
+    try:
+        return AnnotationMatcher.compile(ctx.config.pods.fraction_annotations)
+    except ValueError as e:
+        raise ConfigError(f"pods.fraction_annotations: {e}") from None
+
+
+def scan_fractional_pods(ctx: Context) -> FractionalScan:
+    """Find every unfinished fractional pod in the cluster, and KAI's reservation pods.
+
+    Lists pods of every namespace in pages of ``pods.page_size`` as metadata only
+    (PartialObjectMetadataList), skipping finished pods with a field selector; only the
+    pods that match are fetched whole, to learn their node.
+    """
+    m = matcher(ctx)
+    reservation_ns = ctx.config.pods.reservation_namespace
+    scan = FractionalScan()
+    hits: list[tuple[PodKind, str, str, tuple[str, ...]]] = []
+    for page in ctx.kube.list_pages(
+        PODS,
+        metadata_only=True,
+        field_selector=unfinished_selector(),
+        limit=ctx.config.pods.page_size,
+    ):
+        scan.pages += 1
+        for item in page.get("items") or ():
+            scan.scanned += 1
+            meta = item.get("metadata") or {}
+            verdict = classify(meta, m, reservation_namespace=reservation_ns)
+            if verdict.kind is not PodKind.OTHER:
+                hits.append((verdict.kind, meta["namespace"], meta["name"], verdict.keys))
+    for kind, namespace, name, keys in hits:
+        # Metadata carries no node name; fetch the few pods that matched.
+        pod = ctx.kube.get_or_none(PODS, name, namespace)
+        if pod is None or (pod.get("status") or {}).get("phase") in FINISHED_PHASES:
+            continue  # gone or finished since the list
+        found = ScannedPod(namespace, name, (pod.get("spec") or {}).get("nodeName"), keys)
+        (scan.pods if kind is PodKind.FRACTIONAL else scan.reservations).append(found)
+    return scan
+
+
+# --- the guards -----------------------------------------------------------------------
+
+
+def node_labels(ctx: Context) -> dict[str, dict[str, str]]:
+    """Every node's labels (a metadata-only list)."""
+    return {
+        item["metadata"]["name"]: dict(item["metadata"].get("labels") or {})
+        for page in ctx.kube.list_pages(NODES, metadata_only=True, limit=500)
+        for item in page.get("items") or ()
+    }
+
+
+def _pods_check(ctx: Context, scan: FractionalScan) -> Check:
+    reserved = (
+        f"; {len(scan.reservations)} reservation pod(s) in "
+        f"{ctx.config.pods.reservation_namespace} ignored (infrastructure)"
+        if scan.reservations
+        else ""
+    )
+    if not scan.pods:
+        return Check(
+            "fractional-pods",
+            True,
+            f"no fractional pod running among {scan.scanned} unfinished pod(s){reserved}",
+        )
+    listed = "; ".join(
+        f"{p.namespace}/{p.name} on {p.node or '(not scheduled)'} [{', '.join(p.keys)}]"
+        for p in scan.pods[:10]
+    )
+    more = f" and {len(scan.pods) - 10} more" if len(scan.pods) > 10 else ""
+    return Check(
+        "fractional-pods",
+        False,
+        f"{len(scan.pods)} fractional pod(s) running: {listed}{more}{reserved}",
+        "let them finish or scale them down first: their CUDA contexts die when the MPS "
+        "daemons restart (full list: fracctl preflight -o json)",
+    )
+
+
+_PASSING = {
+    Rule.MISSING_OPT_IN: ("opt-in-missing", "every allowed-class node carries {label}"),
+    Rule.DENIED_OPTED_IN: ("opt-in-denied", "no denied-class node carries {label}"),
+    Rule.UNKNOWN_CLASS: ("opt-in-unknown-class", "every node with {label} has an allowed class"),
+    Rule.SELECTOR_DENIED: ("selector-denied", "the desired selector {sel} selects no denied node"),
+    Rule.SELECTOR_MISSES: (
+        "selector-coverage",
+        "the desired selector {sel} selects all {n} opted-in node(s)",
+    ),
+}
+
+
+def _fmt_selector(selector: Mapping[str, str]) -> str:
+    return ", ".join(f"{k}={v}" for k, v in sorted(selector.items())) or "{}"
+
+
+def run_guards(
+    ctx: Context,
+    *,
+    desired_selector: dict[str, str] | None,
+    live_selector: dict[str, str] | None,
+    desired_unknown: str | None = None,
+) -> PreflightReport:
+    """Run every guard.
+
+    Args:
+        ctx: the I/O context.
+        desired_selector: the selector git wants; ``None`` when it could not be learnt
+            (the selector checks then refuse, quoting ``desired_unknown``).
+        live_selector: the live object's selector; ``None`` when no object exists.
+        desired_unknown: why the desired selector is unknown.
+
+    Returns:
+        The report; ``report.ok`` is whether every guard passed.
+
+    Raises:
+        ApiError: the cluster could not be read (exit 3).
+    """
+    scan = scan_fractional_pods(ctx)
+    nodes = node_labels(ctx)
+    policy = ctx.config.labels
+    label = policy.opt_in
+    checks = [_pods_check(ctx, scan)]
+
+    findings = dict(node_findings(nodes, policy))
+    if desired_selector is not None:
+        findings.update(selector_findings(desired_selector, nodes, policy))
+    opted = sum(1 for s in standings(nodes, policy) if s.opted_in)
+    sel = _fmt_selector(desired_selector) if desired_selector is not None else ""
+    for rule, finding in findings.items():
+        name, passing = _PASSING[rule]
+        if finding is None:
+            checks.append(Check(name, True, passing.format(label=label, sel=sel, n=opted)))
+        else:
+            checks.append(Check(name, False, finding.message, finding.fix))
+    if desired_selector is None:
+        checks.append(
+            Check(
+                "desired-selector",
+                False,
+                f"the desired selector is unknown: {desired_unknown or 'not given'}",
+                "fix the git settings (fracctl render) or pass --selector KEY=VALUE",
+            )
+        )
+
+    radius = blast_radius(
+        nodes, old=live_selector, new=desired_selector, pods_by_node=scan.by_node()
+    )
+    checks.append(Check("blast-radius", True, radius.summary()))
+    return PreflightReport(checks, radius, scan, desired_selector, live_selector)
+
+
+# --- the command ----------------------------------------------------------------------
+
+
+def live_selector(ctx: Context) -> dict[str, str] | None:
+    """The live target's selector, or ``None`` when the object (or its CRD) is absent."""
+    t = ctx.config.target
+    obj = ctx.kube.get_or_none(target_ref(t.group, t.version, t.plural, t.kind), t.name)
+    if obj is None:
+        return None
+    value = get_path(obj, t.selector_field)
+    return {str(k): str(v) for k, v in value.items()} if isinstance(value, Mapping) else {}
+
+
+def desired_selector(ctx: Context) -> tuple[dict[str, str] | None, str | None]:
+    """The selector git wants (``fracctl render``); ``(None, why)`` when it cannot be had."""
+    from fracctl.flows.render import render_desired
+
+    t = ctx.config.target
+    try:
+        objects = render_desired(ctx)
+    except FracctlError as e:
+        return None, f"rendering git failed: {e}"
+    for obj in objects:
+        if (
+            obj.get("kind") == t.kind
+            and str(obj.get("apiVersion", "")).split("/")[0] == t.group
+            and (obj.get("metadata") or {}).get("name") == t.name
+        ):
+            value = get_path(obj, t.selector_field)
+            if not isinstance(value, Mapping):
+                return None, f"{t.kind}/{t.name} in git has no {t.selector_field}"
+            return {str(k): str(v) for k, v in value.items()}, None
+    return None, f"git renders no {t.kind}/{t.name}"
+
+
+def preflight(ctx: Context, *, selector: dict[str, str] | None = None) -> PreflightReport:
+    """``fracctl preflight``: learn both selectors, then run every guard.
+
+    Args:
+        ctx: the I/O context.
+        selector: the desired selector from ``--selector``; rendered from git when
+            ``None``.
+    """
+    why: str | None = None
+    if selector is None:
+        selector, why = desired_selector(ctx)
+    return run_guards(
+        ctx,
+        desired_selector=selector,
+        live_selector=live_selector(ctx),
+        desired_unknown=why,
+    )

@@ -1,0 +1,395 @@
+"""``fracctl probe``: send one fractional pod at a pool and see what KAI does with it.
+
+Two answers are good news. The probe runs: fractional scheduling works on that node.
+Or it stays Pending because KAI reports the node "not ready for fractional GPU
+scheduling": the readiness gate holds on a pool whose daemons do not run yet, so no
+fractional pod can land there without a memory limit. Anything else (another
+scheduling failure, no decision in time) is a finding.
+
+The probe pod is deleted on every path: success, timeout, errors, Ctrl-C and SIGTERM.
+It is deleted with a grace period of 0, because a pod bound to a node otherwise waits
+for a kubelet to confirm it stopped.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import secrets
+import signal
+import threading
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any
+
+from fracctl.config import Config
+from fracctl.core.resources import PODS
+from fracctl.errors import ApiError, ExitCode, ExternalError, FracctlError, NotFound, UsageError
+from fracctl.flows.context import Context
+
+NOT_READY = "node is not ready for fractional GPU scheduling"
+PROBE_LABEL = "fracctl.io/probe"
+
+
+class Outcome(str, Enum):
+    """What became of the probe."""
+
+    RUNNING = "running"  # scheduled and running on a node
+    NOT_READY = "not-ready"  # Pending: KAI's readiness gate refused the pool
+    UNSCHEDULABLE = "unschedulable"  # Pending for another reason
+    FAILED = "failed"  # the pod failed
+    SCHEDULED = "scheduled"  # bound to a node, not running in time
+    TIMEOUT = "timeout"  # no scheduling decision in time
+
+
+EXPECT = ("any", "running", "not-ready")
+
+
+@dataclass
+class ProbeResult:
+    """The probe's fate and the evidence for it."""
+
+    name: str
+    namespace: str
+    request: dict[str, str]  # the fraction annotation the probe carried
+    pool: dict[str, str]
+    outcome: Outcome
+    node: str | None = None
+    reason: str = ""
+    message: str = ""
+    elapsed: float = 0.0
+    deleted: bool = False
+    notes: list[str] = field(default_factory=list)
+
+    def summary(self) -> str:
+        """One line for people."""
+        where = ", ".join(f"{k}={v}" for k, v in sorted(self.pool.items())) or "any node"
+        if self.outcome is Outcome.RUNNING:
+            return f"the probe ran on {self.node}: fractional scheduling works there"
+        if self.outcome is Outcome.NOT_READY:
+            return (
+                f"the probe stayed Pending: KAI says the pool ({where}) is not ready for "
+                "fractional GPU scheduling. Good news where the daemons do not run yet: "
+                "the readiness gate holds, so no fractional pod runs there without a limit"
+            )
+        if self.outcome is Outcome.UNSCHEDULABLE:
+            return f"the probe could not be scheduled on the pool ({where}): {self.message}"
+        if self.outcome is Outcome.FAILED:
+            return f"the probe failed on {self.node or 'no node'}: {self.reason} {self.message}"
+        if self.outcome is Outcome.SCHEDULED:
+            return f"the probe was bound to {self.node} but did not run in {self.elapsed:.0f}s"
+        return (
+            f"no scheduling decision in {self.elapsed:.0f}s: is the KAI scheduler running, "
+            "and does the pod's queue exist?"
+        )
+
+    def exit_code(self, expect: str = "any") -> ExitCode:
+        """0 for a good answer (or the expected one), 1 for a finding, 4 for no answer."""
+        if self.outcome in (Outcome.TIMEOUT, Outcome.SCHEDULED):
+            return ExitCode.TIMEOUT
+        if self.outcome not in (Outcome.RUNNING, Outcome.NOT_READY):
+            return ExitCode.FINDING
+        if expect != "any" and self.outcome.value != expect:
+            return ExitCode.FINDING
+        return ExitCode.OK
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain data for ``-o json``."""
+        return {
+            "pod": f"{self.namespace}/{self.name}",
+            "request": self.request,
+            "pool": self.pool,
+            "outcome": self.outcome.value,
+            "node": self.node,
+            "reason": self.reason,
+            "message": self.message,
+            "elapsed_seconds": round(self.elapsed, 1),
+            "deleted": self.deleted,
+            "summary": self.summary(),
+            "notes": self.notes,
+        }
+
+
+# --- the pod --------------------------------------------------------------------------
+
+_MEMORY = re.compile(r"^\s*(\d+)\s*(Mi|Gi|Ti)?\s*$")
+
+
+def parse_memory(text: str) -> int:
+    """``4Gi`` -> 4096 (MiB, as the ``gpu-memory`` annotation wants); plain numbers are MiB.
+
+    Raises:
+        UsageError: not a positive binary quantity.
+    """
+    m = _MEMORY.match(text)
+    if not m or int(m.group(1)) == 0:
+        raise UsageError(f"--memory: expected a size like 4Gi or 4096Mi, got {text!r}")
+    return int(m.group(1)) * {None: 1, "Mi": 1, "Gi": 1024, "Ti": 1024 * 1024}[m.group(2)]
+
+
+def fraction_request(*, memory: str | None, fraction: float | None) -> dict[str, str]:
+    """The KAI annotation for the probe's share of a GPU.
+
+    Raises:
+        UsageError: neither or both given, or out of range.
+    """
+    if (memory is None) == (fraction is None):
+        raise UsageError("give exactly one of --memory (e.g. 4Gi) or --fraction (e.g. 0.25)")
+    if fraction is not None:
+        if not 0 < fraction < 1:
+            raise UsageError(f"--fraction must be between 0 and 1 (exclusive), got {fraction}")
+        return {"gpu-fraction": f"{fraction:g}"}
+    return {"gpu-memory": str(parse_memory(str(memory)))}
+
+
+def toleration(spec: str) -> dict[str, str]:
+    """``key[=value][:effect]`` -> a pod toleration (no value: any value)."""
+    rest, _, effect = spec.strip().partition(":")
+    key, eq, value = rest.partition("=")
+    out = {"key": key, "operator": "Equal" if eq else "Exists"}
+    if eq:
+        out["value"] = value
+    if not key:
+        out.pop("key")
+    if effect:
+        out["effect"] = effect
+    return out
+
+
+def probe_pod(
+    config: Config,
+    *,
+    name: str,
+    request: Mapping[str, str],
+    pool: Mapping[str, str],
+    deadline_seconds: int,
+) -> dict[str, Any]:
+    """The probe: non-root, read-only, tiny, for the KAI scheduler, in the pool."""
+    p = config.probe
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": name,
+            "namespace": p.namespace,
+            "labels": {
+                PROBE_LABEL: "true",
+                "app.kubernetes.io/managed-by": "fracctl",
+                p.queue_label: p.queue,
+            },
+            "annotations": dict(request),
+        },
+        "spec": {
+            "schedulerName": p.scheduler_name,
+            "restartPolicy": "Never",
+            # A safety net if fracctl is killed outright: the kubelet ends the pod.
+            "activeDeadlineSeconds": deadline_seconds,
+            "terminationGracePeriodSeconds": 0,
+            "automountServiceAccountToken": False,
+            "enableServiceLinks": False,
+            "nodeSelector": dict(pool),
+            "tolerations": [toleration(t) for t in p.tolerations],
+            "securityContext": {
+                "runAsNonRoot": True,
+                "runAsUser": p.run_as_user,
+                "runAsGroup": p.run_as_user,
+                "seccompProfile": {"type": "RuntimeDefault"},
+            },
+            "containers": [
+                {
+                    "name": "probe",
+                    "image": p.image,
+                    "command": ["sleep", str(deadline_seconds)],
+                    "resources": {
+                        "requests": {"cpu": "10m", "memory": "16Mi"},
+                        "limits": {"memory": "16Mi"},
+                    },
+                    "securityContext": {
+                        "allowPrivilegeEscalation": False,
+                        "readOnlyRootFilesystem": True,
+                        "capabilities": {"drop": ["ALL"]},
+                    },
+                }
+            ],
+        },
+    }
+
+
+def decide(pod: Mapping[str, Any]) -> tuple[Outcome, str, str] | None:
+    """The probe's outcome from its status: ``(outcome, reason, message)``, or ``None``."""
+    status = pod.get("status") or {}
+    phase = status.get("phase")
+    if phase in ("Running", "Succeeded"):
+        return Outcome.RUNNING, phase, ""
+    if phase == "Failed":
+        return Outcome.FAILED, str(status.get("reason") or ""), str(status.get("message") or "")
+    for c in status.get("conditions") or ():
+        if c.get("type") == "PodScheduled" and c.get("status") == "False":
+            reason, message = str(c.get("reason") or ""), str(c.get("message") or "")
+            if NOT_READY in message:
+                return Outcome.NOT_READY, reason, message
+            if reason == "Unschedulable":
+                return Outcome.UNSCHEDULABLE, reason, message
+    return None
+
+
+# --- the run --------------------------------------------------------------------------
+
+
+def probe(
+    ctx: Context,
+    *,
+    memory: str | None = None,
+    fraction: float | None = None,
+    pool: dict[str, str] | None = None,
+    timeout: float | None = None,
+) -> ProbeResult:
+    """Create the probe, watch it for at most ``timeout`` seconds, always delete it.
+
+    Args:
+        ctx: the I/O context.
+        memory: GPU memory to ask for, e.g. ``4Gi``.
+        fraction: share of a GPU to ask for, e.g. ``0.25``.
+        pool: the nodeSelector; default the opt-in label.
+        timeout: seconds to wait for a decision; default ``timeouts.probe``.
+
+    Raises:
+        UsageError: bad request values.
+        ExternalError: the probe could not be created, watched or deleted.
+    """
+    request = fraction_request(memory=memory, fraction=fraction)
+    if pool is None:
+        pool = {ctx.config.labels.opt_in_key: ctx.config.labels.opt_in_value}
+    wait = float(ctx.config.timeouts.probe if timeout is None else timeout)
+    if wait <= 0:
+        raise UsageError("--timeout must be positive")
+    namespace = ctx.config.probe.namespace
+    name = f"fracctl-probe-{secrets.token_hex(4)}"
+    body = probe_pod(
+        ctx.config, name=name, request=request, pool=pool, deadline_seconds=int(wait) + 300
+    )
+    result = ProbeResult(name, namespace, request, dict(pool), Outcome.TIMEOUT)
+    started = ctx.clock.monotonic()
+    may_exist = True  # until the server says it refused the create
+    try:
+        with _interrupt_on_sigterm():
+            try:
+                created = ctx.kube.create(PODS, body)
+            except ApiError:
+                may_exist = False  # refused (or the name was taken: not ours to delete)
+                raise
+            ctx.info(f"probe {namespace}/{name} created; watching for up to {wait:.0f}s")
+            _watch(ctx, created, result, deadline=started + wait)
+    except BaseException:
+        if may_exist:
+            result.deleted = _delete(ctx, namespace, name, strict=False)
+        raise
+    finally:
+        result.elapsed = ctx.clock.monotonic() - started
+    result.deleted = _delete(ctx, namespace, name, strict=True)
+    return result
+
+
+def _watch(ctx: Context, pod: dict[str, Any], result: ProbeResult, *, deadline: float) -> None:
+    namespace, name = result.namespace, result.name
+    rv = pod["metadata"].get("resourceVersion")
+    while True:
+        verdict = decide(pod)
+        result.node = (pod.get("spec") or {}).get("nodeName") or None
+        if verdict is not None:
+            result.outcome, result.reason, result.message = verdict
+            return
+        remaining = deadline - ctx.clock.monotonic()
+        if remaining <= 0:
+            result.outcome = Outcome.SCHEDULED if result.node else Outcome.TIMEOUT
+            return
+        try:
+            for kind, obj in ctx.kube.watch(
+                PODS,
+                namespace=namespace,
+                field_selector=f"metadata.name={name}",
+                resource_version=rv,
+                timeout_seconds=max(1, math.ceil(remaining)),
+            ):
+                rv = (obj.get("metadata") or {}).get("resourceVersion") or rv
+                if kind == "DELETED":
+                    raise ExternalError(f"probe {namespace}/{name} was deleted by someone else")
+                if kind in ("ADDED", "MODIFIED"):
+                    pod = obj
+                    if decide(pod) is not None or ctx.clock.monotonic() >= deadline:
+                        break
+        except ApiError as e:
+            if e.status.code != 410:  # the resourceVersion expired: read afresh
+                raise
+            pod = ctx.kube.get(PODS, name, namespace)
+            rv = pod["metadata"].get("resourceVersion")
+
+
+def _delete(ctx: Context, namespace: str, name: str, *, strict: bool) -> bool:
+    """Delete the probe at once (grace period 0); ``True`` when it is gone.
+
+    With ``strict`` a failure raises; otherwise (another error is already on its way
+    out) it is reported as a warning.
+    """
+    try:
+        with _shielded():
+            try:
+                ctx.kube.request(
+                    "DELETE",
+                    PODS.path(namespace=namespace, name=name),
+                    body={
+                        "kind": "DeleteOptions",
+                        "apiVersion": "v1",
+                        "gracePeriodSeconds": 0,
+                        "propagationPolicy": "Background",
+                    },
+                )
+            except NotFound:
+                pass
+            gone = ctx.kube.get_or_none(PODS, name, namespace) is None
+    except FracctlError as e:
+        hint = f"delete it with: kubectl delete pod -n {namespace} {name} --grace-period=0"
+        if strict:
+            raise ExternalError(f"the probe could not be deleted: {e}", hint=hint) from None
+        ctx.warn(f"the probe could not be deleted: {e}; {hint}")
+        return False
+    if not gone:
+        ctx.warn(f"probe {namespace}/{name} is still terminating (a finalizer holds it)")
+    return gone
+
+
+def _main_thread() -> bool:
+    return threading.current_thread() is threading.main_thread()
+
+
+@contextmanager
+def _shielded() -> Iterator[None]:
+    """Ignore Ctrl-C while the probe is being deleted, so a second one cannot skip it."""
+    if not _main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous if previous is not None else signal.SIG_DFL)
+
+
+@contextmanager
+def _interrupt_on_sigterm() -> Iterator[None]:
+    """Treat SIGTERM (a cancelled CI job) like Ctrl-C, so the probe is still deleted."""
+    if not _main_thread():
+        yield
+        return
+
+    def raise_interrupt(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    handler: Callable[[int, Any], None] = raise_interrupt
+    previous = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous if previous is not None else signal.SIG_DFL)

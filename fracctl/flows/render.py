@@ -1,0 +1,134 @@
+"""``fracctl render``: what git (or Argo CD) wants, as plain objects."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from fracctl.flows.context import Context
+
+if TYPE_CHECKING:
+    from fracctl.core.drift import Location
+
+Obj = dict[str, Any]
+
+
+@dataclass
+class Desired:
+    """Rendered objects, where each was written, and where they came from."""
+
+    objects: list[Obj]
+    locations: list[Location | None] = field(default_factory=list)
+    texts: list[str] = field(default_factory=list)
+    source: dict[str, Any] = field(default_factory=dict)
+
+    def location_of(self, index: int) -> Location | None:
+        """The git location of object ``index``, if known."""
+        return self.locations[index] if index < len(self.locations) else None
+
+    def text_of(self, index: int) -> str:
+        """The YAML text of object ``index`` in git, if known."""
+        return self.texts[index] if index < len(self.texts) else ""
+
+
+def render(
+    ctx: Context,
+    *,
+    repo: str | None = None,
+    revision: str | None = None,
+    path: str | None = None,
+    renderer: str | None = None,
+) -> Desired:
+    """Render a git revision (defaults from the ``git`` section of the configuration).
+
+    Raises:
+        ExternalError: git, the revision, the path, YAML or a render tool failed.
+        UsageError: a needed binary is missing.
+    """
+    from fracctl.adapters.render import render_git
+
+    g = ctx.config.git
+    out = render_git(
+        ctx.expand(repo or g.repo) if not _is_url(repo or g.repo) else (repo or g.repo),
+        revision or g.revision,
+        path if path is not None else g.path,
+        renderer or g.renderer,
+        timeout=max(30.0, float(ctx.config.timeouts.request) * 4),
+        helm_release=g.helm_release,
+        helm_namespace=g.helm_namespace,
+        helm_values=g.helm_values,
+    )
+    return Desired(
+        objects=out.objects,
+        locations=out.locations,
+        texts=out.texts,
+        source={
+            "repo": _display_repo(out.repo),
+            "revision": out.revision,
+            "commit": out.commit,
+            "path": out.path,
+            "renderer": out.renderer,
+        },
+    )
+
+
+def render_desired(
+    ctx: Context,
+    *,
+    repo: str | None = None,
+    revision: str | None = None,
+    path: str | None = None,
+    renderer: str | None = None,
+) -> list[Obj]:
+    """The desired objects of a git revision (defaults from ``ctx.config.git``)."""
+    return render(ctx, repo=repo, revision=revision, path=path, renderer=renderer).objects
+
+
+def render_from_argocd(ctx: Context, *, app: str, revision: str | None = None) -> Desired:
+    """The manifests Argo CD renders for ``app`` (at ``revision``, else its target)."""
+    from fracctl.adapters.argocd import ArgoCD
+
+    with ArgoCD.from_config(
+        ctx.config.argocd, ctx.env, timeout=float(ctx.config.timeouts.request)
+    ) as client:
+        objects = [o for o in client.manifests(app, revision=revision) if isinstance(o, dict)]
+    return Desired(
+        objects=objects,
+        locations=[None] * len(objects),
+        texts=[""] * len(objects),
+        source={"argocd_app": app, "revision": revision or ""},
+    )
+
+
+def select(
+    objects: Sequence[Obj], *, kind: str | None = None, name: str | None = None
+) -> list[int]:
+    """Indexes of the objects matching ``kind`` (case-insensitive) and ``name``."""
+    out = []
+    for i, obj in enumerate(objects):
+        if kind and str(obj.get("kind", "")).lower() != kind.lower():
+            continue
+        if name and str((obj.get("metadata") or {}).get("name", "")) != name:
+            continue
+        out.append(i)
+    return out
+
+
+def to_yaml(objects: Sequence[Obj]) -> str:
+    """Objects as a multi-document YAML stream."""
+    from fracctl.adapters.render import dump_yaml
+
+    return dump_yaml(objects)
+
+
+def _is_url(repo: str) -> bool:
+    from fracctl.adapters.render import is_remote
+
+    return is_remote(repo)
+
+
+def _display_repo(repo: str) -> str:
+    import re
+
+    return re.sub(r"://[^/@]+@", "://", repo)

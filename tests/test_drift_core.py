@@ -1,0 +1,350 @@
+"""Pure drift comparisons, rejection reading and CI report formats."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from junitparser import Failure, JUnitXml
+
+from fracctl.core import drift as d
+from fracctl.core.crd import fractioning_crd
+from fracctl.core.immutability import builtin_rules, rules_from_crd
+from fracctl.core.report import annotation, describe, to_github, to_junit, value_text
+from fracctl.errors import Cause
+
+CEL = "nodeSelector is immutable; delete and recreate the GpuFractioningConfig to change it"
+RULES = rules_from_crd(
+    fractioning_crd(
+        group="gpu-fractioning.kai.scheduler",
+        kind="GpuFractioningConfig",
+        plural="gpufractioningconfigs",
+    )
+)
+
+
+def gfc(selector: dict[str, str], **spec: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "gpu-fractioning.kai.scheduler/v1alpha1",
+        "kind": "GpuFractioningConfig",
+        "metadata": {"name": "default"},
+        "spec": {"nodeSelector": selector, **spec},
+    }
+
+
+def deployment(labels: dict[str, str], replicas: int = 1) -> dict[str, Any]:
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "web", "namespace": "ns"},
+        "spec": {
+            "replicas": replicas,
+            "selector": {"matchLabels": labels},
+            "template": {
+                "metadata": {"labels": labels},
+                "spec": {"containers": [{"name": "c", "image": "nginx"}]},
+            },
+        },
+    }
+
+
+# --- comparing ---------------------------------------------------------------------------
+
+
+def test_the_incident_selector_change_is_an_immutable_diff() -> None:
+    live = gfc({"example.org/gpu-class": "rtx-pro-6000"}, runtimeClassName="nvidia")
+    desired = gfc({"example.org/gpu-fractions": "enabled"})
+    (f,) = d.immutable_diffs(live, desired, RULES)
+    assert f.path == "spec.nodeSelector"
+    assert f.live == {"example.org/gpu-class": "rtx-pro-6000"}
+    assert f.desired == {"example.org/gpu-fractions": "enabled"}
+    assert f.constraint == "immutable"
+    assert f.message == CEL
+
+
+def test_a_selector_map_is_compared_whole_not_as_a_subset() -> None:
+    live = gfc({"a": "1", "b": "2"})
+    assert d.immutable_diffs(live, gfc({"a": "1"}), RULES)
+    assert not d.immutable_diffs(live, gfc({"b": "2", "a": "1"}), RULES)
+
+
+def test_server_defaults_are_not_differences() -> None:
+    live = deployment({"app": "web"})
+    live["spec"]["template"]["spec"]["containers"][0].update(
+        {"imagePullPolicy": "Always", "terminationMessagePath": "/dev/termination-log"}
+    )
+    live["spec"]["strategy"] = {"type": "RollingUpdate"}
+    live["metadata"].update({"uid": "u", "resourceVersion": "7", "generation": 2})
+    live["status"] = {"replicas": 1}
+    desired = deployment({"app": "web"})
+    assert d.changed_fields(live, desired) == []
+    assert d.immutable_diffs(live, desired, builtin_rules("apps", "Deployment")) == []
+
+
+def test_changed_fields_names_each_differing_path() -> None:
+    changes = d.changed_fields(deployment({"app": "web"}), deployment({"app": "web"}, 3))
+    assert [(c.path, c.live, c.desired) for c in changes] == [("spec.replicas", 1, 3)]
+
+
+def test_deployment_selector_change_is_immutable_but_replicas_are_not() -> None:
+    rules = builtin_rules("apps", "Deployment")
+    live = deployment({"app": "web"})
+    (f,) = d.immutable_diffs(live, deployment({"app": "web-v2"}), rules)
+    assert (f.path, f.source) == ("spec.selector", "built-in")
+    assert d.immutable_diffs(live, deployment({"app": "web"}, 5), rules) == []
+
+
+def test_statefulset_changes_only_outside_the_updatable_fields_count() -> None:
+    rules = builtin_rules("apps", "StatefulSet")
+    live = {"spec": {"replicas": 1, "serviceName": "db", "template": {"x": 1}}}
+    assert d.immutable_diffs(live, {"spec": {"replicas": 3, "template": {"x": 2}}}, rules) == []
+    (f,) = d.immutable_diffs(live, {"spec": {"serviceName": "db2"}}, rules)
+    assert f.path == "spec"
+    assert f.live == {"serviceName": "db"}
+    assert f.desired == {"serviceName": "db2"}
+
+
+def test_configmap_data_only_guarded_when_immutable() -> None:
+    rules = builtin_rules("", "ConfigMap")
+    live = {"data": {"a": "1"}}
+    assert d.immutable_diffs(live, {"data": {"a": "2"}}, rules) == []
+    live["immutable"] = True  # type: ignore[assignment]
+    assert [f.path for f in d.immutable_diffs(live, {"data": {"a": "2"}}, rules)] == ["data"]
+
+
+def test_subset_equal_edge_cases() -> None:
+    assert d.subset_equal({"a": 1}, None)
+    assert d.subset_equal(None, {})
+    assert not d.subset_equal({"a": 1}, {})
+    assert d.subset_equal(1, 1.0)
+    assert not d.subset_equal(True, 1)
+    assert not d.subset_equal([1, 2], [1])
+    assert not d.subset_equal("x", {"a": 1})
+    assert not d.subset_equal({"a": {"b": 1, "c": 2}}, {"a": {"b": 1}})  # a label map
+    assert d.subset_equal({"a": {"b": 1, "c": 2}}, {"a": {"b": 1}}, exact_maps=False)
+    assert d.subset_equal({"a": {"b": [1], "c": 2}}, {"a": {"b": [1]}})  # not a label map
+
+
+def test_update_changes_compares_both_sides_but_not_server_metadata() -> None:
+    live = deployment({"app": "web"})
+    live["metadata"]["managedFields"] = [{"manager": "x"}]
+    after = deployment({"app": "web"}, 2)
+    after["metadata"]["managedFields"] = [{"manager": "fracctl"}]
+    after["metadata"]["resourceVersion"] = "9"
+    assert [c.path for c in d.update_changes(live, after)] == ["spec.replicas"]
+    assert d.update_changes(live, deployment({"app": "web"})) == []
+
+
+def test_diff_paths_is_bounded() -> None:
+    live = {str(i): i for i in range(50)}
+    desired = {str(i): i + 1 for i in range(50)}
+    assert len(d.diff_paths(live, desired, limit=7)) == 7
+
+
+def test_apply_body_drops_status_and_server_metadata_and_sets_the_namespace() -> None:
+    obj = deployment({"app": "web"})
+    obj["metadata"].update({"resourceVersion": "1", "uid": "u", "namespace": ""})
+    obj["metadata"]["annotations"] = {"kubectl.kubernetes.io/last-applied-configuration": "{}"}
+    obj["status"] = {"x": 1}
+    body = d.apply_body(obj, "team")
+    assert body["metadata"] == {"name": "web", "namespace": "team"}
+    assert "status" not in body
+
+
+# --- reading rejections ---------------------------------------------------------------------
+
+
+def test_a_prefixed_cel_message_is_an_immutable_rejection() -> None:
+    cause = Cause("FieldValueInvalid", f'Invalid value: "object": {CEL}', "spec.nodeSelector")
+    assert d.is_immutable_rejection([cause], "", RULES)
+
+
+def test_a_cel_rule_without_the_word_immutable_is_recognised_by_its_field() -> None:
+    schema_rules = RULES
+    cause = Cause("FieldValueInvalid", 'Invalid value: "object": must stay', "spec.nodeSelector")
+    assert d.is_immutable_rejection([cause], "", schema_rules)
+    other = Cause("FieldValueInvalid", "Invalid value: 3: out of range", "spec.replicas")
+    assert not d.is_immutable_rejection([other], "", schema_rules)
+
+
+def test_wildcard_rule_paths_match_concrete_cause_fields() -> None:
+    crd = {
+        "spec": {
+            "versions": [
+                {
+                    "name": "v1",
+                    "storage": True,
+                    "schema": {
+                        "openAPIV3Schema": {
+                            "properties": {
+                                "spec": {
+                                    "properties": {
+                                        "disks": {
+                                            "items": {
+                                                "properties": {
+                                                    "name": {
+                                                        "x-kubernetes-validations": [
+                                                            {"rule": "self >= oldSelf"}
+                                                        ]
+                                                    }
+                                                }
+                                            }
+                                        }
+                                    }
+                                }
+                            }
+                        }
+                    },
+                }
+            ]
+        }
+    }
+    rules = rules_from_crd(crd)
+    hit = Cause("FieldValueInvalid", "Invalid value: x", "spec.disks[2].name")
+    miss = Cause("FieldValueInvalid", "Invalid value: x", "spec.disks[2].size")
+    assert d.is_immutable_rejection([hit], "", rules)
+    assert not d.is_immutable_rejection([miss], "", rules)
+
+
+def test_builtin_immutable_and_statefulset_messages() -> None:
+    sel = Cause(
+        "FieldValueInvalid",
+        "Invalid value: v1.LabelSelector{...}: field is immutable",
+        "spec.selector",
+    )
+    assert d.is_immutable_rejection([sel], "", [])
+    sts = Cause(
+        "FieldValueForbidden",
+        "Forbidden: updates to statefulset spec for fields other than 'replicas' ... forbidden",
+        "spec",
+    )
+    assert d.is_immutable_rejection([sts], "", [])
+    assert d.is_immutable_rejection([], "x: field is immutable", [])
+    assert not d.is_immutable_rejection([], "spec.replicas: must be >= 0", [])
+
+
+def test_fields_from_causes_adds_only_new_paths() -> None:
+    live = deployment({"app": "web"})
+    desired = deployment({"app": "v2"})
+    known = [d.FieldDiff("spec.selector", 1, 2)]
+    causes = [
+        Cause("FieldValueInvalid", "field is immutable", "spec.selector"),
+        Cause("FieldValueInvalid", "field is immutable", "spec.selector.matchLabels"),
+        Cause("FieldValueInvalid", "`selector` does not match", "spec.template.metadata.labels"),
+        Cause("FieldValueInvalid", "no field", ""),
+    ]
+    (extra,) = d.fields_from_causes(causes, live, desired, known)
+    assert extra.path == "spec.template.metadata.labels"
+    assert extra.live == {"app": "web"}
+    assert extra.desired == {"app": "v2"}
+    assert extra.source == "api-server"
+
+
+# --- reports ---------------------------------------------------------------------------------
+
+
+def report() -> d.DriftReport:
+    bad = d.ObjectDrift(
+        "gpu-fractioning.kai.scheduler/v1alpha1",
+        "GpuFractioningConfig",
+        "",
+        "default",
+        d.NEEDS_RECREATE,
+        fields=[
+            d.FieldDiff(
+                "spec.nodeSelector",
+                {"example.org/gpu-class": "rtx-pro-6000"},
+                {"example.org/gpu-fractions": "enabled"},
+                "immutable",
+                CEL,
+                "crd",
+            )
+        ],
+        message=f'GpuFractioningConfig "default" is invalid: spec.nodeSelector: {CEL}',
+        location=d.Location("gpu-fractioning/gpufractioningconfig.yaml", 9),
+        argocd={"status": "Synced"},
+    )
+    ok = d.ObjectDrift("v1", "ConfigMap", "ns", "cm", d.IN_SYNC)
+    moved = d.ObjectDrift(
+        "apps/v1",
+        "Deployment",
+        "ns",
+        "web",
+        d.APPLIES_IN_PLACE,
+        changes=[d.FieldDiff("spec.replicas", 1, 3)],
+    )
+    return d.DriftReport(
+        objects=[bad, ok, moved],
+        source={"repo": "r", "revision": "HEAD", "commit": "abc"},
+        argocd={"app": "gpu-fractioning", "sync": "Synced"},
+        warnings=["Argo CD reports Synced but the live object differs: x"],
+    )
+
+
+def test_report_counts_and_json() -> None:
+    r = report()
+    assert r.drifted
+    assert r.counts()["needs-recreate"] == 1
+    assert r.counts()["in-sync"] == 1
+    data = json.loads(json.dumps(r.as_dict()))
+    assert data["objects"][0]["fields"][0]["path"] == "spec.nodeSelector"
+    assert data["objects"][0]["file"] == "gpu-fractioning/gpufractioningconfig.yaml"
+    assert r.objects[0].key == "GpuFractioningConfig/default"
+    assert r.objects[1].key == "ConfigMap/ns/cm"
+    assert not d.DriftReport(objects=[r.objects[1]]).drifted
+
+
+def test_describe_says_what_differs_what_the_server_said_and_what_to_do() -> None:
+    text = describe(report().objects[0])
+    assert "spec.nodeSelector is immutable" in text
+    assert '{"example.org/gpu-class": "rtx-pro-6000"}' in text
+    assert '{"example.org/gpu-fractions": "enabled"}' in text
+    assert CEL in text
+    assert "Argo CD reports Synced but the live object differs" in text
+    assert "Next: only delete + recreate" in text
+
+
+def test_value_text() -> None:
+    assert value_text(None) == "<absent>"
+    assert value_text({"b": 1, "a": 2}) == '{"a": 2, "b": 1}'
+    assert len(value_text("x" * 1000, 20)) == 20
+
+
+def test_junit_validates_and_fails_the_drifted_cases(tmp_path: Path) -> None:
+    path = tmp_path / "drift.xml"
+    path.write_text(to_junit(report()))
+    xml = JUnitXml.fromfile(str(path))
+    suites = list(xml)
+    assert len(suites) == 1
+    suite = suites[0]
+    assert suite.tests == 3
+    assert suite.failures == 2
+    cases = {c.name: c for c in suite}
+    assert cases["ConfigMap/ns/cm"].is_passed
+    (failure,) = cases["GpuFractioningConfig/default"].result
+    assert isinstance(failure, Failure)
+    assert failure.type == "needs-recreate"
+    assert "spec.nodeSelector" in failure.message
+    assert CEL in (failure.text or "")
+
+
+def test_github_annotations_use_the_error_file_form() -> None:
+    out = to_github(report(), "3 objects").splitlines()
+    assert out[0].startswith(
+        "::error file=gpu-fractioning/gpufractioningconfig.yaml,line=9,title=fracctl drift%3A "
+        "needs-recreate%3A GpuFractioningConfig/default (spec.nodeSelector)::"
+    )
+    assert "%0A" in out[0] and "\n" not in out[0]
+    assert out[1].startswith("::error title=")  # no location known
+    assert out[2].startswith("::warning title=fracctl drift%3A Argo CD::Argo CD reports Synced")
+    assert out[3] == "::notice title=fracctl drift::3 objects"
+
+
+@pytest.mark.parametrize(
+    ("message", "expected"),
+    [("50% done\r\n", "50%25 done%0D%0A"), ("a:b,c", "a:b,c")],
+)
+def test_annotation_escaping(message: str, expected: str) -> None:
+    assert annotation("error", message, title="t:1,2") == f"::error title=t%3A1%2C2::{expected}"

@@ -1,0 +1,185 @@
+"""``fracctl nodes check|label|unlabel`` against the real API server."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from fracctl.core.resources import NODES
+from fracctl.errors import ExitCode
+from tests.helpers import Cluster, run_cli
+
+KEY = "example.org/gpu-fractions"
+
+
+def nodes(cluster: Cluster, *args: str) -> Any:
+    return run_cli("--kubeconfig", cluster.kubeconfig, "nodes", *args)
+
+
+def labels(cluster: Cluster, name: str) -> dict[str, str]:
+    return dict(cluster.kube.get(NODES, name)["metadata"].get("labels") or {})
+
+
+def incident(cluster: Cluster) -> None:
+    cluster.node("rtx-pro-6000-0", gpu_class="rtx-pro-6000", opt_in=True, ready=True)
+    cluster.node("b200-0", gpu_class="b200")
+    cluster.node("h200-0", gpu_class="h200")
+    cluster.node("cpu-0")
+
+
+def test_check_table_and_json(cluster: Cluster) -> None:
+    incident(cluster)
+    cluster.target({"example.org/gpu-class": "rtx-pro-6000"})
+    r = nodes(cluster, "check", "-o", "json")
+    assert r.exit_code == ExitCode.FINDING, r.output
+    rows = {n["name"]: n for n in r.json["nodes"]}
+    assert set(rows) == {"rtx-pro-6000-0", "b200-0", "h200-0"}  # GPU nodes only
+    assert rows["rtx-pro-6000-0"] | {"readiness": ""} == {
+        "name": "rtx-pro-6000-0",
+        "class": "rtx-pro-6000",
+        "opted_in": True,
+        "verdict": "ok",
+        "selected": True,
+        "readiness": "",
+    }
+    assert rows["rtx-pro-6000-0"]["readiness"].startswith("True (AllDaemonsReady")
+    assert rows["b200-0"]["verdict"] == "missing-opt-in"
+    assert rows["b200-0"]["readiness"] == "missing (ConditionNotFound)"
+    assert rows["h200-0"]["verdict"] == "excluded"
+    (finding,) = r.json["findings"]
+    assert finding["fix"] == "fracctl nodes label b200-0"
+
+    table = nodes(cluster, "check")
+    assert table.exit_code == ExitCode.FINDING, table.output
+    assert "missing-opt-in" in table.stdout
+    assert "  fix: fracctl nodes label b200-0" in table.stdout
+
+
+def test_check_passes_after_labelling(cluster: Cluster) -> None:
+    incident(cluster)
+    r = nodes(cluster, "label", "b200-0")
+    assert r.exit_code == ExitCode.OK, r.output
+    assert "b200-0: labelled (example.org/gpu-fractions=enabled)" in r.stdout
+    assert labels(cluster, "b200-0")[KEY] == "enabled"
+    r = nodes(cluster, "check")
+    assert r.exit_code == ExitCode.OK, r.output
+    assert "3 GPU node(s) follow the policy" in r.stdout
+    assert "no live fractioning config" in r.stdout
+
+
+def test_label_is_idempotent(cluster: Cluster) -> None:
+    incident(cluster)
+    assert nodes(cluster, "label", "b200-0").exit_code == ExitCode.OK
+    rv = cluster.kube.get(NODES, "b200-0")["metadata"]["resourceVersion"]
+    r = nodes(cluster, "label", "b200-0", "rtx-pro-6000-0", "-o", "json")
+    assert r.exit_code == ExitCode.OK, r.output
+    assert {c["node"]: c["action"] for c in r.json["changes"]} == {
+        "b200-0": "unchanged",
+        "rtx-pro-6000-0": "unchanged",
+    }
+    assert cluster.kube.get(NODES, "b200-0")["metadata"]["resourceVersion"] == rv
+
+
+def test_label_dry_run_changes_nothing(cluster: Cluster) -> None:
+    incident(cluster)
+    r = nodes(cluster, "label", "b200-0", "--dry-run")
+    assert r.exit_code == ExitCode.OK, r.output
+    assert "(dry run) b200-0: would label" in r.stdout
+    assert KEY not in labels(cluster, "b200-0")
+
+
+def test_label_h200_is_refused_and_nothing_changes(cluster: Cluster) -> None:
+    incident(cluster)
+    before = {n: cluster.kube.get(NODES, n)["metadata"] for n in ("h200-0", "b200-0")}
+    r = nodes(cluster, "label", "b200-0", "h200-0")
+    assert r.exit_code == ExitCode.FINDING, r.output
+    assert "h200-0 is of denied class h200" in r.stderr
+    assert "nothing was changed" in r.stderr
+    for name, meta in before.items():
+        after = cluster.kube.get(NODES, name)["metadata"]
+        assert after["labels"] == meta["labels"]
+        assert after["resourceVersion"] == meta["resourceVersion"]
+
+
+def test_label_refuses_unknown_and_missing_classes(cluster: Cluster) -> None:
+    cluster.node("a100-0", gpu_class="a100")
+    cluster.node("gpu-0", labels={"nvidia.com/gpu.present": "true"})
+    r = nodes(cluster, "label", "a100-0")
+    assert r.exit_code == ExitCode.FINDING, r.output
+    assert "a100, which is not allowed" in r.stderr
+    r = nodes(cluster, "label", "gpu-0")
+    assert r.exit_code == ExitCode.FINDING, r.output
+    assert "no example.org/gpu-class label" in r.stderr
+    assert KEY not in labels(cluster, "a100-0") and KEY not in labels(cluster, "gpu-0")
+
+
+def test_label_a_missing_node_is_usage(cluster: Cluster) -> None:
+    incident(cluster)
+    r = nodes(cluster, "label", "b200-0", "b200-9")
+    assert r.exit_code == ExitCode.USAGE, r.output
+    assert "no such node: b200-9" in r.stderr
+    assert KEY not in labels(cluster, "b200-0")
+
+
+def test_label_without_nodes_is_usage() -> None:
+    r = run_cli("nodes", "label")
+    assert r.exit_code == ExitCode.USAGE, r.output
+
+
+def test_label_notes_daemons_starting_when_the_live_config_selects_by_label(
+    cluster: Cluster,
+) -> None:
+    incident(cluster)
+    cluster.target({KEY: "enabled"})
+    r = nodes(cluster, "label", "b200-0")
+    assert r.exit_code == ExitCode.OK, r.output
+    assert "daemons start on b200-0" in r.stdout
+
+
+def test_unlabel_the_h200(cluster: Cluster) -> None:
+    incident(cluster)
+    cluster.label("h200-0", {KEY: "enabled"})
+    assert nodes(cluster, "check").exit_code == ExitCode.FINDING
+    r = nodes(cluster, "unlabel", "h200-0", "--dry-run")
+    assert r.exit_code == ExitCode.OK, r.output
+    assert labels(cluster, "h200-0")[KEY] == "enabled"
+    r = nodes(cluster, "unlabel", "h200-0")
+    assert r.exit_code == ExitCode.OK, r.output
+    assert "h200-0: unlabelled" in r.stdout
+    assert KEY not in labels(cluster, "h200-0")
+    r = nodes(cluster, "unlabel", "h200-0", "-o", "json")
+    assert r.exit_code == ExitCode.OK, r.output
+    assert r.json["changes"] == [
+        {"node": "h200-0", "action": "unchanged", "detail": "not labelled"}
+    ]
+
+
+def test_unlabel_refuses_to_strand_running_fractional_pods(cluster: Cluster) -> None:
+    incident(cluster)
+    cluster.target({KEY: "enabled"})
+    cluster.pod("team-a", "frac", node="rtx-pro-6000-0", annotations={"gpu-fraction": "0.5"})
+    r = nodes(cluster, "unlabel", "rtx-pro-6000-0")
+    assert r.exit_code == ExitCode.FINDING, r.output
+    assert "rtx-pro-6000-0: team-a/frac" in r.stderr
+    assert labels(cluster, "rtx-pro-6000-0")[KEY] == "enabled"
+    r = nodes(cluster, "unlabel", "rtx-pro-6000-0", "--force")
+    assert r.exit_code == ExitCode.OK, r.output
+    assert "daemons stop on rtx-pro-6000-0" in r.stdout
+    assert KEY not in labels(cluster, "rtx-pro-6000-0")
+
+
+def test_unlabel_is_free_when_the_live_config_selects_by_class(cluster: Cluster) -> None:
+    incident(cluster)
+    cluster.target({"example.org/gpu-class": "rtx-pro-6000"})
+    cluster.pod("team-a", "frac", node="rtx-pro-6000-0", annotations={"gpu-fraction": "0.5"})
+    r = nodes(cluster, "unlabel", "rtx-pro-6000-0")
+    assert r.exit_code == ExitCode.OK, r.output
+    assert "note:" not in r.stdout
+
+
+def test_forbidden_label_exits_3(cluster: Cluster) -> None:
+    incident(cluster)
+    viewer = str(Path(cluster.kubeconfig).with_name("viewer.kubeconfig"))
+    r = run_cli("--kubeconfig", viewer, "nodes", "label", "b200-0")
+    assert r.exit_code == ExitCode.EXTERNAL, r.output
+    assert "403" in r.stderr
