@@ -27,6 +27,7 @@ import concurrent.futures as cf
 import json
 import os
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -140,11 +141,10 @@ def pod_body(i: int, nodes: int) -> tuple[dict[str, Any], dict[str, Any]]:
     if kind == "reservation":
         name = f"gpu-reservation-{i:06d}"
         annotations["gpu-fraction"] = "1"
-    env = [{"name": f"SETTING_{k}", "value": f"value-{k}-{i % 13}"} for k in range(4)]
+    env = [{"name": f"SETTING_{k}", "value": f"value-{k}-{i % 13}"} for k in range(3)]
     env.append({"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}})
     mounts = [
         {"name": "config", "mountPath": "/etc/app"},
-        {"name": "cache", "mountPath": "/cache"},
         {"name": "kube-api-access", "mountPath": "/var/run/secrets/kubernetes.io/serviceaccount",
          "readOnly": True},
     ]  # fmt: skip
@@ -201,7 +201,6 @@ def pod_body(i: int, nodes: int) -> tuple[dict[str, Any], dict[str, Any]]:
             ],
             "volumes": [
                 {"name": "config", "configMap": {"name": f"{app}-config"}},
-                {"name": "cache", "emptyDir": {"sizeLimit": "1Gi"}},
                 {
                     "name": "kube-api-access",
                     "projected": {
@@ -348,48 +347,87 @@ def seed(kubeconfig: str, *, nodes: int, pods: int, workers: int) -> dict[str, A
 # --- measuring -------------------------------------------------------------------------
 
 
+def mem_available() -> int:
+    with open("/proc/meminfo") as f:
+        for line in f:
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024
+    return 1 << 62
+
+
+class MemoryGuard:
+    """Kill the measured processes (by the PIDs started here) before the host runs out of
+    memory, so the control plane itself is not what the kernel's OOM killer picks."""
+
+    def __init__(self, pids: list[int], floor: int) -> None:
+        self.pids, self.floor = pids, floor
+        self.killed_after: float | None = None
+        self.stop = threading.Event()
+        self.t0 = time.monotonic()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        while not self.stop.wait(0.2):
+            if mem_available() < self.floor:
+                self.killed_after = time.monotonic() - self.t0
+                for pid in self.pids:
+                    try:
+                        os.kill(pid, signal.SIGKILL)
+                    except ProcessLookupError:
+                        pass
+                return
+
+    def done(self) -> None:
+        self.stop.set()
+        self.thread.join()
+
+
 def measure(argv: list[str], *, env: dict[str, str]) -> tuple[float, int, str]:
     """Run one command; (wall seconds, peak RSS in bytes, stdout)."""
-    with tempfile.TemporaryFile() as out:
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         t0 = time.monotonic()
-        proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.PIPE, env=env)
+        proc = subprocess.Popen(argv, stdout=out, stderr=err, env=env)
         _, status, usage = os.wait4(proc.pid, 0)
         wall = time.monotonic() - t0
         proc.returncode = os.waitstatus_to_exitcode(status)
-        err = proc.stderr.read().decode() if proc.stderr else ""
         out.seek(0)
-        text = out.read().decode()
+        err.seek(0)
+        text, errors = out.read().decode(), err.read().decode()
     if proc.returncode not in (0, 1):
-        raise RuntimeError(f"{argv[:4]} failed ({proc.returncode}): {err[-500:]}")
+        raise RuntimeError(f"{argv[:4]} failed ({proc.returncode}): {errors[-500:]}")
     return wall, usage.ru_maxrss * 1024, text
 
 
 def measure_pipeline(
-    left: list[str], right: list[str], *, env: dict[str, str]
-) -> tuple[float, int, int, str]:
-    """``left | right``: (wall seconds, left peak RSS, right peak RSS, right's stdout)."""
+    left: list[str], right: list[str], *, env: dict[str, str], floor: int
+) -> dict[str, Any]:
+    """``left | right`` under a memory guard; wall time, each peak RSS, right's stdout."""
     with tempfile.TemporaryFile() as out:
         t0 = time.monotonic()
         a = subprocess.Popen(left, stdout=subprocess.PIPE, env=env)
         b = subprocess.Popen(right, stdin=a.stdout, stdout=out, env=env)
         assert a.stdout is not None
         a.stdout.close()  # b holds the read end now
+        guard = MemoryGuard([a.pid, b.pid], floor)
         _, sa, ua = os.wait4(a.pid, 0)
         _, sb, ub = os.wait4(b.pid, 0)
         wall = time.monotonic() - t0
+        guard.done()
         a.returncode, b.returncode = os.waitstatus_to_exitcode(sa), os.waitstatus_to_exitcode(sb)
-        if a.returncode or b.returncode:
-            raise RuntimeError(f"pipeline failed: {left[:3]} | {right[:1]}")
         out.seek(0)
         text = out.read().decode()
-    return wall, ua.ru_maxrss * 1024, ub.ru_maxrss * 1024, text
-
-
-def kubectl_bytes(kubectl: list[str], env: dict[str, str]) -> int:
-    """Size of kubectl's JSON (this first, unmeasured run also warms every cache)."""
-    with tempfile.TemporaryFile() as out:
-        subprocess.run(kubectl, stdout=out, env=env, check=True)
-        return out.tell()
+    result = {
+        "seconds": wall,
+        "kubectl_peak_rss": ua.ru_maxrss * 1024,
+        "jq_peak_rss": ub.ru_maxrss * 1024,
+        "peak_rss": (ua.ru_maxrss + ub.ru_maxrss) * 1024,
+        "finished": guard.killed_after is None,
+        "stdout": text,
+    }
+    if guard.killed_after is None and (a.returncode or b.returncode):
+        raise RuntimeError(f"pipeline failed ({a.returncode}, {b.returncode})")
+    return result
 
 
 def scan_only(kubeconfig: str) -> None:
@@ -409,13 +447,70 @@ def mib(n: float) -> str:
     return f"{n / 2**20:,.0f} MiB"
 
 
+def summarise(results: dict[str, Any]) -> str:
+    runs = results["runs"]
+    med = {
+        k: {m: statistics.median(x[m] for x in v) for m in ("seconds", "peak_rss")}
+        for k, v in runs.items()
+        if k != "kubectl_jq"
+    }
+    base = [r for r in runs["kubectl_jq"] if r["finished"]]
+    lines = [
+        f"{results['nodes']} nodes, {results['pods']} pods "
+        f"({results['expected_fractional']} running fractional), {results['cpus']} CPUs, "
+        f"{mib(results['mem_total'])} RAM; pod JSON {results['seeding']['pod_json_bytes']} "
+        f"bytes ({results['seeding']['pod_json_bytes_without_managed_fields']} without "
+        f"managedFields); seeding took {results['seeding']['seconds']:.0f}s",
+        "",
+        "| tool | wall (median) | peak RSS (median) |",
+        "|---|---|---|",
+        f"| fracctl scan | {med['scan']['seconds']:.1f} s | {mib(med['scan']['peak_rss'])} |",
+        f"| fracctl preflight -o json | {med['preflight']['seconds']:.1f} s | "
+        f"{mib(med['preflight']['peak_rss'])} |",
+    ]
+    for r in runs["kubectl_jq"]:
+        state = "" if r["finished"] else " (KILLED: host memory ran low)"
+        lines.append(
+            f"| kubectl get pods -A -o json \\| jq{state} | {r['seconds']:.1f} s | "
+            f"{mib(r['kubectl_peak_rss'])} + {mib(r['jq_peak_rss'])} |"
+        )
+    scan = med["scan"]
+    if base:
+        secs = statistics.median(r["seconds"] for r in base)
+        rss = statistics.median(r["peak_rss"] for r in base)
+        kub = statistics.median(r["kubectl_peak_rss"] for r in base)
+        results["speedup_scan"] = secs / scan["seconds"]
+        results["memory_ratio_scan"] = scan["peak_rss"] / rss
+        results["memory_ratio_scan_vs_kubectl_alone"] = scan["peak_rss"] / kub
+        lines.append(
+            f"scan: {secs / scan['seconds']:.1f}x faster; peak RSS {scan['peak_rss'] / rss:.3f} "
+            f"of the pipeline's (sum of both), {scan['peak_rss'] / kub:.3f} of kubectl's alone"
+        )
+    else:
+        killed = runs["kubectl_jq"][0]
+        results["speedup_scan_at_least"] = killed["seconds"] / scan["seconds"]
+        results["memory_ratio_scan_at_most"] = scan["peak_rss"] / killed["peak_rss"]
+        lines.append(
+            f"kubectl | jq never finished; when killed it had run {killed['seconds']:.0f} s "
+            f"and held {mib(killed['peak_rss'])}: the scan is at least "
+            f"{killed['seconds'] / scan['seconds']:.1f}x faster and needs at most "
+            f"{scan['peak_rss'] / killed['peak_rss']:.3f} of the memory"
+        )
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="500 nodes, 10,000 pods")
     ap.add_argument("--nodes", type=int)
     ap.add_argument("--pods", type=int)
-    ap.add_argument("--repeat", type=int, default=2)
+    ap.add_argument("--repeat", type=int, default=2, help="fracctl runs (median)")
+    ap.add_argument("--baseline-repeat", type=int, default=1, help="kubectl | jq runs")
     ap.add_argument("--workers", type=int, default=24, help="concurrent seeding requests")
+    ap.add_argument(
+        "--memory-floor", type=float, default=1.5,
+        help="GiB of MemAvailable below which the baseline is killed",
+    )  # fmt: skip
     ap.add_argument("--state-dir", help="control-plane state (kept with --keep; reused)")
     ap.add_argument("--keep", action="store_true", help="leave the state dir for a rerun")
     ap.add_argument("--out", default=str(REPO / "benchmarks" / "out" / "preflight.json"))
@@ -440,7 +535,12 @@ def main(argv: list[str] | None = None) -> int:
     print(f"control plane in {state} ({'reusing seeded data' if reuse else 'fresh'})",
           file=sys.stderr)  # fmt: skip
     cp = controlplane.start(state, binaries=controlplane.find_binaries(REPO))
-    results: dict[str, Any] = {"nodes": nodes, "pods": pods, "cpus": os.cpu_count()}
+    results: dict[str, Any] = {
+        "nodes": nodes,
+        "pods": pods,
+        "cpus": os.cpu_count(),
+        "mem_total": os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"),
+    }
     try:
         if reuse:
             results["seeding"] = json.loads(marker.read_text())
@@ -459,11 +559,11 @@ def main(argv: list[str] | None = None) -> int:
         scan_cmd = [sys.executable, str(Path(__file__).resolve()), "--scan-only", cp.kubeconfig]
         pre_cmd = [sys.executable, "-m", "fracctl", "--kubeconfig", cp.kubeconfig, "preflight",
                    "-o", "json", "--selector", OPT_IN]  # fmt: skip
-        results["kubectl_json_bytes"] = kubectl_bytes(kc_get, env)
+        measure(scan_cmd, env=env)  # warm-up, not counted
 
-        runs: dict[str, list[dict[str, float]]] = {"scan": [], "preflight": [], "kubectl_jq": []}
+        runs: dict[str, list[dict[str, Any]]] = {"scan": [], "preflight": [], "kubectl_jq": []}
         for r in range(args.repeat):
-            print(f"run {r + 1}/{args.repeat}", file=sys.stderr)
+            print(f"fracctl run {r + 1}/{args.repeat}", file=sys.stderr)
             wall, rss, out = measure(scan_cmd, env=env)
             got = set(out.splitlines())
             if got != want:
@@ -477,52 +577,27 @@ def main(argv: list[str] | None = None) -> int:
             if found != want:
                 raise RuntimeError(f"preflight found {len(found)} pods, expected {len(want)}")
             runs["preflight"].append({"seconds": wall, "peak_rss": rss})
-
-            wall, rss_k, rss_j, out = measure_pipeline(kc_get, [jq, "-r", JQ_FILTER], env=env)
-            got = set(out.splitlines())
-            if got != want:
+        for r in range(args.baseline_repeat):
+            print(f"kubectl | jq run {r + 1}/{args.baseline_repeat}", file=sys.stderr)
+            res = measure_pipeline(
+                kc_get, [jq, "-r", JQ_FILTER], env=env, floor=int(args.memory_floor * 2**30)
+            )
+            got = set(res.pop("stdout").splitlines())
+            if res["finished"] and got != want:
                 raise RuntimeError(f"kubectl | jq found {len(got)} pods, expected {len(want)}")
-            runs["kubectl_jq"].append(
-                {"seconds": wall, "kubectl_peak_rss": rss_k, "jq_peak_rss": rss_j,
-                 "peak_rss": rss_k + rss_j}
-            )  # fmt: skip
+            runs["kubectl_jq"].append(res)
+            if not res["finished"]:
+                break  # it will not fit the next time either
         results["runs"] = runs
-        med = {k: {m: statistics.median(x[m] for x in v) for m in v[0]} for k, v in runs.items()}
-        results["median"] = med
-        base = med["kubectl_jq"]
-        results["speedup_scan"] = base["seconds"] / med["scan"]["seconds"]
-        results["speedup_preflight"] = base["seconds"] / med["preflight"]["seconds"]
-        results["memory_ratio_scan"] = med["scan"]["peak_rss"] / base["peak_rss"]
-        results["memory_ratio_scan_vs_kubectl_alone"] = (
-            med["scan"]["peak_rss"] / base["kubectl_peak_rss"]
-        )
-        results["memory_ratio_preflight"] = med["preflight"]["peak_rss"] / base["peak_rss"]
     finally:
         cp.stop()
         if not args.keep:
             shutil.rmtree(state, ignore_errors=True)
 
+    text = summarise(results)
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(results, indent=2))
-    med = results["median"]
-    print(
-        f"\n{nodes} nodes, {pods} pods ({results['expected_fractional']} running fractional), "
-        f"{results['cpus']} CPUs; pod JSON {results['seeding']['pod_json_bytes']} bytes; "
-        f"seeding took {results['seeding']['seconds']:.0f}s\n"
-        f"| tool | wall (median of {args.repeat}) | peak RSS |\n|---|---|---|\n"
-        f"| fracctl scan | {med['scan']['seconds']:.1f} s | {mib(med['scan']['peak_rss'])} |\n"
-        f"| fracctl preflight -o json | {med['preflight']['seconds']:.1f} s | "
-        f"{mib(med['preflight']['peak_rss'])} |\n"
-        f"| kubectl get pods -A -o json \\| jq | {med['kubectl_jq']['seconds']:.1f} s | "
-        f"{mib(med['kubectl_jq']['kubectl_peak_rss'])} + "
-        f"{mib(med['kubectl_jq']['jq_peak_rss'])} |\n"
-        f"scan: {results['speedup_scan']:.1f}x faster, "
-        f"{results['memory_ratio_scan']:.3f} of the pipeline's memory "
-        f"({results['memory_ratio_scan_vs_kubectl_alone']:.3f} of kubectl alone); "
-        f"preflight: {results['speedup_preflight']:.1f}x faster, "
-        f"{results['memory_ratio_preflight']:.3f} of the memory\n"
-        f"results: {args.out}"
-    )
+    print(f"\n{text}\nresults: {args.out}")
     return 0
 
 

@@ -10,7 +10,7 @@ from typing import Any
 
 from fracctl.adapters.kube import Kube
 from fracctl.config import Config
-from fracctl.core.resources import NAMESPACES, NODES, PODS, ResourceRef, target_ref
+from fracctl.core.resources import LEASES, NAMESPACES, NODES, PODS, ResourceRef, target_ref
 from fracctl.errors import Conflict, NotFound
 
 SMP = "application/strategic-merge-patch+json"
@@ -183,6 +183,11 @@ class Cluster:
 
     def cleanup(self) -> None:
         self.wipe_target()
+        for lease in self.kube.list(LEASES, namespace="fracctl-test"):
+            try:
+                self.kube.delete(LEASES, lease["metadata"]["name"], "fracctl-test")
+            except NotFound:
+                pass
         for node in self.kube.list(NODES):
             try:
                 self.kube.delete(NODES, node["metadata"]["name"])

@@ -508,3 +508,143 @@ def test_forbidden_reads_exit_3_naming_rbac(
     assert r.exit_code == ExitCode.EXTERNAL, r.output
     assert "403" in r.stderr and "RBAC" in r.stderr
     assert len(r.stderr.strip().splitlines()) == 1
+
+
+class AsUser(Kube):
+    """The admin's connection, impersonating a user with only namespaced rights."""
+
+    user = "drift-ci"
+
+    def _headers(self, content_type: str | None, accept: str) -> dict[str, str]:
+        headers = super()._headers(content_type, accept)
+        headers["Impersonate-User"] = self.user
+        return headers
+
+
+def test_namespace_scoped_rights_fall_back_to_one_list_per_namespace(cluster: Cluster) -> None:
+    kube = cluster.kube
+    rbac = "rbac.authorization.k8s.io/v1"
+    roles = kube.resolve(rbac, "Role")
+    bindings = kube.resolve(rbac, "RoleBinding")
+    cms = kube.resolve("v1", "ConfigMap")
+    namespaces = [cluster.namespace(f"drift-ns-{uuid.uuid4().hex[:6]}") for _ in range(2)]
+    desired = []
+    for ns in namespaces:
+        kube.create(
+            roles,
+            {
+                "apiVersion": rbac,
+                "kind": "Role",
+                "metadata": {"name": "drift", "namespace": ns},
+                "rules": [
+                    {
+                        "apiGroups": [""],
+                        "resources": ["configmaps"],
+                        "verbs": ["get", "list", "patch"],
+                    }
+                ],
+            },
+        )
+        kube.create(
+            bindings,
+            {
+                "apiVersion": rbac,
+                "kind": "RoleBinding",
+                "metadata": {"name": "drift", "namespace": ns},
+                "roleRef": {
+                    "apiGroup": "rbac.authorization.k8s.io",
+                    "kind": "Role",
+                    "name": "drift",
+                },
+                "subjects": [
+                    {"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": AsUser.user}
+                ],
+            },
+        )
+        for name in ("a", "b"):
+            kube.create(cms, in_ns(configmap(name, {"k": "v"}), ns))
+            desired.append(in_ns(configmap(name, {"k": "v"}), ns))
+    try:
+        user = AsUser.connect(kubeconfig=cluster.kubeconfig)
+        ctx = Context(config=cfg.Config(), kube_factory=lambda: user)
+        report = flow.check_objects(ctx, desired)
+        assert [o.verdict for o in report.objects] == [d.IN_SYNC] * 4
+        # one forbidden cluster-wide LIST, then one LIST in each namespace
+        assert user.calls["GET configmaps"] == 3
+    finally:
+        for ns in namespaces:
+            for name in ("a", "b"):
+                kube.delete(cms, name, ns)
+            kube.delete(bindings, "drift", ns)
+            kube.delete(roles, "drift", ns)
+
+
+class AsNoCrdUser(AsUser):
+    user = "drift-no-crd"
+
+
+def test_without_the_crd_the_api_servers_causes_name_the_field(
+    cluster: Cluster, capsys: pytest.CaptureFixture[str]
+) -> None:
+    kube = cluster.kube
+    rbac = "rbac.authorization.k8s.io/v1"
+    roles = kube.resolve(rbac, "ClusterRole")
+    bindings = kube.resolve(rbac, "ClusterRoleBinding")
+    name = f"drift-no-crd-{uuid.uuid4().hex[:6]}"
+    kube.create(
+        roles,
+        {
+            "apiVersion": rbac,
+            "kind": "ClusterRole",
+            "metadata": {"name": name},
+            "rules": [
+                {
+                    "apiGroups": ["gpu-fractioning.kai.scheduler"],
+                    "resources": ["gpufractioningconfigs"],
+                    "verbs": ["get", "list", "patch"],
+                }
+            ],
+        },
+    )
+    kube.create(
+        bindings,
+        {
+            "apiVersion": rbac,
+            "kind": "ClusterRoleBinding",
+            "metadata": {"name": name},
+            "roleRef": {
+                "apiGroup": "rbac.authorization.k8s.io",
+                "kind": "ClusterRole",
+                "name": name,
+            },
+            "subjects": [
+                {"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": AsNoCrdUser.user}
+            ],
+        },
+    )
+    cluster.target(RTX)
+    try:
+        user = AsNoCrdUser.connect(kubeconfig=cluster.kubeconfig)
+        ctx = Context(config=cfg.Config(), kube_factory=lambda: user)
+        t = ctx.config.target
+        desired = {
+            "apiVersion": t.api_version,
+            "kind": t.kind,
+            "metadata": {"name": t.name},
+            "spec": {"nodeSelector": OPT_IN},
+        }
+        o = flow.check_target(ctx, desired_objects=[desired])
+        assert o.verdict == d.NEEDS_RECREATE
+        (f,) = o.fields
+        assert (f.path, f.live, f.desired, f.source) == (
+            "spec.nodeSelector",
+            RTX,
+            OPT_IN,
+            "api-server",
+        )
+        assert CEL in f.message
+        err = capsys.readouterr().err
+        assert "cannot read the CRD gpufractioningconfigs.gpu-fractioning.kai.scheduler" in err
+    finally:
+        kube.delete(bindings, name)
+        kube.delete(roles, name)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import socket
 from collections.abc import Iterator
 from pathlib import Path
@@ -62,7 +63,7 @@ class FakeHost:
         s.bind(str(p))
         self.sockets.append(s)
 
-    def control(self, protocol3: bool = True) -> None:
+    def control(self) -> None:
         wrapper(self.bin / "nvidia-cuda-mps-control", FAKE_CONTROL)
 
     def healthy(self) -> None:
@@ -147,8 +148,6 @@ def test_a_hanging_binary_is_bounded(host: FakeHost) -> None:
 
 def test_process_facts(host: FakeHost) -> None:
     h = Host("/")
-    import os
-
     assert h.pid_alive(os.getpid())
     assert h.process_name(os.getpid())
     assert not h.pid_alive(2**22 + 12345)

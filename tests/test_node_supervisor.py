@@ -91,14 +91,18 @@ def test_protocol2_single_user_argv(fake: FakeMPS) -> None:
 
 
 def test_crash_restarts_with_backoff_and_reapplies_defaults(fake: FakeMPS) -> None:
-    fake.behave(spawn_server=True, crash_after=0.3, crash_runs=2)
+    # Each of the first two runs crashes right after its second health check, so the
+    # crash comes after the defaults were applied, however slow the machine is.
+    fake.behave(spawn_server=True, crash_after_health=2, crash_runs=2)
     ctx, err = fake.context(**FAST, pinned_mem_limits=["0=4096M"])
     stop = threading.Event()
     stop_when(
         stop,
-        lambda: len(fake.daemon_pids()) >= 3
-        and fake.commands().count("set_default_device_pinned_mem_limit 0 4096M") >= 3
-        and health_checks(fake) >= 8,
+        lambda: (
+            len(fake.daemon_pids()) >= 3
+            and fake.commands().count("set_default_device_pinned_mem_limit 0 4096M") >= 3
+            and health_checks(fake) >= 8
+        ),
     )
     message = node_agent.supervise(ctx, stop=stop, tick=0.02)
 
@@ -113,8 +117,21 @@ def test_crash_restarts_with_backoff_and_reapplies_defaults(fake: FakeMPS) -> No
     assert all_gone(fake) == []
 
 
+def test_a_crash_while_applying_defaults_is_a_crash_not_a_refusal(fake: FakeMPS) -> None:
+    fake.behave(crash_after_health=1, crash_runs=1)  # dies right after the readiness probe
+    ctx, err = fake.context(**FAST, pinned_mem_limits=["0=4096M"])
+    stop = threading.Event()
+    stop_when(stop, lambda: len(fake.daemon_pids()) >= 2 and health_checks(fake) >= 4)
+    message = node_agent.supervise(ctx, stop=stop, tick=0.02)
+    log = err.getvalue()
+    assert message.startswith("stopped cleanly"), log
+    assert "failed while the defaults were applied" in log
+    assert "restart 1/3" in log and "refused a default" not in log
+    assert all_gone(fake) == []
+
+
 def test_backoff_resets_after_a_stable_run(fake: FakeMPS) -> None:
-    fake.behave(crash_after=0.3, crash_runs=1)
+    fake.behave(crash_after_health=2, crash_runs=1)
     ctx, err = fake.context(**{**FAST, "stable_threshold": 0.5})
     stop = threading.Event()
     stop_when(stop, lambda: "backoff reset" in err.getvalue())
@@ -125,7 +142,7 @@ def test_backoff_resets_after_a_stable_run(fake: FakeMPS) -> None:
 
 
 def test_gives_up_after_max_retries(fake: FakeMPS) -> None:
-    fake.behave(spawn_server=True, crash_after=0.2)
+    fake.behave(spawn_server=True, crash_after_health=2)
     ctx, err = fake.context(**{**FAST, "max_retries": 2})
     with pytest.raises(ExternalError) as e:
         node_agent.supervise(ctx, stop=threading.Event(), tick=0.02)
@@ -241,13 +258,34 @@ def test_cli_exit_codes_for_failures(fake: FakeMPS, monkeypatch: pytest.MonkeyPa
 def test_cli_exit_code_5_when_already_running(
     fake: FakeMPS, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    for key, value in fake.env(**FAST).items():
+    env = fake.env(**FAST)
+    for key, value in env.items():
         monkeypatch.setenv(key, value)
+    env.update({"CUDA_MPS_PIPE_DIRECTORY": str(fake.pipe), "CUDA_MPS_LOG_DIRECTORY": str(fake.log)})
+    other = subprocess.Popen([str(fake.binary), "-f"], env=env, stdin=subprocess.PIPE)
+    try:
+        assert wait_for(lambda: (fake.pipe / "control").exists())
+        r = run_cli("node", "mps", "install", "--foreground")
+    finally:
+        other.kill()
+        other.wait()
+        if other.stdin is not None:
+            other.stdin.close()
+    assert r.exit_code == ExitCode.LOCKED, r.output
+    assert f"already runs (pid {other.pid})" in r.stderr
+
+
+def test_a_stale_pid_file_naming_a_live_process_is_not_a_daemon(fake: FakeMPS) -> None:
+    # After a container restart the hostPath pipe dir may name a PID reused by anything.
     fake.pipe.mkdir(parents=True)
     (fake.pipe / "nvidia-cuda-mps-control.pid").write_text(f"{os.getpid()}\n")
-    r = run_cli("node", "mps", "install", "--foreground")
-    assert r.exit_code == ExitCode.LOCKED, r.output
-    assert "already runs" in r.stderr
+    ctx, err = fake.context(**FAST)
+    stop = threading.Event()
+    stop_when(stop, lambda: health_checks(fake) >= 2)
+    assert node_agent.supervise(ctx, stop=stop, tick=0.02).startswith("stopped cleanly")
+    assert f"PID file names pid {os.getpid()} but its control socket does not answer" in (
+        err.getvalue()
+    )
 
 
 def test_cli_needs_exactly_one_mode() -> None:
@@ -326,6 +364,26 @@ def test_values_with_shell_syntax_stay_literal(fake: FakeMPS) -> None:
     assert message.startswith("stopped cleanly"), err.getvalue()
     assert odd.is_dir()
     assert not list(fake.root.glob("pwned*")) and not list(Path.cwd().glob("pwned*"))
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--pinned-mem-limit", "0=4096M; touch pwned"],
+        ["--pinned-mem-limit", "0=$(touch pwned)"],
+        ["--protocol", "4"],
+        ["--active-thread-percentage", "101"],
+    ],
+)
+def test_bad_values_are_usage_errors(
+    fake: FakeMPS, monkeypatch: pytest.MonkeyPatch, args: list[str]
+) -> None:
+    for key, value in fake.env(**FAST).items():
+        monkeypatch.setenv(key, value)
+    r = run_cli("node", "mps", "install", "--foreground", *args)
+    assert r.exit_code == ExitCode.USAGE, r.output
+    assert not list(Path.cwd().glob("pwned*"))
+    assert fake.daemon_pids() == []
 
 
 NODE_ADAPTERS = ["host.py", "mps.py", "systemd.py", "cuda.py"]

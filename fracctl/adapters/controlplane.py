@@ -323,7 +323,11 @@ def _terminate(pid: int, timeout: float) -> None:
         os.kill(pid, signal.SIGKILL)
     except ProcessLookupError:
         pass
-    _reap(pid)
+    child = _CHILDREN.pop(pid, None)
+    if child is not None:
+        child.wait(timeout=10)
+    else:
+        _reap(pid)
 
 
 def _reap(pid: int) -> None:

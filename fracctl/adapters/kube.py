@@ -48,6 +48,15 @@ class Kube:
         self._discovery: dict[tuple[str, str], ResourceRef] = {}
         self._discovered: set[str] = set()
 
+    def close(self) -> None:
+        """Close pooled connections (also done when the client is garbage collected)."""
+        pool = getattr(self, "_pool", None)
+        if pool is not None:
+            pool.clear()
+
+    def __del__(self) -> None:
+        self.close()
+
     # --- construction -----------------------------------------------------------------
 
     @classmethod

@@ -100,23 +100,31 @@ def _plain(value: Any) -> Any:
     return str(value)
 
 
+def _loader() -> Any:
+    import yaml
+
+    return getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
 def parse_documents(text: str, name: str) -> list[Document]:
     """Every non-empty document of a YAML (or JSON) stream.
+
+    YAML 1.1 rules (libyaml when available), as kubectl reads manifests: ``yes`` and
+    ``on`` are booleans there too.
 
     Raises:
         ExternalError: the text is not valid YAML; the message names file and line.
     """
-    from ruamel.yaml import YAML
-    from ruamel.yaml.error import YAMLError
+    import yaml
 
-    yaml = YAML(typ="safe", pure=True)
+    loader = _loader()
     docs: list[Document] = []
     for offset, chunk in _chunks(text):
         if not chunk.strip():
             continue
         try:
-            data = yaml.load(chunk)
-        except YAMLError as e:
+            data = yaml.load(chunk, Loader=loader)  # noqa: S506 - a safe loader
+        except yaml.YAMLError as e:
             raise _yaml_error(name, offset, e) from None
         if data is None:
             continue
@@ -147,15 +155,20 @@ def manifests_of(docs: Sequence[Document]) -> list[Document]:
 
 
 def dump_yaml(objects: Sequence[Obj]) -> str:
-    """Objects as a multi-document YAML stream."""
-    from ruamel.yaml import YAML
+    """Objects as a multi-document YAML stream (keys in their given order)."""
+    import yaml
 
-    yaml = YAML(typ="safe", pure=True)
-    yaml.default_flow_style = False
-    yaml.sort_base_mapping_type_on_output = False  # type: ignore[assignment]
-    buf = io.StringIO()
-    yaml.dump_all(list(objects), buf)
-    return buf.getvalue()
+    dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+    return str(
+        yaml.dump_all(
+            list(objects),
+            Dumper=dumper,
+            sort_keys=False,
+            default_flow_style=False,
+            allow_unicode=True,
+            explicit_start=len(objects) > 1,
+        )
+    )
 
 
 def _lc(node: Any) -> Any:

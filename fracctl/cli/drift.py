@@ -161,8 +161,14 @@ def _table(c: Context, report: DriftReport, summary: str) -> None:
             f"desired: {src.get('repo')} @ {src.get('revision')} ({commit}) "
             f"path {src.get('path')} [{src.get('renderer')}]",
             markup=False,
+            soft_wrap=True,
         )
-    table = Table("OBJECT", "VERDICT", "FIELD", "LIVE", "DESIRED", show_lines=False)
+    table = Table(show_lines=False)
+    table.add_column("OBJECT", overflow="fold")
+    table.add_column("VERDICT", no_wrap=True)
+    table.add_column("FIELD", overflow="fold")
+    table.add_column("LIVE", overflow="fold")
+    table.add_column("DESIRED", overflow="fold")
     styles = {"in-sync": "green", "applies-in-place": "yellow"}
     for o in report.objects:
         verdict = Text(o.verdict, style=styles.get(o.verdict, "bold red"))
@@ -190,7 +196,7 @@ def _table(c: Context, report: DriftReport, summary: str) -> None:
         msg = f": {op.get('message')}" if op.get("message") else ""
         c.out.print(f"Argo CD {a['app']}: {a['sync']}, {a['health']}{last}{msg}", markup=False)
     for w in report.warnings:
-        c.out.print(Text(f"!! {w}", style="bold red"))
+        c.out.print(Text(f"!! {w}", style="bold red"), soft_wrap=True)
     c.out.print(summary, markup=False)
 
 

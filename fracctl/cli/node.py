@@ -35,9 +35,10 @@ def preflight(
 ) -> None:
     """Check the host for MPS and fractional GPUs; exit 1 on any failure.
 
-    Checks the driver (r615+ for protocol 3), nvidia-cuda-mps-control and its -p 3
-    support, the NRI socket, containerd 2.0+, host memory (about 50 MiB per GPU) and
-    the GPUs' compute mode. Every failure says what to do.
+    Checks the driver (r615+ for protocol 3), nvidia-cuda-mps-control
+    and its -p 3 support, the NRI socket, containerd 2.0+, host memory
+    (about 50 MiB per GPU) and the GPUs' compute mode. Every failure
+    says what to do.
 
     Examples:
         fracctl node preflight
@@ -112,16 +113,19 @@ def install(
         ),
     ] = None,
 ) -> None:
-    """Install the MPS control daemon: a systemd unit, or a foreground supervisor.
+    """Install the MPS control daemon: a systemd unit, or a supervisor.
 
-    --foreground starts nvidia-cuda-mps-control -f, waits for its control socket,
-    applies the default active-thread percentage and pinned-memory limits, health-checks
-    it, restarts it with exponential backoff after a crash, and on SIGTERM sends quit,
-    waits mps.graceful_stop, then kills. Exit 0: stopped cleanly; 3: kept failing or
-    refused the defaults; 4: quit hung and the daemon was killed; 5: already running.
+    --foreground starts nvidia-cuda-mps-control -f, waits for its
+    control socket, applies the default active-thread percentage and
+    pinned-memory limits, health-checks it, restarts it with exponential
+    backoff after a crash, and on SIGTERM sends quit, waits
+    mps.graceful_stop, then kills. Exit 0: stopped cleanly; 3: kept
+    failing or refused the defaults; 4: quit hung and the daemon was
+    killed; 5: a daemon already runs.
 
-    --systemd writes a unit and an environment file that run the same supervisor, then
-    reloads, enables and starts it. A second identical install changes nothing.
+    --systemd writes a unit and an environment file that run the same
+    supervisor, then reloads, enables and starts it. A second identical
+    install changes nothing.
 
     Examples:
         fracctl node mps install --systemd --pinned-mem-limit 0=4096M --dry-run
@@ -143,8 +147,7 @@ def install(
     from fracctl.flows import node_agent
 
     if foreground:
-        message = node_agent.supervise(c)
-        c.info(node_agent.LOG_PREFIX + message)
+        node_agent.supervise(c)
         return
     res = node_agent.install_systemd(c, dry_run=dry_run)
     if dry_run:
@@ -160,7 +163,7 @@ def install(
 
 @mps_app.command()
 def status(ctx: typer.Context, output: Output = "table") -> None:
-    """Show the daemon: PID, control socket, servers, defaults, namespaces, clients.
+    """Show the daemon: PID, socket, servers, defaults, namespaces, clients.
 
     Exits 0 when the daemon answers, 1 when it does not.
 
@@ -189,8 +192,8 @@ def _render_status(c: Any, st: dict[str, Any]) -> None:
     p(f"  control socket: {st['control_socket']} ({sock})", markup=False)
     p(f"  log dir:        {st['log_dir']}", markup=False)
     p(f"  protocol:       {st['protocol']}", markup=False)
-    if st["install"]:
-        unit = st["install"].get("unit") or "-"
+    if st["install"] and st["install"].get("unit"):
+        unit = st["install"]["unit"]
         active = st["install"].get("active")
         p(f"  installed unit: {unit}{f' ({active})' if active else ''}", markup=False)
     if st["error"]:
@@ -222,8 +225,8 @@ def uninstall(
 ) -> None:
     """Stop the installed unit and remove what install created, nothing else.
 
-    Refuses (exit 5, naming them) while MPS clients are connected: stopping the daemon
-    ends their CUDA contexts. --force proceeds anyway.
+    Refuses (exit 5, naming them) while MPS clients are connected:
+    stopping the daemon ends their CUDA contexts. --force proceeds.
 
     Examples:
         fracctl node mps uninstall
@@ -261,10 +264,11 @@ def probe_memory(
 ) -> None:
     """Allocate device memory in steps under a pinned limit; report what fits.
 
-    Runs as an MPS client through the CUDA driver API (ctypes on libcuda). Reports the
-    last successful total, the failing step, and the context overhead (limit minus
-    usable): with a 4096 MiB limit, 3328 MiB usable is typical. Exit 1 when the limit
-    is not enforced; exit 3 with no driver or GPU.
+    Runs as an MPS client through the CUDA driver API (ctypes on
+    libcuda). Reports the last successful total, the failing step, and
+    the context overhead (limit minus usable): with a 4096 MiB limit,
+    3328 MiB usable is typical. Exit 1 when the limit is not enforced;
+    exit 3 with no driver or GPU.
 
     Examples:
         fracctl node probe-memory --limit 4096M --step 256M

@@ -28,9 +28,11 @@ Output = Annotated[str, typer.Option("-o", "--output", help=_app.OUTPUT_HELP)]
 def check(ctx: typer.Context, output: Output = "table") -> None:
     """Show every GPU node's standing under the opt-in label policy.
 
-    A GPU node carries the class label or nvidia.com/gpu.present=true. Allowed-class
-    nodes should carry the opt-in label, denied-class nodes never, and no opted-in node
-    may be of an unknown class. Exits 0 when every node follows the policy, 1 when not.
+    A GPU node carries the class label or nvidia.com/gpu.present=true.
+    Allowed-class nodes should carry the opt-in label, denied-class
+    nodes never, and no opted-in node may be of an unknown class.
+
+    Exits 0 when every node follows the policy, 1 when not.
 
     Examples:
         fracctl nodes check
@@ -89,8 +91,10 @@ def label(
 ) -> None:
     """Put the opt-in label on nodes of an allowed GPU class.
 
-    Refuses (exit 1, nothing changed) if any named node is of a denied class, of a class
-    that is not allowed, or has no class label. Labelling a labelled node changes nothing.
+    Refuses (exit 1, nothing changed) if any named node is of a denied
+    class, of a class that is not allowed, or has no class label.
+    Labelling a labelled node changes nothing; --dry-run asks the API
+    server to validate the change without making it.
 
     Examples:
         fracctl nodes label b200-0
@@ -118,8 +122,9 @@ def unlabel(
 ) -> None:
     """Remove the opt-in label from nodes (the fix for a denied-class node carrying it).
 
-    When the live config selects by the opt-in label, removing it stops the node's
-    daemons at once; if fractional pods run there this is refused unless --force.
+    When the live config selects by the opt-in label, removing it stops
+    the node's daemons at once; if fractional pods run there this is
+    refused unless --force.
 
     Examples:
         fracctl nodes unlabel h200-0

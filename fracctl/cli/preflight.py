@@ -40,12 +40,13 @@ def command(
 ) -> None:
     """Run every guard a recreate must pass, and show the blast radius.
 
-    Guards: no fractional pod runs in any namespace (KAI reservation pods do not
-    count), the opt-in label sits on every allowed-class node and on no denied one,
-    and the desired selector selects every opted-in node and no denied one.
+    Guards: no fractional pod runs in any namespace (KAI reservation
+    pods do not count); the opt-in label sits on every allowed-class
+    node and on no denied one; the desired selector selects every
+    opted-in node and no denied one.
 
-    Exits 0 when every guard passes, 1 when any refuses, 3 when the cluster cannot be
-    read.
+    Exits 0 when every guard passes, 1 when any refuses, 3 when the
+    cluster cannot be read.
 
     Examples:
         fracctl preflight

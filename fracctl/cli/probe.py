@@ -53,15 +53,16 @@ def command(
     ] = "any",
     output: Annotated[str, typer.Option("-o", "--output", help=_app.OUTPUT_HELP)] = "table",
 ) -> None:
-    """Send a fractional probe pod at a pool; report whether it ran or was held back.
+    """Send a fractional probe pod at a pool; report what KAI did with it.
 
-    The probe is a tiny non-root pod for the KAI scheduler. Two answers are good
-    news: it ran (on which node), or it stayed Pending because the node "is not ready
-    for fractional GPU scheduling" (the readiness gate holds on a pool whose daemons
-    do not run yet). The probe is deleted afterwards on every path, Ctrl-C included.
+    The probe is a tiny non-root pod for the KAI scheduler. Two answers
+    are good news: it ran (on which node), or it stayed Pending because
+    the node "is not ready for fractional GPU scheduling" (the readiness
+    gate holds on a pool whose daemons do not run yet). The probe is
+    deleted afterwards on every path, Ctrl-C included.
 
-    Exits 0 on a good (or the --expect'ed) answer, 1 on another scheduling failure,
-    4 when no decision came in time.
+    Exits 0 on a good (or the --expect'ed) answer, 1 on another
+    scheduling failure, 4 when no decision came in time.
 
     Examples:
         fracctl probe --memory 4Gi --pool example.org/gpu-class=b200

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Protocol
 
-from fracctl.core.nodes import matches
+from fracctl.core.nodes import matches, selector_string
 
 GPU_PRESENT = ("nvidia.com/gpu.present", "true")
 
@@ -196,7 +196,7 @@ def selector_findings(
     policy: LabelPolicy,
 ) -> dict[Rule, Finding | None]:
     """Check a desired ``nodeSelector`` against the nodes and the policy."""
-    sel = ", ".join(f"{k}={v}" for k, v in sorted(selector.items())) or "{} (every node)"
+    sel = selector_string(selector) or "{} (every node)"
     denied = sorted(
         n
         for n, labels in nodes.items()

@@ -11,7 +11,7 @@ means the difference was only server defaults (``in-sync``).
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -101,7 +101,11 @@ class _Judge:
                     it.namespace = ""
 
     def read_live(self, items: Sequence[_Item]) -> None:
-        """Fill ``live``: one GET for a kind with one object, else one LIST per kind."""
+        """Fill ``live``: one GET for a kind with one object, else one LIST per kind.
+
+        The LIST is namespaced when every object of the kind shares one namespace, and
+        falls back to one LIST per namespace when a cluster-wide read is forbidden.
+        """
         by_ref: dict[ResourceRef, list[_Item]] = defaultdict(list)
         for it in items:
             if it.ref is not None:
@@ -113,8 +117,17 @@ class _Judge:
                 continue
             namespaces = {it.namespace for it in group}
             ns = next(iter(namespaces)) if ref.namespaced and len(namespaces) == 1 else None
+            try:
+                found = self.kube.list(ref, namespace=ns)
+            except Forbidden:
+                if ns is not None or not ref.namespaced:
+                    raise
+                # No cluster-wide read: one LIST in each namespace instead.
+                found = [
+                    o for n in sorted(namespaces) for o in self.kube.list(ref, namespace=n or None)
+                ]
             index: dict[tuple[str, str], Obj] = {}
-            for o in self.kube.list(ref, namespace=ns):
+            for o in found:
                 # List items carry no apiVersion/kind; the object read alone would.
                 o.setdefault("apiVersion", ref.api_version)
                 o.setdefault("kind", ref.kind)
@@ -501,8 +514,3 @@ def summary_line(report: d.DriftReport) -> str:
     parts = ", ".join(f"{v} {k}" for k, v in counts.items())
     n = len(report.objects)
     return f"{n} object{'s' if n != 1 else ''}: {parts or 'none'}"
-
-
-def iter_drifted(report: d.DriftReport) -> Iterable[d.ObjectDrift]:
-    """The objects that are not in sync."""
-    return (o for o in report.objects if o.drifted)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import getpass
 import os
+import secrets
 import socket
 import threading
 from datetime import datetime, timezone
@@ -17,12 +18,12 @@ from fracctl.flows.context import Context
 
 
 def identity() -> str:
-    """Who is running: ``user@host pid N``."""
+    """Who is running: ``user@host pid N run XXXXXX`` (unique per run, not per process)."""
     try:
         user = getpass.getuser()
     except (KeyError, OSError):
         user = str(os.getuid())
-    return f"{user}@{socket.gethostname()} pid {os.getpid()}"
+    return f"{user}@{socket.gethostname()} pid {os.getpid()} run {secrets.token_hex(3)}"
 
 
 class LeaseLock:

@@ -27,6 +27,7 @@ from fracctl.adapters.mps import Daemon, MPSControl, Reply
 from fracctl.adapters.systemd import Systemd
 from fracctl.config import MPSConfig
 from fracctl.core.mps import (
+    CONTROL_SOCKET,
     HEALTH_COMMAND,
     LOG_ENV,
     PIPE_ENV,
@@ -180,20 +181,42 @@ def supervise(
         stop or threading.Event(),
         tick,
         local,
-        lambda m: ctx.info(LOG_PREFIX + m),
+        lambda m: log_line(ctx, m),
     )
-    pid = control.recorded_pid()
-    if pid is not None and local.pid_alive(pid):
-        raise Unsafe(
-            f"an MPS control daemon already runs (pid {pid}) with pipe dir {cfg.pipe_dir}",
-            hint="stop it first (echo quit | nvidia-cuda-mps-control) or set mps.pipe_dir",
-        )
+    _refuse_if_running(run)
     _prepare_dirs(run)
     restore = _install_signal_handlers(run) if stop is None else (lambda: None)
     try:
-        return _supervise(run, limits)
+        message = _supervise(run, limits)
     finally:
         restore()
+    run.log(message)
+    return message
+
+
+def log_line(ctx: Context, message: str) -> None:
+    """One supervisor log line on stderr."""
+    # One line per event, never wrapped: these lines end up in container and journal logs.
+    ctx.err.print(LOG_PREFIX + message, markup=False, highlight=False, soft_wrap=True)
+
+
+def _refuse_if_running(run: _Run) -> None:
+    """Refuse when another daemon answers on this pipe dir.
+
+    A live PID in the PID file is not enough: after a container restart the pipe dir (a
+    hostPath) can hold the PID of a daemon from another PID namespace, reused here.
+    """
+    pid = run.control.recorded_pid()
+    if pid is None or not run.local.pid_alive(pid):
+        return
+    if run.local.is_socket(run.control.socket):
+        reply = run.control.command(HEALTH_COMMAND, timeout=float(run.cfg.command_timeout))
+        if reply.ok:
+            raise Unsafe(
+                f"an MPS control daemon already runs (pid {pid}) with pipe dir {run.cfg.pipe_dir}",
+                hint="stop it first (echo quit | nvidia-cuda-mps-control) or set mps.pipe_dir",
+            )
+    run.log(f"PID file names pid {pid} but its control socket does not answer: stale")
 
 
 def _prepare_dirs(run: _Run) -> None:
@@ -258,7 +281,13 @@ def _supervise(run: _Run, limits: dict[int, int]) -> str:
         if why is None:
             run.log(f"control socket {run.control.socket} ready in {run.now() - started:.1f}s")
             refused = _apply_defaults(run, commands)
-            if refused is not None:
+            if refused is not None and not _answers(run, daemon):
+                # Not a refusal: the daemon died or stopped answering meanwhile.
+                why = (
+                    f"daemon pid {daemon.pid} failed while the defaults were applied "
+                    f"({refused.describe()})"
+                )
+            elif refused is not None:
                 run.log(f"the daemon refused a default: {refused.describe()}")
                 _stop(run, daemon, reason="defaults refused")
                 raise ExternalError(
@@ -267,7 +296,8 @@ def _supervise(run: _Run, limits: dict[int, int]) -> str:
                     hint="check mps.default_active_thread_percentage and "
                     "mps.pinned_mem_limits against the driver",
                 )
-            why = _watch(run, daemon, started, policy)
+            else:
+                why = _watch(run, daemon, started, policy)
         if run.stop.is_set():
             return _stop(run, daemon, reason=", ".join(run.signals) or "stop requested")
         killed = [p for p in daemon.kill_group() if p != daemon.pid]
@@ -314,6 +344,13 @@ def _wait_ready(run: _Run, daemon: Daemon, started: float) -> str | None:
             )
         if run.stop.wait(run.tick):
             return "stop requested"
+
+
+def _answers(run: _Run, daemon: Daemon) -> bool:
+    """Whether the daemon still runs and answers the health command."""
+    if daemon.poll() is not None:
+        return False
+    return run.control.command(HEALTH_COMMAND, timeout=float(run.cfg.command_timeout)).ok
 
 
 def _apply_defaults(run: _Run, commands: list[str]) -> Reply | None:
@@ -625,10 +662,11 @@ def status(ctx: Context, *, control: MPSControl | None = None) -> dict[str, Any]
 def connected_clients(ctx: Context, *, control: MPSControl | None = None) -> list[dict[str, Any]]:
     """Clients connected to the running daemon (empty when none runs)."""
     cfg = _cfg(ctx)
-    control = control or control_for(ctx)
     local = Host("/", env=ctx.env)
-    if not local.is_socket(control.socket):
-        return []
+    socket = control.socket if control else Path(cfg.pipe_dir) / CONTROL_SOCKET
+    if not local.is_socket(socket):
+        return []  # no daemon: nothing to ask, and no need for the binary
+    control = control or control_for(ctx)
     timeout = float(cfg.command_timeout)
     servers = control.command("get_server_list", timeout=timeout)
     if not servers.ok:
@@ -682,6 +720,12 @@ def uninstall(
     host.remove_file(mpath)
     out["removed"].append(str(host.path(mpath)))
     local = Host("/", env=ctx.env)
+    still = Path(cfg.pipe_dir) / CONTROL_SOCKET
+    if local.is_socket(still):
+        out["kept"].append(
+            f"{still} (an MPS daemon still runs there: stop its supervisor, e.g. the "
+            "container or the `install --foreground` process)"
+        )
     for d in reversed(manifest.runtime_dirs):
         if local.remove_empty_dir(d):
             out["removed"].append(d)

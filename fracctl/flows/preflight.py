@@ -23,6 +23,7 @@ from fracctl.core.fractional import (
     unfinished_selector,
 )
 from fracctl.core.immutability import get_path
+from fracctl.core.nodes import selector_string
 from fracctl.core.policy import Rule, node_findings, selector_findings, standings
 from fracctl.core.resources import NODES, PODS, target_ref
 from fracctl.errors import ConfigError, FracctlError
@@ -194,7 +195,7 @@ def _pods_check(ctx: Context, scan: FractionalScan) -> Check:
         return Check(
             "fractional-pods",
             True,
-            f"no fractional pod running among {scan.scanned} unfinished pod(s){reserved}",
+            f"no fractional pod among {scan.scanned} unfinished pod(s){reserved}",
         )
     listed = "; ".join(
         f"{p.namespace}/{p.name} on {p.node or '(not scheduled)'} [{', '.join(p.keys)}]"
@@ -204,7 +205,7 @@ def _pods_check(ctx: Context, scan: FractionalScan) -> Check:
     return Check(
         "fractional-pods",
         False,
-        f"{len(scan.pods)} fractional pod(s) running: {listed}{more}{reserved}",
+        f"{len(scan.pods)} fractional pod(s) running or pending: {listed}{more}{reserved}",
         "let them finish or scale them down first: their CUDA contexts die when the MPS "
         "daemons restart (full list: fracctl preflight -o json)",
     )
@@ -220,10 +221,6 @@ _PASSING = {
         "the desired selector {sel} selects all {n} opted-in node(s)",
     ),
 }
-
-
-def _fmt_selector(selector: Mapping[str, str]) -> str:
-    return ", ".join(f"{k}={v}" for k, v in sorted(selector.items())) or "{}"
 
 
 def run_guards(
@@ -258,7 +255,7 @@ def run_guards(
     if desired_selector is not None:
         findings.update(selector_findings(desired_selector, nodes, policy))
     opted = sum(1 for s in standings(nodes, policy) if s.opted_in)
-    sel = _fmt_selector(desired_selector) if desired_selector is not None else ""
+    sel = (selector_string(desired_selector) or "{}") if desired_selector is not None else ""
     for rule, finding in findings.items():
         name, passing = _PASSING[rule]
         if finding is None:

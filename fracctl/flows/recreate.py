@@ -113,7 +113,7 @@ def check_backend(ctx: Context, backend: str) -> None:
             )
         from fracctl.adapters.argocd import ArgoCD
 
-        ArgoCD.from_config(ctx.config.argocd, ctx.env)  # validates server and token
+        ArgoCD.from_config(ctx.config.argocd, ctx.env).close()  # validates server and token
 
 
 # --- steps ---------------------------------------------------------------------------
@@ -242,14 +242,14 @@ def recreate_object(ctx: Context, desired: Obj, backend: str) -> str:
         from fracctl.adapters.argocd import ArgoCD
 
         app = str(ctx.config.argocd.app)
-        client = ArgoCD.from_config(ctx.config.argocd, ctx.env)
-        op = client.sync_resource_and_wait(
-            app,
-            resource={"group": t.group, "kind": t.kind, "name": t.name, "namespace": ""},
-            timeout=ctx.config.timeouts.sync,
-            clock=ctx.clock,
-            notify=ctx.info,
-        )
+        with ArgoCD.from_config(ctx.config.argocd, ctx.env) as client:
+            op = client.sync_resource_and_wait(
+                app,
+                resource={"group": t.group, "kind": t.kind, "name": t.name, "namespace": ""},
+                timeout=ctx.config.timeouts.sync,
+                clock=ctx.clock,
+                notify=ctx.info,
+            )
         return f"Argo CD sync of {app}: {op.get('phase')} ({op.get('message', '')})"
     from fracctl.adapters.flux import Flux
 
@@ -369,7 +369,7 @@ def recreate(
     )
     entry: dict[str, Any] = {
         "time": _now(),
-        "who": identity(),
+        "who": getattr(lock, "me", None) or identity(),
         "action": "recreate",
         "object": f"{t.kind}/{t.name}",
         "backend": backend,
@@ -424,7 +424,14 @@ def recreate(
         try:
             for step in plan.steps:
                 live = _run_step(
-                    ctx, step, result, live=live, desired=desired, backend=backend, at=at
+                    ctx,
+                    step,
+                    result,
+                    live=live,
+                    desired=desired,
+                    backend=backend,
+                    at=at,
+                    entry=entry,
                 )
             result.outcome = "recreated" if plan.changes_cluster else "ready"
         except (FracctlError, KeyboardInterrupt) as e:
@@ -446,6 +453,7 @@ def _run_step(
     desired: Obj | None,
     backend: str,
     at: Boundary,
+    entry: dict[str, Any],
 ) -> Obj | None:
     """Run one step; returns the live object as the step leaves it."""
     t = ctx.config.target
@@ -480,16 +488,11 @@ def _run_step(
         at("ready")
     elif step == plan_mod.RECORD:
         final = ctx.kube.get_or_none(_ref(ctx), t.name)
-        entry = {
+        done = {
+            **entry,
             "time": _now(),
-            "who": identity(),
-            "action": "recreate",
-            "object": f"{t.kind}/{t.name}",
-            "backend": backend,
-            "before": result.plan.before,
-            "after": result.plan.after,
             "outcome": "recreated" if result.plan.changes_cluster else "ready",
             "backup": result.backup,
         }
-        result.audit_file = record(ctx, live=final, entry=entry)
+        result.audit_file = record(ctx, live=final, entry=done)
     return live

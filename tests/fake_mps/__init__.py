@@ -103,9 +103,7 @@ class FakeMPS:
 
     def env(self, **mps: Any) -> dict[str, str]:
         """The process environment a run needs (FRACCTL_MPS_* from ``mps``)."""
-        env = {
-            k: v for k, v in os.environ.items() if not k.startswith(("FRACCTL_", "CUDA_MPS_"))
-        }
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("FRACCTL_", "CUDA_MPS_"))}
         env["FAKE_MPS_STATE"] = str(self.state)
         settings = {
             "pipe_dir": str(self.pipe),
@@ -118,7 +116,9 @@ class FakeMPS:
         for key, value in settings.items():
             if isinstance(value, list):
                 value = ",".join(value)
-            env[f"FRACCTL_MPS_{key.upper()}"] = str(value).lower() if isinstance(value, bool) else str(value)
+            env[f"FRACCTL_MPS_{key.upper()}"] = (
+                str(value).lower() if isinstance(value, bool) else str(value)
+            )
         return env
 
     def context(self, **mps: Any) -> tuple[Context, io.StringIO]:
