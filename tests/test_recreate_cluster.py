@@ -162,8 +162,9 @@ def test_a_second_run_exits_5_naming_the_holder(incident: Incident) -> None:
 def test_stale_lease_is_taken_over_with_a_warning(
     incident: Incident, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from fracctl.core.lock import lease_spec
     from datetime import datetime, timedelta, timezone
+
+    from fracctl.core.lock import lease_spec
 
     incident.cluster.namespace("fracctl-test")
     old = datetime.now(timezone.utc) - timedelta(minutes=5)
