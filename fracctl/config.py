@@ -235,8 +235,10 @@ class ProbeConfig:
     def __post_init__(self) -> None:
         for item in self.tolerations:
             m = _TOLERATION.match(item.strip())
-            if not m or not (m.group("key") or m.group("effect")) or (
-                m.group("value") is not None and not m.group("key")
+            if (
+                not m
+                or not (m.group("key") or m.group("effect"))
+                or (m.group("value") is not None and not m.group("key"))
             ):
                 raise ValueError(
                     f"tolerations: expected key[=value][:NoSchedule|PreferNoSchedule|NoExecute], "

@@ -62,7 +62,8 @@ def make_incident(cluster: Cluster, root: Path, *, label_b200: bool = True) -> I
     config_file.write_text(
         f"kube:\n  kubeconfig: {cluster.kubeconfig}\n"
         f"git:\n  repo: {gitops}\n  path: gpu-fractioning\n"
-        f"recreate:\n  backend: apply\n  lock_namespace: fracctl-test\n  state_dir: {root / 'state'}\n"
+        "recreate:\n  backend: apply\n  lock_namespace: fracctl-test\n"
+        f"  state_dir: {root / 'state'}\n"
         "timeouts:\n  ready: 20s\n  delete: 20s\n  sync: 20s\n  lock_lease: 30s\n"
     )
     return Incident(cluster, root, config_file)

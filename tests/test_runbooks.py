@@ -54,7 +54,7 @@ def test_runbooks_have_commands() -> None:
     assert len(CASES) >= 20
 
 
-@pytest.mark.parametrize(("doc", "line"), CASES, ids=[f"{d}:{l}" for d, l in CASES])
+@pytest.mark.parametrize(("doc", "line"), CASES, ids=[f"{doc}:{line}" for doc, line in CASES])
 def test_command_line_parses(doc: str, line: str) -> None:
     argv = shlex.split(line)[1:]
     if argv == ["--version"]:

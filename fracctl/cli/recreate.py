@@ -99,7 +99,9 @@ def wait(
     ctx: typer.Context,
     timeout: Annotated[
         str | None,
-        typer.Option(help="How long to wait (e.g. 10m); default timeouts.ready.", show_default=False),
+        typer.Option(
+            help="How long to wait, e.g. 10m (default timeouts.ready).", show_default=False
+        ),
     ] = None,
     output: Output = "table",
 ) -> None:
