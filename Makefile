@@ -3,7 +3,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 
-.PHONY: venv control-plane test test-unit lint demo bench clean
+.PHONY: venv control-plane helm test test-unit lint demo bench clean
 
 $(STAMP): pyproject.toml
 	python3 -m venv $(VENV)
@@ -17,8 +17,12 @@ venv: $(STAMP)
 control-plane:
 	@bash scripts/build-control-plane.sh >/dev/null
 
-test: venv control-plane
-	$(VENV)/bin/pytest
+# helm, for the helm render tests (built from its Go module unless one is on PATH).
+helm:
+	@bash scripts/build-helm.sh >/dev/null
+
+test: venv control-plane helm
+	PATH="$$(bash scripts/build-helm.sh):$$PATH" $(VENV)/bin/pytest
 
 test-unit: venv
 	$(VENV)/bin/pytest -m "not cluster and not e2e"
@@ -33,7 +37,7 @@ demo: venv control-plane
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" bash scripts/demo.sh
 
 bench: venv control-plane
-	$(PY) benchmarks/run.py
+	$(PY) benchmarks/run.py $(BENCH_ARGS)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

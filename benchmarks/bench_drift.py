@@ -150,11 +150,14 @@ def fmt(times: list[float]) -> str:
     return f"median {statistics.median(times) * 1000:8.1f} ms   min {min(times) * 1000:8.1f} ms"
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--objects", type=int, default=200)
     ap.add_argument("--repeat", type=int, default=5)
-    args = ap.parse_args()
+    ap.add_argument("--quick", action="store_true", help="fewer repeats")
+    args = ap.parse_args(argv)
+    if args.quick:
+        args.repeat = 2
 
     with tempfile.TemporaryDirectory(prefix="fracctl-bench-drift-") as tmp:
         root = Path(tmp)

@@ -456,8 +456,10 @@ class ArgoCDStandIn:
                 target=self._run, args=(op, body.get("revision"), quirk), daemon=True
             )
             self._workers.append(worker)
+        # Answer with the state as of the request: the worker may finish at once.
+        response = self.application()
         worker.start()
-        return self.application()
+        return response
 
     def terminate(self) -> Obj:
         """Ask the running operation to stop."""

@@ -194,3 +194,14 @@ def test_cli_not_enforced_exits_1(cli_alloc: FakeAllocator) -> None:
 def test_cli_usage_errors(cli_alloc: FakeAllocator, args: list[str]) -> None:
     r = run_cli("node", "probe-memory", *args)
     assert r.exit_code == ExitCode.USAGE, r.output
+
+
+def test_a_missing_driver_symbol_is_a_cuda_error() -> None:
+    class Lib:
+        def cuGetErrorName(self, code: int, out: object) -> int:  # noqa: N802
+            return 1
+
+    drv = CudaDriver(Lib())  # type: ignore[arg-type]
+    with pytest.raises(CudaError) as e:
+        drv.open(0)
+    assert e.value.name == "cuInit is not exported by this libcuda"

@@ -70,7 +70,10 @@ class CudaDriver:
         )
 
     def _call(self, name: str, *args: object) -> None:
-        fn = getattr(self.lib, name)
+        try:
+            fn = getattr(self.lib, name)
+        except AttributeError:
+            raise CudaError(name, -1, f"{name} is not exported by this libcuda") from None
         code = int(fn(*args))
         if code != CUDA_SUCCESS:
             raise CudaError(name, code, self.error_name(code))

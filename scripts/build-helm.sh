@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Build helm from its Go module into a cache outside the repo, for the helm render tests.
+# Prints the folder holding the binary. A helm already on PATH is used as it is.
+set -euo pipefail
+HELM_VERSION="${FRACCTL_HELM_VERSION:-v3.16.4}"
+if command -v helm >/dev/null; then
+  dirname "$(command -v helm)"
+  exit 0
+fi
+dir="${FRACCTL_CACHE:-$HOME/.cache/fracctl}/tools/helm-${HELM_VERSION}"
+if [[ -x "$dir/helm" ]]; then
+  echo "$dir"
+  exit 0
+fi
+command -v go >/dev/null || { echo "go is required to build helm" >&2; exit 1; }
+mkdir -p "$dir"
+start=$(date +%s)
+GOBIN="$dir" CGO_ENABLED=0 GOFLAGS=-mod=mod go install -trimpath -ldflags='-s -w' \
+  "helm.sh/helm/v3/cmd/helm@${HELM_VERSION}" >&2
+echo "build-helm: built helm ${HELM_VERSION} in $(( $(date +%s) - start ))s into $dir" >&2
+echo "$dir"
