@@ -216,6 +216,8 @@ def test_finalizer_never_released_exits_4_then_resumes(
     assert "still terminating" in r.stderr
     assert "gpu-fractioning.nvidia.com/cleanup-node-conditions" in r.stderr
     assert "is it running?" in r.stderr
+    audit = (incident.state_dir / "audit.log").read_text().splitlines()
+    assert '"outcome": "failed: ' in audit[-1] and "still terminating" in audit[-1]
     with incident.operator():
         result = recreate(incident.context(), yes=True)
     assert result.plan.reason in ("resume-terminating", "resume-missing")
