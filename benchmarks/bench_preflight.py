@@ -355,12 +355,22 @@ def mem_available() -> int:
     return 1 << 62
 
 
-class MemoryGuard:
-    """Kill the measured processes (by the PIDs started here) before the host runs out of
-    memory, so the control plane itself is not what the kernel's OOM killer picks."""
+TIME = "/usr/bin/time"  # GNU time: the peak RSS of exactly the command it runs
 
-    def __init__(self, pids: list[int], floor: int) -> None:
-        self.pids, self.floor = pids, floor
+
+def _children(pid: int) -> list[int]:
+    try:
+        return [int(x) for x in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+    except OSError:
+        return []
+
+
+class MemoryGuard:
+    """Kill the measured commands (the children of the launchers started here) before
+    the host runs out of memory, so the control plane is not what the OOM killer picks."""
+
+    def __init__(self, launchers: list[int], floor: int) -> None:
+        self.launchers, self.floor = launchers, floor
         self.killed_after: float | None = None
         self.stop = threading.Event()
         self.t0 = time.monotonic()
@@ -371,11 +381,12 @@ class MemoryGuard:
         while not self.stop.wait(0.2):
             if mem_available() < self.floor:
                 self.killed_after = time.monotonic() - self.t0
-                for pid in self.pids:
-                    try:
-                        os.kill(pid, signal.SIGKILL)
-                    except ProcessLookupError:
-                        pass
+                for launcher in self.launchers:
+                    for pid in _children(launcher):
+                        try:
+                            os.kill(pid, signal.SIGKILL)
+                        except ProcessLookupError:
+                            pass
                 return
 
     def done(self) -> None:
@@ -383,48 +394,58 @@ class MemoryGuard:
         self.thread.join()
 
 
+def _timed(argv: list[str], report: Path) -> list[str]:
+    """``argv`` under GNU time, which writes the command's own peak RSS (KiB) to ``report``.
+
+    Measuring through a small launcher matters: a child's ``ru_maxrss`` starts at the RSS
+    of the process that forked it, and this one holds the seeding's memory.
+    """
+    return [TIME, "-f", "%M", "-o", str(report), *argv]
+
+
+def _peak(report: Path) -> int:
+    return int(report.read_text().strip().splitlines()[-1]) * 1024
+
+
 def measure(argv: list[str], *, env: dict[str, str]) -> tuple[float, int, str]:
     """Run one command; (wall seconds, peak RSS in bytes, stdout)."""
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-        t0 = time.monotonic()
-        proc = subprocess.Popen(argv, stdout=out, stderr=err, env=env)
-        _, status, usage = os.wait4(proc.pid, 0)
-        wall = time.monotonic() - t0
-        proc.returncode = os.waitstatus_to_exitcode(status)
-        out.seek(0)
-        err.seek(0)
-        text, errors = out.read().decode(), err.read().decode()
-    if proc.returncode not in (0, 1):
-        raise RuntimeError(f"{argv[:4]} failed ({proc.returncode}): {errors[-500:]}")
-    return wall, usage.ru_maxrss * 1024, text
+    with tempfile.TemporaryDirectory() as tmp:
+        report, out, err = Path(tmp, "rss"), Path(tmp, "out"), Path(tmp, "err")
+        with out.open("wb") as o, err.open("wb") as e:
+            t0 = time.monotonic()
+            proc = subprocess.run(_timed(argv, report), stdout=o, stderr=e, env=env)
+            wall = time.monotonic() - t0
+        if proc.returncode not in (0, 1):
+            tail = err.read_text()[-500:]
+            raise RuntimeError(f"{argv[:4]} failed ({proc.returncode}): {tail}")
+        return wall, _peak(report), out.read_text()
 
 
 def measure_pipeline(
     left: list[str], right: list[str], *, env: dict[str, str], floor: int
 ) -> dict[str, Any]:
     """``left | right`` under a memory guard; wall time, each peak RSS, right's stdout."""
-    with tempfile.TemporaryFile() as out:
-        t0 = time.monotonic()
-        a = subprocess.Popen(left, stdout=subprocess.PIPE, env=env)
-        b = subprocess.Popen(right, stdin=a.stdout, stdout=out, env=env)
-        assert a.stdout is not None
-        a.stdout.close()  # b holds the read end now
-        guard = MemoryGuard([a.pid, b.pid], floor)
-        _, sa, ua = os.wait4(a.pid, 0)
-        _, sb, ub = os.wait4(b.pid, 0)
-        wall = time.monotonic() - t0
-        guard.done()
-        a.returncode, b.returncode = os.waitstatus_to_exitcode(sa), os.waitstatus_to_exitcode(sb)
-        out.seek(0)
-        text = out.read().decode()
-    result = {
-        "seconds": wall,
-        "kubectl_peak_rss": ua.ru_maxrss * 1024,
-        "jq_peak_rss": ub.ru_maxrss * 1024,
-        "peak_rss": (ua.ru_maxrss + ub.ru_maxrss) * 1024,
-        "finished": guard.killed_after is None,
-        "stdout": text,
-    }
+    with tempfile.TemporaryDirectory() as tmp:
+        ra, rb, out = Path(tmp, "rss-left"), Path(tmp, "rss-right"), Path(tmp, "out")
+        with out.open("wb") as o:
+            t0 = time.monotonic()
+            a = subprocess.Popen(_timed(left, ra), stdout=subprocess.PIPE, env=env)
+            b = subprocess.Popen(_timed(right, rb), stdin=a.stdout, stdout=o, env=env)
+            assert a.stdout is not None
+            a.stdout.close()  # b holds the read end now
+            guard = MemoryGuard([a.pid, b.pid], floor)
+            a.wait()
+            b.wait()
+            wall = time.monotonic() - t0
+            guard.done()
+        result = {
+            "seconds": wall,
+            "kubectl_peak_rss": _peak(ra),
+            "jq_peak_rss": _peak(rb),
+            "finished": guard.killed_after is None,
+            "stdout": out.read_text(),
+        }
+    result["peak_rss"] = result["kubectl_peak_rss"] + result["jq_peak_rss"]
     if guard.killed_after is None and (a.returncode or b.returncode):
         raise RuntimeError(f"pipeline failed ({a.returncode}, {b.returncode})")
     return result

@@ -61,7 +61,8 @@ cleanup() {
 trap cleanup EXIT
 
 say "starting MPS: fracctl node mps install --foreground (pipe dir $pipe)"
-timeout -s TERM 270 "${fracctl[@]}" node mps install --foreground \
+# --foreground: plain timeout signals its whole process group, not just the supervisor.
+timeout --foreground -s TERM 270 "${fracctl[@]}" node mps install --foreground \
   --pipe-dir "$pipe" --log-dir "$logs" --protocol "$protocol" "$multi" \
   --pinned-mem-limit "$device=$limit" 2> >(tee "$work/supervisor.log" >&2) &
 supervisor=$!

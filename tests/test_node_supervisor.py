@@ -315,7 +315,28 @@ def start_supervisor(fake: FakeMPS, **mps: object) -> subprocess.Popen[str]:
         stderr=subprocess.PIPE,
         text=True,
         cwd=fake.root,
+        start_new_session=True,  # its own process group, as under a container runtime
     )
+
+
+def test_a_process_group_signal_does_not_kill_the_quit_client(fake: FakeMPS) -> None:
+    # `timeout` and shells signal the whole process group. If that lands after the
+    # supervisor spawned its quit client, the client must survive and deliver quit.
+    fake.behave(client_delay={"quit": 0.5})
+    proc = start_supervisor(fake)
+    try:
+        assert wait_for(lambda: health_checks(fake) >= 2)
+        proc.send_signal(signal.SIGTERM)
+        assert wait_for(lambda: any(line.endswith(" quit") for line in fake.lines("clients.log")))
+        os.killpg(proc.pid, signal.SIGTERM)  # while the quit client waits to connect
+        _, stderr = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == ExitCode.OK, stderr
+    assert "stopped cleanly (SIGTERM" in stderr
+    assert fake.commands()[-1] == "quit"
+    assert all_gone(fake) == []
 
 
 def test_sigterm_sends_quit_and_exits_0(fake: FakeMPS) -> None:

@@ -13,14 +13,18 @@ from fracctl.cli.main import app
 
 REPO = Path(__file__).resolve().parents[1]
 DOCS = sorted((REPO / "runbooks").glob("*.md")) + [REPO / "README.md"]
-FENCE = re.compile(r"```(?:bash|sh|console)?\n(.*?)```", re.S)
+FENCE = re.compile(r"```([\w-]*)\n(.*?)```", re.S)
+SHELL = ("", "bash", "sh", "console")
+ENV_PREFIX = re.compile(r"^(?:[A-Z_][A-Z0-9_]*=\S+\s+)+(?=fracctl )")
 
 
 def command_lines(path: Path) -> list[str]:
     lines = []
-    for block in FENCE.findall(path.read_text()):
+    for lang, block in FENCE.findall(path.read_text()):
+        if lang not in SHELL:
+            continue
         for raw in block.splitlines():
-            line = raw.strip().removeprefix("$ ")
+            line = ENV_PREFIX.sub("", raw.strip().removeprefix("$ "))
             if line.startswith("fracctl "):
                 lines.append(line.split(" | ")[0].split(" #")[0].strip())
     return lines

@@ -189,7 +189,11 @@ class MPSControl:
         return Reply(" ".join(args), p.returncode, (p.stdout + p.stderr).decode(errors="replace"))
 
     def send(self, command: str) -> Pending:
-        """Send a command without waiting for the reply (used for ``quit``)."""
+        """Send a command without waiting for the reply (used for ``quit``).
+
+        The client gets its own session: a signal sent to the caller's process group
+        (``timeout``, a shell's job control) must not kill it before it delivers.
+        """
         try:
             proc = subprocess.Popen(
                 [self.binary],
@@ -197,6 +201,7 @@ class MPSControl:
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL,
                 env=self.env,
+                start_new_session=True,
             )
         except OSError as e:
             raise ExternalError(f"cannot run {self.binary}: {e.strerror or e}") from None

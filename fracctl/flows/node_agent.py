@@ -189,7 +189,10 @@ def supervise(
     try:
         message = _supervise(run, limits)
     finally:
-        restore()
+        if not run.signals:
+            # After a signal the process is on its way out: keep catching repeats
+            # (a process-group kill) so they cannot cut the exit short.
+            restore()
     run.log(message)
     return message
 
