@@ -9,13 +9,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from fracctl.cli import _app
-from fracctl.cli.render import (
-    PATH_HELP,
-    RENDERER_HELP,
-    REPO_HELP,
-    REVISION_HELP,
-    check_renderer,
-)
+from fracctl.cli.render import PathOption, RendererOption, RepoOption, RevisionOption
 from fracctl.errors import UsageError
 
 if TYPE_CHECKING:
@@ -45,15 +39,10 @@ def command(
             show_default=False,
         ),
     ] = None,
-    repo: Annotated[str | None, typer.Option(help=REPO_HELP, show_default=False)] = None,
-    revision: Annotated[
-        str | None, typer.Option("--revision", "-r", help=REVISION_HELP, show_default=False)
-    ] = None,
-    path: Annotated[str | None, typer.Option(help=PATH_HELP, show_default=False)] = None,
-    renderer: Annotated[
-        str | None,
-        typer.Option(help=RENDERER_HELP, show_default=False, callback=check_renderer),
-    ] = None,
+    repo: RepoOption = None,
+    revision: RevisionOption = None,
+    path: PathOption = None,
+    renderer: RendererOption = None,
     kind: Annotated[
         str | None,
         typer.Option(help="Only objects of this kind (with --all or --app).", show_default=False),

@@ -23,17 +23,23 @@ def check_renderer(value: str | None) -> str | None:
     return value
 
 
+# The git source options, shared by render and drift.
+RepoOption = Annotated[str | None, typer.Option(help=REPO_HELP, show_default=False)]
+RevisionOption = Annotated[
+    str | None, typer.Option("--revision", "-r", help=REVISION_HELP, show_default=False)
+]
+PathOption = Annotated[str | None, typer.Option(help=PATH_HELP, show_default=False)]
+RendererOption = Annotated[
+    str | None, typer.Option(help=RENDERER_HELP, show_default=False, callback=check_renderer)
+]
+
+
 def command(
     ctx: typer.Context,
-    repo: Annotated[str | None, typer.Option(help=REPO_HELP, show_default=False)] = None,
-    revision: Annotated[
-        str | None, typer.Option("--revision", "-r", help=REVISION_HELP, show_default=False)
-    ] = None,
-    path: Annotated[str | None, typer.Option(help=PATH_HELP, show_default=False)] = None,
-    renderer: Annotated[
-        str | None,
-        typer.Option(help=RENDERER_HELP, show_default=False, callback=check_renderer),
-    ] = None,
+    repo: RepoOption = None,
+    revision: RevisionOption = None,
+    path: PathOption = None,
+    renderer: RendererOption = None,
     from_argocd: Annotated[
         str | None,
         typer.Option(
