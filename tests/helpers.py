@@ -196,10 +196,6 @@ class Cluster:
         for ns in self.created_namespaces:
             for pod in self.kube.list(PODS, namespace=ns):
                 try:
-                    self.kube.request(
-                        "DELETE",
-                        PODS.path(namespace=ns, name=pod["metadata"]["name"]),
-                        body={"gracePeriodSeconds": 0},
-                    )
+                    self.kube.delete(PODS, pod["metadata"]["name"], ns, grace_period=0)
                 except NotFound:
                     pass

@@ -5,8 +5,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+from fracctl.adapters.kube import Kube
 from fracctl.core.resources import NODES
-from fracctl.errors import ExitCode
+from fracctl.errors import ExitCode, Refused
+from fracctl.flows.context import Context
+from fracctl.flows.nodes import label as label_nodes
+from fracctl.flows.nodes import unlabel as unlabel_nodes
 from tests.helpers import Cluster, run_cli
 
 KEY = "example.org/gpu-fractions"
@@ -183,3 +189,45 @@ def test_forbidden_label_exits_3(cluster: Cluster) -> None:
     r = run_cli("--kubeconfig", viewer, "nodes", "label", "b200-0")
     assert r.exit_code == ExitCode.EXTERNAL, r.output
     assert "403" in r.stderr
+
+
+class RacingKube(Kube):
+    """The real client; before its first node patch another writer changes the node."""
+
+    change: dict[str, str] = {}
+    raced = False
+
+    def patch(self, ref: Any, name: str, patch: Any, **kwargs: Any) -> Any:
+        if ref is NODES and not self.raced:
+            self.raced = True
+            super().patch(NODES, name, {"metadata": {"labels": self.change}})
+        return super().patch(ref, name, patch, **kwargs)
+
+
+def racing(cluster: Cluster, change: dict[str, str]) -> Context:
+    kube = RacingKube.connect(kubeconfig=cluster.kubeconfig)
+    kube.change = change  # type: ignore[attr-defined]
+    return Context(config=cluster.config, kube_factory=lambda: kube)
+
+
+def test_a_node_that_turns_denied_while_labelling_is_refused(cluster: Cluster) -> None:
+    incident(cluster)
+    ctx = racing(cluster, {"example.org/gpu-class": "h200"})
+    with pytest.raises(Refused, match="b200-0, which changed meanwhile: b200-0 is of denied"):
+        label_nodes(ctx, nodes=["b200-0"])
+    assert KEY not in labels(cluster, "b200-0")
+
+
+def test_a_harmless_concurrent_change_is_judged_again_and_labelled(cluster: Cluster) -> None:
+    incident(cluster)
+    report = label_nodes(racing(cluster, {"team": "ml"}), nodes=["b200-0"])
+    assert [c.action for c in report.changes] == ["labelled"]
+    assert labels(cluster, "b200-0")[KEY] == "enabled"
+    assert labels(cluster, "b200-0")["team"] == "ml"
+
+
+def test_unlabel_survives_a_concurrent_change(cluster: Cluster) -> None:
+    incident(cluster)
+    report = unlabel_nodes(racing(cluster, {"team": "ml"}), nodes=["rtx-pro-6000-0"])
+    assert [c.action for c in report.changes] == ["unlabelled"]
+    assert KEY not in labels(cluster, "rtx-pro-6000-0")

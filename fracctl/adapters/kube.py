@@ -270,11 +270,17 @@ class Kube:
         *,
         uid: str | None = None,
         propagation: str = "Background",
+        grace_period: int | None = None,
     ) -> Obj:
-        """DELETE an object; with ``uid`` only that incarnation of it."""
+        """DELETE an object; with ``uid`` only that incarnation of it.
+
+        ``grace_period=0`` removes a pod bound to a node at once (no kubelet confirms).
+        """
         body: Obj = {"kind": "DeleteOptions", "apiVersion": "v1", "propagationPolicy": propagation}
         if uid:
             body["preconditions"] = {"uid": uid}
+        if grace_period is not None:
+            body["gracePeriodSeconds"] = grace_period
         return self.request("DELETE", ref.path(namespace=namespace, name=name), body=body)
 
     def watch(

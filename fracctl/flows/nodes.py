@@ -165,27 +165,33 @@ def label(ctx: Context, *, nodes: Sequence[str], dry_run: bool = False) -> Label
     """
     policy = ctx.config.labels
     names = _unique(nodes)
-    for _attempt in range(3):
-        objs = _fetch(ctx, names)
-        decisions = [label_decision(n, labels_of(objs[n]), policy) for n in names]
-        refused = [d for d in decisions if not d.allowed]
-        if refused:
-            raise Refused(
-                "refusing to label, nothing was changed: " + "; ".join(d.reason for d in refused),
-                hint="label only nodes of an allowed class: " + ", ".join(policy.allowed_classes),
-            )
+    objs = _fetch(ctx, names)
+    decisions = [label_decision(n, labels_of(objs[n]), policy) for n in names]
+    refused = [d for d in decisions if not d.allowed]
+    if refused:
+        raise Refused(
+            "refusing to label, nothing was changed: " + "; ".join(d.reason for d in refused),
+            hint="label only nodes of an allowed class: " + ", ".join(policy.allowed_classes),
+        )
+    changes: list[Change] = []
+    for d in decisions:
+        if d.already:
+            changes.append(Change(d.node, "unchanged", "already labelled"))
+            continue
         try:
-            changes = [
-                Change(d.node, "unchanged", "already labelled")
-                if d.already
-                else _labelled(ctx, objs[d.node], dry_run=dry_run)
-                for d in decisions
-            ]
-        except Conflict:
-            continue  # a node changed between read and write: judge it again
-        break
-    else:
-        raise Refused("nodes kept changing while being labelled; rerun the command")
+            _set_label(ctx, objs[d.node], policy.opt_in_value, dry_run=dry_run)
+        except Conflict:  # the node changed since it was judged: judge it again
+            fresh = ctx.kube.get(NODES, d.node)
+            again = label_decision(d.node, labels_of(fresh), policy)
+            if not again.allowed:
+                done = [c.node for c in changes if c.action == "labelled"]
+                raise Refused(
+                    f"refusing to label {d.node}, which changed meanwhile: {again.reason}"
+                    + (f" (already labelled: {', '.join(done)})" if done else "")
+                ) from None
+            if not again.already:
+                _set_label(ctx, fresh, policy.opt_in_value, dry_run=dry_run)
+        changes.append(Change(d.node, "labelled", policy.opt_in))
     live = live_selector(ctx)
     starting = [
         c.node
@@ -193,11 +199,6 @@ def label(ctx: Context, *, nodes: Sequence[str], dry_run: bool = False) -> Label
         if c.action == "labelled" and _selection_flips(live, labels_of(objs[c.node]), policy)
     ]
     return LabelReport(changes, dry_run, _daemon_notes(starting, "start", dry_run))
-
-
-def _labelled(ctx: Context, node: dict[str, Any], *, dry_run: bool) -> Change:
-    _set_label(ctx, node, ctx.config.labels.opt_in_value, dry_run=dry_run)
-    return Change(node["metadata"]["name"], "labelled", ctx.config.labels.opt_in)
 
 
 def unlabel(

@@ -336,16 +336,7 @@ def _delete(ctx: Context, namespace: str, name: str, *, strict: bool) -> bool:
     try:
         with _shielded():
             try:
-                ctx.kube.request(
-                    "DELETE",
-                    PODS.path(namespace=namespace, name=name),
-                    body={
-                        "kind": "DeleteOptions",
-                        "apiVersion": "v1",
-                        "gracePeriodSeconds": 0,
-                        "propagationPolicy": "Background",
-                    },
-                )
+                ctx.kube.delete(PODS, name, namespace, grace_period=0)
             except NotFound:
                 pass
             gone = ctx.kube.get_or_none(PODS, name, namespace) is None
