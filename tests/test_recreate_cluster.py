@@ -389,3 +389,29 @@ def test_wait_without_object_refuses(incident: Incident) -> None:
     r = run_cli("-c", str(incident.config_file), "wait")
     assert r.exit_code == ExitCode.FINDING, r.output
     assert "does not exist" in r.stderr
+
+
+def test_a_lock_lost_mid_run_stops_before_the_delete(incident: Incident) -> None:
+    def steal(step: str) -> None:
+        if step == "guarded":  # another run takes the Lease over while we are planning
+            lease = incident.cluster.kube.get(LEASES, "fracctl-recreate", "fracctl-test")
+            lease["spec"]["holderIdentity"] = "ops@bastion pid 7 run abc123"
+            incident.cluster.kube.replace(LEASES, lease)
+
+    with pytest.raises(Unsafe, match="lost the lock Lease .*ops@bastion pid 7"):
+        recreate(incident.context(), yes=True, boundary=steal)
+    assert deletes(incident) == 0
+    live = incident.cluster.live_target()
+    assert live is not None and live["spec"]["nodeSelector"] == OLD
+    lease = incident.cluster.kube.get(LEASES, "fracctl-recreate", "fracctl-test")
+    assert lease["spec"]["holderIdentity"] == "ops@bastion pid 7 run abc123", "not released"
+
+
+def test_unwritable_backup_stops_before_the_delete(incident: Incident) -> None:
+    blocker = incident.root / "not-a-dir"
+    blocker.write_text("")
+    ctx = incident.context(recreate__state_dir=str(blocker))
+    with pytest.raises(ExternalError, match="cannot write the backup .* nothing was deleted"):
+        recreate(ctx, yes=True)
+    assert deletes(incident) == 0
+    assert incident.cluster.live_target()["spec"]["nodeSelector"] == OLD  # type: ignore[index]

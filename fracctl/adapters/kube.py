@@ -20,6 +20,7 @@ from fracctl.errors import (
     ApiStatus,
     Cause,
     ConfigError,
+    ExternalError,
     NotFound,
     Unreachable,
     api_error_for,
@@ -98,7 +99,12 @@ class Kube:
             headers["Content-Type"] = content_type
         cfg = self._api.configuration
         if cfg.refresh_api_key_hook is not None:
-            cfg.refresh_api_key_hook(cfg)
+            try:
+                cfg.refresh_api_key_hook(cfg)
+            except Exception as e:  # noqa: BLE001 - exec/OIDC plugins raise anything
+                raise ConfigError(
+                    f"kubeconfig: refreshing the credentials failed ({type(e).__name__})"
+                ) from None
         auth = cfg.auth_settings().get("BearerToken")
         if auth and auth.get("value"):
             headers[auth["key"]] = auth["value"]
@@ -154,7 +160,16 @@ class Kube:
         plural = _plural_of(path)
         self.calls[f"{method} {plural}"] += 1
         resp = self._send(method, path, **kwargs)
-        return json.loads(resp.data) if resp.data else {}
+        if not resp.data:
+            return {}
+        try:
+            return json.loads(resp.data)  # type: ignore[no-any-return]
+        except ValueError:
+            raise ExternalError(
+                f"the API server at {self.host} sent a response that is not JSON "
+                f"({method} {_plural_of(path)})",
+                hint="is a proxy in the way?",
+            ) from None
 
     # --- typed helpers ----------------------------------------------------------------
 
@@ -271,14 +286,16 @@ class Kube:
         uid: str | None = None,
         propagation: str = "Background",
         grace_period: int | None = None,
+        resource_version: str | None = None,
     ) -> Obj:
         """DELETE an object; with ``uid`` only that incarnation of it.
 
         ``grace_period=0`` removes a pod bound to a node at once (no kubelet confirms).
         """
         body: Obj = {"kind": "DeleteOptions", "apiVersion": "v1", "propagationPolicy": propagation}
-        if uid:
-            body["preconditions"] = {"uid": uid}
+        preconditions = {"uid": uid, "resourceVersion": resource_version}
+        if any(preconditions.values()):
+            body["preconditions"] = {k: v for k, v in preconditions.items() if v}
         if grace_period is not None:
             body["gracePeriodSeconds"] = grace_period
         return self.request("DELETE", ref.path(namespace=namespace, name=name), body=body)
@@ -316,7 +333,12 @@ class Kube:
                 while b"\n" in buf:
                     line, buf = buf.split(b"\n", 1)
                     if line.strip():
-                        event = json.loads(line)
+                        try:
+                            event = json.loads(line)
+                        except ValueError:
+                            raise ExternalError(
+                                f"watch on {ref.plural} sent a line that is not JSON"
+                            ) from None
                         if event.get("type") == "ERROR":
                             raise _status_error(event.get("object") or {})
                         yield event["type"], event["object"]

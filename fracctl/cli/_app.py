@@ -60,7 +60,9 @@ def output_callback(value: str) -> str:
 def check_output(value: str, allowed: tuple[str, ...] = ("table", "json")) -> str:
     """Validate an ``-o`` value."""
     if value not in allowed:
-        raise typer.BadParameter(f"must be one of {', '.join(allowed)}")
+        raise typer.BadParameter(
+            f"must be one of {', '.join(allowed)}", param_hint="'-o' / '--output'"
+        )
     return value
 
 

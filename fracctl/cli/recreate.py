@@ -18,26 +18,29 @@ Output = Annotated[
 ]
 
 
-def _show_plan(c: Context, plan: Plan, guards: dict[str, Any] | None) -> None:
+def _show_plan(
+    c: Context, plan: Plan, guards: dict[str, Any] | None, *, to_stderr: bool = False
+) -> None:
     from fracctl.core.recreate import STEP_TEXT
 
     t = c.config.target
-    c.out.print(f"Plan for {t.kind}/{t.name}: {plan.summary}", markup=False)
-    c.out.print(f"  nodeSelector now: {plan.before}", markup=False)
-    c.out.print(f"  nodeSelector git: {plan.after}", markup=False)
+    console = c.err if to_stderr else c.out
+    console.print(f"Plan for {t.kind}/{t.name}: {plan.summary}", markup=False)
+    console.print(f"  nodeSelector now: {plan.before}", markup=False)
+    console.print(f"  nodeSelector git: {plan.after}", markup=False)
     for i, step in enumerate(plan.steps, 1):
-        c.out.print(f"  {i}. {STEP_TEXT.get(step, step)}", markup=False)
+        console.print(f"  {i}. {STEP_TEXT.get(step, step)}", markup=False)
     if guards:
         blast = guards.get("blast_radius") or {}
         nodes = blast.get("nodes") or []
         if nodes:
             names = ", ".join(n["name"] if isinstance(n, dict) else str(n) for n in nodes)
-            c.out.print(f"  MPS daemons restart on: {names}", markup=False)
+            console.print(f"  MPS daemons restart on: {names}", markup=False)
         for check in guards.get("checks") or []:
             mark = "ok " if check["ok"] else "NO "
-            c.out.print(f"  [{mark}] {check['name']}: {check['evidence']}", markup=False)
+            console.print(f"  [{mark}] {check['name']}: {check['evidence']}", markup=False)
             if not check["ok"] and check.get("fix"):
-                c.out.print(f"        fix: {check['fix']}", markup=False)
+                console.print(f"        fix: {check['fix']}", markup=False)
 
 
 def recreate(
@@ -74,7 +77,7 @@ def recreate(
     c = _app.context(ctx, git__revision=revision)
 
     def confirm(plan: Plan, guards: dict[str, Any] | None) -> bool:
-        _show_plan(c, plan, guards)
+        _show_plan(c, plan, guards, to_stderr=True)  # stdout stays clean for -o json
         return typer.confirm("Proceed?", default=False, err=True)
 
     result = flow.recreate(c, dry_run=dry_run, yes=yes, backend=backend, confirm=confirm)

@@ -49,3 +49,13 @@ def describe_condition(node: Mapping[str, Any], type_: str) -> str:
     if c.get("message"):
         text += f": {c['message']}"
     return text + ")"
+
+
+def selector_of(obj: Mapping[str, Any] | None, field_path: str) -> dict[str, str] | None:
+    """The node selector at ``field_path`` (``spec.nodeSelector``); None without an object."""
+    if obj is None:
+        return None
+    value: Any = obj
+    for part in field_path.split("."):
+        value = value.get(part) if isinstance(value, dict) else None
+    return dict(value or {})

@@ -11,7 +11,7 @@ from datetime import datetime, timezone
 from types import TracebackType
 from typing import Any
 
-from fracctl.core.lock import FREE, HELD, MINE, STALE, judge_lease, lease_spec
+from fracctl.core.lock import HELD, STALE, judge_lease, lease_spec
 from fracctl.core.resources import LEASES, NAMESPACES
 from fracctl.errors import Conflict, FracctlError, NotFound, Unsafe
 from fracctl.flows.context import Context
@@ -39,6 +39,7 @@ class LeaseLock:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self.acquired: datetime | None = None
+        self.lost = ""  # why the lease is no longer ours, once it is not
 
     def _now(self) -> datetime:
         return datetime.fromtimestamp(self.ctx.clock.now(), tz=timezone.utc)
@@ -83,9 +84,8 @@ class LeaseLock:
                 hint="rerun to see who holds it",
             ) from None
         self.acquired = now
-        if judged.state in (FREE, STALE, MINE):
-            self._thread = threading.Thread(target=self._renew_loop, daemon=True)
-            self._thread.start()
+        self._thread = threading.Thread(target=self._renew_loop, daemon=True)
+        self._thread.start()
 
     def _ensure_namespace(self) -> None:
         if self.kube.get_or_none(NAMESPACES, self.namespace) is None:
@@ -99,21 +99,40 @@ class LeaseLock:
 
     def _renew_loop(self) -> None:
         interval = max(0.5, self.duration / 3)
+        last_ok = self.ctx.clock.monotonic()
         while not self._stop.wait(interval):
             try:
                 self.renew()
-            except FracctlError as e:
+                last_ok = self.ctx.clock.monotonic()
+            except Exception as e:  # noqa: BLE001 - a dead renewal thread must not go unnoticed
                 self.ctx.warn(f"could not renew the lock Lease: {e}")
+                if self.ctx.clock.monotonic() - last_ok >= self.duration:
+                    self.lost = f"renewals failed for {self.duration}s ({e})"
 
     def renew(self) -> None:
-        """Push ``renewTime`` forward (only while we still hold it)."""
+        """Push ``renewTime`` forward; notes a lease that is no longer ours."""
         lease = self.kube.get_or_none(LEASES, self.name, self.namespace)
-        if lease is None or (lease.get("spec") or {}).get("holderIdentity") != self.me:
+        holder = (lease or {}).get("spec", {}).get("holderIdentity")
+        if lease is None or holder != self.me:
+            self.lost = f"the Lease is now held by {holder or 'nobody'}"
             return
         lease["spec"] = lease_spec(
             me=self.me, now=self._now(), duration=self.duration, acquired=self.acquired
         )
         self.kube.replace(LEASES, lease)
+
+    def check(self) -> None:
+        """Renew now, and raise Unsafe when the lock was lost (before each destructive step)."""
+        try:
+            self.renew()
+        except FracctlError as e:
+            self.lost = self.lost or f"could not renew it: {e}"
+        if self.lost:
+            raise Unsafe(
+                f"lost the lock Lease {self.namespace}/{self.name}: {self.lost}; stopped "
+                "before changing anything more",
+                hint="rerun: fracctl resumes from what the cluster shows",
+            )
 
     def release(self) -> None:
         """Stop renewing and give the lease up, if it is still ours."""
@@ -123,7 +142,13 @@ class LeaseLock:
         try:
             lease = self.kube.get_or_none(LEASES, self.name, self.namespace)
             if lease is not None and (lease.get("spec") or {}).get("holderIdentity") == self.me:
-                self.kube.delete(LEASES, self.name, self.namespace, uid=lease["metadata"]["uid"])
+                # resourceVersion, not uid: a takeover replaces the Lease and keeps its uid.
+                self.kube.delete(
+                    LEASES,
+                    self.name,
+                    self.namespace,
+                    resource_version=lease["metadata"]["resourceVersion"],
+                )
         except (NotFound, Conflict):
             pass
         except FracctlError as e:

@@ -17,8 +17,7 @@ import math
 import re
 import secrets
 import signal
-import threading
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from enum import Enum
@@ -28,6 +27,8 @@ from fracctl.config import Config
 from fracctl.core.resources import PODS
 from fracctl.errors import ApiError, ExitCode, ExternalError, FracctlError, NotFound, UsageError
 from fracctl.flows.context import Context
+from fracctl.flows.signals import interrupt_on_sigterm as _interrupt_on_sigterm
+from fracctl.flows.signals import main_thread as _main_thread
 
 NOT_READY = "node is not ready for fractional GPU scheduling"
 PROBE_LABEL = "fracctl.io/probe"
@@ -351,10 +352,6 @@ def _delete(ctx: Context, namespace: str, name: str, *, strict: bool) -> bool:
     return gone
 
 
-def _main_thread() -> bool:
-    return threading.current_thread() is threading.main_thread()
-
-
 @contextmanager
 def _shielded() -> Iterator[None]:
     """Ignore Ctrl-C while the probe is being deleted, so a second one cannot skip it."""
@@ -366,21 +363,3 @@ def _shielded() -> Iterator[None]:
         yield
     finally:
         signal.signal(signal.SIGINT, previous if previous is not None else signal.SIG_DFL)
-
-
-@contextmanager
-def _interrupt_on_sigterm() -> Iterator[None]:
-    """Treat SIGTERM (a cancelled CI job) like Ctrl-C, so the probe is still deleted."""
-    if not _main_thread():
-        yield
-        return
-
-    def raise_interrupt(signum: int, frame: object) -> None:
-        raise KeyboardInterrupt
-
-    handler: Callable[[int, Any], None] = raise_interrupt
-    previous = signal.signal(signal.SIGTERM, handler)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous if previous is not None else signal.SIG_DFL)

@@ -19,20 +19,23 @@ from pathlib import Path
 from typing import Any
 
 from fracctl.core import recreate as plan_mod
-from fracctl.core.nodes import is_ready, selector_string
+from fracctl.core.nodes import is_ready, selector_of, selector_string
 from fracctl.core.recreate import Plan
 from fracctl.core.resources import EVENTS, NODES, ResourceRef, target_ref
 from fracctl.errors import (
+    ApiError,
     Conflict,
     ExternalError,
     FracctlError,
     NotFound,
     Refused,
     TimedOut,
+    Unreachable,
     UsageError,
 )
 from fracctl.flows.context import Context
 from fracctl.flows.lock import LeaseLock, identity
+from fracctl.flows.signals import interrupt_on_sigterm
 from fracctl.flows.wait import ReadyResult, wait_ready
 
 Obj = dict[str, Any]
@@ -86,12 +89,6 @@ def _ref(ctx: Context) -> ResourceRef:
     return target_ref(t.group, t.version, t.plural, t.kind)
 
 
-def _selector(obj: Obj | None) -> dict[str, str] | None:
-    if obj is None:
-        return None
-    return dict((obj.get("spec") or {}).get("nodeSelector") or {})
-
-
 def _now() -> str:
     return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
@@ -130,10 +127,20 @@ def unready_nodes(ctx: Context, selector: dict[str, str] | None) -> list[str]:
 
 def backup(ctx: Context, live: Obj) -> str:
     """Write the live object as YAML before any delete; one file per object incarnation."""
-    from ruamel.yaml import YAML
-
     meta = live.get("metadata") or {}
     folder = state_dir(ctx) / "backups"
+    try:
+        return _write_backup(folder, live, meta)
+    except OSError as e:
+        raise ExternalError(
+            f"cannot write the backup under {folder}: {e.strerror}; nothing was deleted",
+            hint="fix recreate.state_dir or its permissions",
+        ) from None
+
+
+def _write_backup(folder: Path, live: Obj, meta: dict[str, Any]) -> str:
+    from ruamel.yaml import YAML
+
     folder.mkdir(parents=True, exist_ok=True)
     stem = f"{live.get('kind', 'object').lower()}-{meta.get('name')}-{str(meta.get('uid', ''))[:8]}"
     existing = sorted(folder.glob(f"{stem}-*.yaml"))
@@ -184,33 +191,34 @@ def wait_gone(ctx: Context, uid: str, *, timeout: float | None = None) -> None:
     deadline = ctx.clock.monotonic() + timeout
     last: Obj | None = None
     while True:
-        current = None
-        rv = ""
-        page = ctx.kube.request(
-            "GET", ref.path(), query={"fieldSelector": f"metadata.name={t.name}"}
-        )
+        page = next(ctx.kube.list_pages(ref, field_selector=f"metadata.name={t.name}"))
         rv = (page.get("metadata") or {}).get("resourceVersion", "")
-        for item in page.get("items") or []:
-            current = item
+        current = next(iter(page.get("items") or []), None)
         if current is None or current["metadata"].get("uid") != uid:
             return
         last = current
         remaining = deadline - ctx.clock.monotonic()
         if remaining <= 0:
             break
-        for kind, obj in ctx.kube.watch(
-            ref,
-            field_selector=f"metadata.name={t.name}",
-            resource_version=rv,
-            timeout_seconds=max(1, min(int(remaining + 0.999), 60)),
-        ):
-            if kind == "BOOKMARK":
-                continue
-            if kind == "DELETED" or obj["metadata"].get("uid") != uid:
-                return
-            last = obj
-            if ctx.clock.monotonic() >= deadline:
-                break
+        try:
+            for kind, obj in ctx.kube.watch(
+                ref,
+                field_selector=f"metadata.name={t.name}",
+                resource_version=rv,
+                timeout_seconds=max(1, min(int(remaining + 0.999), 60)),
+            ):
+                if kind == "BOOKMARK":
+                    continue
+                if kind == "DELETED" or obj["metadata"].get("uid") != uid:
+                    return
+                last = obj
+                if ctx.clock.monotonic() >= deadline:
+                    break
+        except ApiError as e:
+            if e.status.code != 410:  # 410 Gone: list again from a fresh resourceVersion
+                raise
+        except Unreachable:
+            ctx.clock.sleep(1.0)  # a dropped watch: list again
         if ctx.clock.monotonic() >= deadline:
             break
     finalizers = ", ".join((last or {}).get("metadata", {}).get("finalizers") or []) or "none"
@@ -263,7 +271,7 @@ def verify(ctx: Context, desired_selector: dict[str, str], backend: str, said: s
     """Read the live object back: it must exist and carry git's selector."""
     t = ctx.config.target
     live = ctx.kube.get_or_none(_ref(ctx), t.name)
-    got = _selector(live)
+    got = selector_of(live, t.selector_field)
     if (
         live is not None
         and got == desired_selector
@@ -286,10 +294,13 @@ def verify(ctx: Context, desired_selector: dict[str, str], backend: str, said: s
 def record(ctx: Context, *, live: Obj | None, entry: dict[str, Any]) -> str:
     """Append the audit line, and put an Event on the new object (best effort)."""
     folder = state_dir(ctx)
-    folder.mkdir(parents=True, exist_ok=True)
     path = folder / "audit.log"
-    with open(path, "a", encoding="utf-8") as f:
-        f.write(json.dumps(entry, sort_keys=True) + "\n")
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        with open(path, "a", encoding="utf-8") as f:
+            f.write(json.dumps(entry, sort_keys=True) + "\n")
+    except OSError as e:  # the cluster work is done; losing the log line must not undo that
+        ctx.warn(f"could not write the audit line to {path}: {e.strerror}")
     if live is not None:
         t = ctx.config.target
         meta = live["metadata"]
@@ -374,7 +385,8 @@ def recreate(
         "object": f"{t.kind}/{t.name}",
         "backend": backend,
     }
-    with lock:
+    check_lock = lock.check if isinstance(lock, LeaseLock) else (lambda: None)
+    with interrupt_on_sigterm(), lock:
         at("locked")
         drift = check_target(ctx, desired_objects=objects)
         if drift.verdict == "missing-desired":
@@ -390,7 +402,11 @@ def recreate(
                 hint="fix the manifest in git",
             )
         live, desired = drift.live, drift.desired
-        live_sel, desired_sel = _selector(live), _selector(desired) or {}
+        field_path = ctx.config.target.selector_field
+        live_sel, desired_sel = (
+            selector_of(live, field_path),
+            selector_of(desired, field_path) or {},
+        )
         terminating = bool(live and live["metadata"].get("deletionTimestamp"))
         plan = plan_mod.decide(
             verdict=drift.verdict,
@@ -423,6 +439,8 @@ def recreate(
 
         try:
             for step in plan.steps:
+                if step in (plan_mod.DELETE, plan_mod.RECREATE):
+                    check_lock()
                 live = _run_step(
                     ctx,
                     step,
@@ -457,7 +475,7 @@ def _run_step(
 ) -> Obj | None:
     """Run one step; returns the live object as the step leaves it."""
     t = ctx.config.target
-    desired_sel = _selector(desired) or {}
+    desired_sel = selector_of(desired, ctx.config.target.selector_field) or {}
     if step == plan_mod.BACKUP and live is not None:
         result.backup = backup(ctx, live)
         ctx.info(f"backed up {t.kind}/{t.name} to {result.backup}")

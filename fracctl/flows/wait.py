@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from fracctl.core.nodes import describe_condition, is_ready, selector_string
+from fracctl.core.nodes import describe_condition, is_ready, selector_of, selector_string
 from fracctl.core.resources import NODES
 from fracctl.errors import ApiError, Refused, TimedOut, Unreachable
 from fracctl.flows.context import Context
@@ -170,5 +170,5 @@ def wait_for_target(ctx: Context, *, timeout: float | None = None) -> ReadyResul
             f"{t.kind}/{t.name} does not exist; nothing selects nodes yet",
             hint="create it (fracctl recreate) first",
         )
-    selector = (live.get("spec") or {}).get("nodeSelector") or {}
-    return wait_ready(ctx, selector=dict(selector), timeout=timeout)
+    selector = selector_of(live, t.selector_field) or {}
+    return wait_ready(ctx, selector=selector, timeout=timeout)
