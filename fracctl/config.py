@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Union
 
+from fracctl.core.resources import ResourceRef, split_api_version, target_ref
 from fracctl.errors import ConfigError
 
 # --- target naming presets -------------------------------------------------------------
@@ -112,6 +113,20 @@ class TargetConfig:
     def api_version(self) -> str:
         """``group/version``."""
         return f"{self.group}/{self.version}"
+
+    @property
+    def ref(self) -> ResourceRef:
+        """The cluster-scoped resource the target lives in."""
+        return target_ref(self.group, self.version, self.plural, self.kind)
+
+    def matches(self, obj: Mapping[str, Any]) -> bool:
+        """Whether a manifest is the target object (group, kind and name)."""
+        group, _ = split_api_version(str(obj.get("apiVersion", "")))
+        return (
+            group == self.group
+            and obj.get("kind") == self.kind
+            and (obj.get("metadata") or {}).get("name") == self.name
+        )
 
 
 @dataclass(frozen=True)

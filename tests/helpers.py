@@ -10,7 +10,7 @@ from typing import Any
 
 from fracctl.adapters.kube import Kube
 from fracctl.config import Config
-from fracctl.core.resources import LEASES, NAMESPACES, NODES, PODS, ResourceRef, target_ref
+from fracctl.core.resources import LEASES, NAMESPACES, NODES, PODS, ResourceRef
 from fracctl.errors import Conflict, NotFound
 
 SMP = "application/strategic-merge-patch+json"
@@ -46,8 +46,7 @@ def run_cli(*args: str) -> Result:
 
 
 def ref_for(config: Config) -> ResourceRef:
-    t = config.target
-    return target_ref(t.group, t.version, t.plural, t.kind)
+    return config.target.ref
 
 
 @dataclass

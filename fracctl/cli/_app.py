@@ -50,13 +50,6 @@ def emit_json(data: Any) -> None:
 OUTPUT_HELP = "Output format: table or json."
 
 
-def output_callback(value: str) -> str:
-    """Typer callback validating ``-o table|json`` (a usage error names the option)."""
-    if value not in ("table", "json"):
-        raise typer.BadParameter("must be one of table, json")
-    return value
-
-
 def check_output(value: str, allowed: tuple[str, ...] = ("table", "json")) -> str:
     """Validate an ``-o`` value."""
     if value not in allowed:

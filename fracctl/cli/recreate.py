@@ -12,10 +12,7 @@ if TYPE_CHECKING:
     from fracctl.core.recreate import Plan
     from fracctl.flows.context import Context
 
-Output = Annotated[
-    str,
-    typer.Option("-o", "--output", help=_app.OUTPUT_HELP, callback=_app.output_callback),
-]
+Output = Annotated[str, typer.Option("-o", "--output", help=_app.OUTPUT_HELP)]
 
 
 def _show_plan(
@@ -74,6 +71,7 @@ def recreate(
     """
     from fracctl.flows import recreate as flow
 
+    _app.check_output(output)
     c = _app.context(ctx, git__revision=revision)
 
     def confirm(plan: Plan, guards: dict[str, Any] | None) -> bool:
@@ -119,6 +117,7 @@ def wait(
     """
     from fracctl.flows.wait import wait_for_target
 
+    _app.check_output(output)
     c = _app.context(ctx, timeouts__ready=timeout)
     result = wait_for_target(c)
     if output == "json":

@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from fracctl.core.drift import APPLIES_IN_PLACE, MISSING_LIVE, NEEDS_RECREATE
+
 # Steps, in order. A plan is a suffix of this list (or empty).
 LOCK = "lock"
 GUARDS = "guards"
@@ -95,7 +97,7 @@ def decide(
             live_selector,
             desired_selector,
         )
-    if verdict == "missing-live":
+    if verdict == MISSING_LIVE:
         return Plan(
             RESUME_MISSING,
             [GUARDS, RECREATE, VERIFY, WAIT_READY, RECORD],
@@ -103,7 +105,7 @@ def decide(
             None,
             desired_selector,
         )
-    if verdict == "needs-recreate":
+    if verdict == NEEDS_RECREATE:
         return Plan(
             FULL,
             [GUARDS, BACKUP, DELETE, WAIT_GONE, RECREATE, VERIFY, WAIT_READY, RECORD],
@@ -111,7 +113,7 @@ def decide(
             live_selector,
             desired_selector,
         )
-    if verdict == "applies-in-place":
+    if verdict == APPLIES_IN_PLACE:
         return Plan(
             IN_PLACE,
             [],

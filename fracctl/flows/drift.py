@@ -22,7 +22,7 @@ from fracctl.core.immutability import (
     is_builtin_group,
     rules_from_crd,
 )
-from fracctl.core.resources import ResourceRef, split_api_version, target_ref
+from fracctl.core.resources import ResourceRef, split_api_version
 from fracctl.errors import ApiError, Forbidden, NotFound, UsageError
 from fracctl.flows.context import Context
 from fracctl.flows.render import Desired
@@ -258,16 +258,6 @@ def check_objects(
     return report
 
 
-def _is_target(obj: Obj, ctx: Context) -> bool:
-    t = ctx.config.target
-    group, _ = split_api_version(str(obj.get("apiVersion", "")))
-    return (
-        group == t.group
-        and obj.get("kind") == t.kind
-        and (obj.get("metadata") or {}).get("name") == t.name
-    )
-
-
 def check_target(ctx: Context, *, desired_objects: Sequence[Obj] | None = None) -> d.ObjectDrift:
     """The verdict for the configured target object (``ctx.config.target``).
 
@@ -294,8 +284,8 @@ def _check_target(
     else:
         desired = desired or render(ctx)
         objects = desired.objects
-    index = next((i for i, o in enumerate(objects) if _is_target(o, ctx)), None)
-    ref = target_ref(t.group, t.version, t.plural, t.kind)
+    index = next((i for i, o in enumerate(objects) if ctx.config.target.matches(o)), None)
+    ref = t.ref
     item = _Item(t.api_version, t.kind, "", t.name, None, ref=ref)
     if index is not None:
         item.desired = objects[index]

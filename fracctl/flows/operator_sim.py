@@ -21,18 +21,11 @@ from typing import Any
 
 from fracctl.config import Config
 from fracctl.core.nodes import condition, labels_of, matches
-from fracctl.core.resources import NODES, ResourceRef
-from fracctl.core.resources import target_ref as _ref
+from fracctl.core.resources import NODES
 from fracctl.errors import Conflict, FracctlError, NotFound
 
 NEVER_READY = "sandbox.fracctl.io/simulate"
 SMP = "application/strategic-merge-patch+json"
-
-
-def target_ref(config: Config) -> ResourceRef:
-    """The configured target's resource."""
-    t = config.target
-    return _ref(t.group, t.version, t.plural, t.kind)
 
 
 class OperatorSimulation:
@@ -45,7 +38,7 @@ class OperatorSimulation:
         self.config = config
         self.delay = delay
         self.monotonic = clock or time.monotonic
-        self.ref = target_ref(config)
+        self.ref = config.target.ref
         self._seen: dict[str, float] = {}  # node -> when first matched
 
     def reconcile(self) -> None:

@@ -25,7 +25,7 @@ from fracctl.core.fractional import (
 from fracctl.core.immutability import get_path
 from fracctl.core.nodes import selector_string
 from fracctl.core.policy import Rule, node_findings, selector_findings, standings
-from fracctl.core.resources import NODES, PODS, target_ref
+from fracctl.core.resources import NODES, PODS
 from fracctl.errors import ConfigError, FracctlError
 from fracctl.flows.context import Context
 
@@ -285,7 +285,7 @@ def run_guards(
 def live_selector(ctx: Context) -> dict[str, str] | None:
     """The live target's selector, or ``None`` when the object (or its CRD) is absent."""
     t = ctx.config.target
-    obj = ctx.kube.get_or_none(target_ref(t.group, t.version, t.plural, t.kind), t.name)
+    obj = ctx.kube.get_or_none(t.ref, t.name)
     if obj is None:
         return None
     value = get_path(obj, t.selector_field)
@@ -302,11 +302,7 @@ def desired_selector(ctx: Context) -> tuple[dict[str, str] | None, str | None]:
     except FracctlError as e:
         return None, f"rendering git failed: {e}"
     for obj in objects:
-        if (
-            obj.get("kind") == t.kind
-            and str(obj.get("apiVersion", "")).split("/")[0] == t.group
-            and (obj.get("metadata") or {}).get("name") == t.name
-        ):
+        if t.matches(obj):
             value = get_path(obj, t.selector_field)
             if not isinstance(value, Mapping):
                 return None, f"{t.kind}/{t.name} in git has no {t.selector_field}"

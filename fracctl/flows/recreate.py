@@ -19,9 +19,10 @@ from pathlib import Path
 from typing import Any
 
 from fracctl.core import recreate as plan_mod
+from fracctl.core.drift import IN_SYNC, MISSING_DESIRED, REJECTED
 from fracctl.core.nodes import is_ready, selector_of, selector_string
 from fracctl.core.recreate import Plan
-from fracctl.core.resources import EVENTS, NODES, ResourceRef, target_ref
+from fracctl.core.resources import EVENTS, NODES
 from fracctl.errors import (
     ApiError,
     Conflict,
@@ -82,11 +83,6 @@ class RecreateResult:
             "audit_file": self.audit_file,
             "notes": self.notes,
         }
-
-
-def _ref(ctx: Context) -> ResourceRef:
-    t = ctx.config.target
-    return target_ref(t.group, t.version, t.plural, t.kind)
 
 
 def _now() -> str:
@@ -172,7 +168,7 @@ def delete(ctx: Context, live: Obj) -> None:
     """Delete exactly this incarnation of the object (UID precondition)."""
     meta = live["metadata"]
     try:
-        ctx.kube.delete(_ref(ctx), meta["name"], uid=meta["uid"])
+        ctx.kube.delete(ctx.config.target.ref, meta["name"], uid=meta["uid"])
     except NotFound:
         pass  # already gone
     except Conflict as e:
@@ -186,7 +182,7 @@ def delete(ctx: Context, live: Obj) -> None:
 def wait_gone(ctx: Context, uid: str, *, timeout: float | None = None) -> None:
     """Watch until the object with ``uid`` is gone (its finalizers released)."""
     t = ctx.config.target
-    ref = _ref(ctx)
+    ref = ctx.config.target.ref
     timeout = ctx.config.timeouts.delete if timeout is None else timeout
     deadline = ctx.clock.monotonic() + timeout
     last: Obj | None = None
@@ -244,7 +240,7 @@ def recreate_object(ctx: Context, desired: Obj, backend: str) -> str:
     """Have the backend create the object; returns a one-line account of what it said."""
     t = ctx.config.target
     if backend == "apply":
-        ctx.kube.apply(_ref(ctx), _clean_desired(desired))
+        ctx.kube.apply(ctx.config.target.ref, _clean_desired(desired))
         return "server-side apply (field manager fracctl) accepted the object"
     if backend == "argocd":
         from fracctl.adapters.argocd import ArgoCD
@@ -270,7 +266,7 @@ def recreate_object(ctx: Context, desired: Obj, backend: str) -> str:
 def verify(ctx: Context, desired_selector: dict[str, str], backend: str, said: str) -> Obj:
     """Read the live object back: it must exist and carry git's selector."""
     t = ctx.config.target
-    live = ctx.kube.get_or_none(_ref(ctx), t.name)
+    live = ctx.kube.get_or_none(ctx.config.target.ref, t.name)
     got = selector_of(live, t.selector_field)
     if (
         live is not None
@@ -389,13 +385,13 @@ def recreate(
     with interrupt_on_sigterm(), lock:
         at("locked")
         drift = check_target(ctx, desired_objects=objects)
-        if drift.verdict == "missing-desired":
+        if drift.verdict == MISSING_DESIRED:
             raise Refused(
                 f"git has no {t.kind}/{t.name} at {ctx.config.git.revision} under "
                 f"{ctx.config.git.path}; refusing to delete the live one",
                 hint="check git.repo, git.path and git.revision",
             )
-        if drift.verdict == "rejected":
+        if drift.verdict == REJECTED:
             raise Refused(
                 f"the API server rejects git's {t.kind}/{t.name} for a reason a recreate does "
                 f"not fix: {drift.message}",
@@ -413,7 +409,7 @@ def recreate(
             terminating=terminating,
             live_selector=live_sel,
             desired_selector=desired_sel,
-            unready_nodes=unready_nodes(ctx, live_sel) if drift.verdict == "in-sync" else [],
+            unready_nodes=unready_nodes(ctx, live_sel) if drift.verdict == IN_SYNC else [],
         )
         entry.update(before=live_sel, after=desired_sel)
         at("planned")
@@ -505,7 +501,7 @@ def _run_step(
         result.ready = wait_ready(ctx, selector=desired_sel)
         at("ready")
     elif step == plan_mod.RECORD:
-        final = ctx.kube.get_or_none(_ref(ctx), t.name)
+        final = ctx.kube.get_or_none(ctx.config.target.ref, t.name)
         done = {
             **entry,
             "time": _now(),

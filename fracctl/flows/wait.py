@@ -161,10 +161,8 @@ def wait_ready(
 
 def wait_for_target(ctx: Context, *, timeout: float | None = None) -> ReadyResult:
     """``fracctl wait``: wait for the nodes the live target object selects."""
-    from fracctl.core.resources import target_ref
-
     t = ctx.config.target
-    live = ctx.kube.get_or_none(target_ref(t.group, t.version, t.plural, t.kind), t.name)
+    live = ctx.kube.get_or_none(t.ref, t.name)
     if live is None:
         raise Refused(
             f"{t.kind}/{t.name} does not exist; nothing selects nodes yet",
