@@ -3,7 +3,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 
-.PHONY: venv control-plane helm test test-unit lint demo bench clean
+.PHONY: venv control-plane helm argocd test test-unit lint demo bench clean
 
 $(STAMP): pyproject.toml
 	python3 -m venv $(VENV)
@@ -21,7 +21,13 @@ control-plane:
 helm:
 	@bash scripts/build-helm.sh >/dev/null
 
-test: venv control-plane helm
+# A real Argo CD v3.2.11 for the e2e tests, and kustomize for its repo server (built from
+# Go modules into ~/.cache/fracctl unless one is on PATH). Needs redis-server and git to run.
+argocd:
+	@bash scripts/build-argocd.sh >/dev/null
+	@bash scripts/build-kustomize.sh >/dev/null
+
+test: venv control-plane helm argocd
 	PATH="$$(bash scripts/build-helm.sh):$$PATH" $(VENV)/bin/pytest
 
 test-unit: venv

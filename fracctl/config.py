@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Union
 
+from fracctl.core.policy import product_words
 from fracctl.core.resources import ResourceRef, split_api_version, target_ref
 from fracctl.errors import ConfigError
 
@@ -79,6 +80,13 @@ def parse_duration(value: object) -> Duration:
 # --- the schema ------------------------------------------------------------------------
 
 
+def _names_given(section: object, *keys: str) -> None:
+    """Object names cannot be blank: a blank name would address the whole collection."""
+    for key in keys:
+        if not str(getattr(section, key)).strip():
+            raise ValueError(f"{key} cannot be empty")
+
+
 @dataclass(frozen=True)
 class KubeConfig:
     """How to reach the cluster."""
@@ -102,6 +110,7 @@ class TargetConfig:
     selector_field: str = "spec.nodeSelector"
 
     def __post_init__(self) -> None:
+        _names_given(self, "name")
         preset = NAMINGS.get(self.naming)
         if preset is None:
             raise ValueError(f"naming must be one of {', '.join(NAMINGS)}, got {self.naming!r}")
@@ -145,6 +154,9 @@ class LabelsConfig:
     class_key: str = "example.org/gpu-class"
     allowed_classes: list[str] = field(default_factory=lambda: ["rtx-pro-6000", "b200"])
     denied_classes: list[str] = field(default_factory=lambda: ["h200"])
+    # Set by GPU feature discovery from the hardware; checked as well as the class label.
+    product_keys: list[str] = field(default_factory=lambda: ["nvidia.com/gpu.product"])
+    denied_products: list[str] = field(default_factory=lambda: ["H200"])
 
     def __post_init__(self) -> None:
         if "=" not in self.opt_in or self.opt_in.startswith("="):
@@ -152,6 +164,11 @@ class LabelsConfig:
         both = set(self.allowed_classes) & set(self.denied_classes)
         if both:
             raise ValueError(f"classes both allowed and denied: {', '.join(sorted(both))}")
+        if any(not k.strip() for k in self.product_keys):
+            raise ValueError("product_keys: a label key cannot be empty")
+        for pattern in self.denied_products:
+            if not product_words(pattern):
+                raise ValueError(f"denied_products: {pattern!r} names no product")
 
     @property
     def opt_in_key(self) -> str:
@@ -213,6 +230,9 @@ class FluxConfig:
     kustomization: str = "gpu-fractioning"
     namespace: str = "flux-system"
 
+    def __post_init__(self) -> None:
+        _names_given(self, "kustomization", "namespace")
+
 
 @dataclass(frozen=True)
 class RecreateConfig:
@@ -224,6 +244,7 @@ class RecreateConfig:
     state_dir: str = "~/.local/state/fracctl"
 
     def __post_init__(self) -> None:
+        _names_given(self, "lock_namespace", "lock_name")
         if self.backend not in ("argocd", "flux", "apply"):
             raise ValueError(f"backend must be argocd, flux or apply, got {self.backend!r}")
 
@@ -248,6 +269,7 @@ class ProbeConfig:
     run_as_user: int = 65534
 
     def __post_init__(self) -> None:
+        _names_given(self, "namespace")
         for item in self.tolerations:
             m = _TOLERATION.match(item.strip())
             if (
@@ -273,6 +295,12 @@ class TimeoutsConfig:
     ready: Duration = Duration(600)
     probe: Duration = Duration(120)
     lock_lease: Duration = Duration(60)
+
+    def __post_init__(self) -> None:
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            if value <= 0:
+                raise ValueError(f"{f.name} must be a positive duration, got {value:g}s")
 
 
 @dataclass(frozen=True)
@@ -354,13 +382,18 @@ class Config:
 
 
 class _Located:
-    """A value with the line it came from (0 when not from a file)."""
+    """A value with where it came from, so an error can name that place.
 
-    __slots__ = ("value", "line")
+    ``line`` is the line in the file (0 when not from the file); ``origin`` names a
+    source other than the file: ``--timeout`` or ``environment variable FRACCTL_…``.
+    """
 
-    def __init__(self, value: Any, line: int) -> None:
+    __slots__ = ("value", "line", "origin")
+
+    def __init__(self, value: Any, line: int, origin: str = "") -> None:
         self.value = value
         self.line = line
+        self.origin = origin
 
 
 def _coerce(tp: Any, raw: Any, where: str) -> Any:
@@ -415,18 +448,37 @@ def _build(values: Mapping[str, Mapping[str, _Located]], file: str | None) -> Co
             try:
                 kwargs[key] = _coerce(fields[key], loc.value, where)
             except ValueError as e:
-                raise ConfigError(_locate(file, loc.line, where, str(e))) from None
+                raise ConfigError(_locate(file, loc, where, str(e))) from None
         try:
             sections[section] = cls(**kwargs)
         except ValueError as e:
-            line = min((loc.line for loc in items.values() if loc.line), default=0)
-            raise ConfigError(_locate(file, line, section, str(e))) from None
+            raise ConfigError(_locate(file, _blame(items, str(e)), section, str(e))) from None
     return Config(**sections, source=file)
 
 
-def _locate(file: str | None, line: int, where: str, message: str) -> str:
-    if file and line:
-        return f"{file}:{line}: {where}: {message}"
+def _blame(items: Mapping[str, _Located], message: str) -> _Located | None:
+    """The value a section's complaint is about: the first of its keys the message names."""
+    hits = []
+    for key in items:
+        m = re.search(rf"\b{re.escape(key)}\b", message)
+        if m:
+            hits.append((m.start(), key))
+    if hits:
+        return items[min(hits)[1]]
+    if all(not loc.origin for loc in items.values()):  # all from the file: its first line
+        line = min((loc.line for loc in items.values() if loc.line), default=0)
+        return _Located(None, line)
+    return None
+
+
+def _locate(file: str | None, loc: _Located | None, where: str, message: str) -> str:
+    """``message`` prefixed with where the value came from: a flag, a variable, file:line."""
+    if loc is not None and loc.origin:
+        return f"{loc.origin}: {where}: {message}"
+    if loc is None:  # values from several places, none named by the message
+        return f"{where}: {message}"
+    if file and loc.line:
+        return f"{file}:{loc.line}: {where}: {message}"
     if file:
         return f"{file}: {where}: {message}"
     return f"{where}: {message}"
@@ -498,7 +550,9 @@ def _from_env(env: Mapping[str, str]) -> dict[str, dict[str, _Located]]:
         for key in _section_types(cls):
             name = f"FRACCTL_{section}_{key}".upper()
             if name in env:
-                out.setdefault(section, {})[key] = _Located(env[name], 0)
+                out.setdefault(section, {})[key] = _Located(
+                    env[name], 0, f"environment variable {name}"
+                )
     return out
 
 
@@ -507,6 +561,7 @@ def load(
     *,
     env: Mapping[str, str] | None = None,
     overrides: Mapping[str, Any] | None = None,
+    flags: Mapping[str, str] | None = None,
 ) -> Config:
     """Load the configuration.
 
@@ -514,6 +569,8 @@ def load(
         path: ``--config`` value; when given the file must exist.
         env: the environment (defaults to ``os.environ``).
         overrides: flag values as ``{"section.key": value}``; ``None`` values are ignored.
+        flags: the flag each override came from (``{"timeouts.ready": "--timeout"}``),
+            so an error names the flag rather than the file.
 
     Returns:
         The validated configuration.
@@ -527,7 +584,10 @@ def load(
     if explicit:
         file = Path(explicit).expanduser()
         if not file.is_file():
-            raise ConfigError(f"{explicit}: config file not found")
+            what = "is a directory, not a config file" if file.is_dir() else "config file not found"
+            raise ConfigError(
+                f"{explicit}: {what}", hint=None if path else "named by FRACCTL_CONFIG"
+            )
     elif Path("fracctl.yaml").is_file():
         file = Path("fracctl.yaml")
 
@@ -541,12 +601,37 @@ def load(
         section, key = dotted.split(".", 1)
         if section not in hints or key not in _section_types(hints[section]):
             raise ConfigError(f"unknown setting {dotted!r}")  # pragma: no cover - code bug
-        flag_layer.setdefault(section, {})[key] = _Located(value, 0)
+        flag = (flags or {}).get(dotted) or "a command-line flag"
+        flag_layer.setdefault(section, {})[key] = _Located(value, 0, flag)
     layers.append(flag_layer)
     for layer in layers:
         for section, items in layer.items():
             merged.setdefault(section, {}).update(items)
     return _build(merged, str(file) if file else None)
+
+
+def check_value(dotted: str, raw: Any) -> Any:
+    """Parse one setting's value as the configuration would (``"timeouts.ready"``, ``"10m"``).
+
+    For command-line flags that set a configuration key: checked where the flag is
+    parsed, a bad value is reported as that flag's. The section's own checks run too,
+    with every other key at its default; a complaint that does not name this key (one
+    about a combination of keys) is left to :func:`load`, which sees them all.
+
+    Raises:
+        ValueError: the value does not parse (a duration, integer, boolean…) or is out
+            of range; the message does not repeat the key.
+    """
+    section, key = dotted.split(".", 1)
+    cls = _section_types(Config)[section]
+    value = _coerce(_section_types(cls)[key], raw, dotted)
+    try:
+        cls(**{key: value})
+    except ValueError as e:
+        m = re.match(rf"^{re.escape(key)}\b:?\s*(.*)$", str(e), re.S)
+        if m:
+            raise ValueError(m.group(1)) from None
+    return value
 
 
 def as_dict(config: Config) -> dict[str, Any]:

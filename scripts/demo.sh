@@ -16,8 +16,20 @@ expect() {
 fracctl sandbox down >/dev/null
 trap 'fracctl sandbox down >/dev/null' EXIT
 
+# The recreate goes through the real Argo CD when it was built (make argocd) and
+# redis-server is installed; otherwise fracctl applies the object itself.
+here="$(dirname "$0")"
+up=(fracctl sandbox up)
+if argocd_dir="$(bash "$here/build-argocd.sh" --check 2>/dev/null)" && command -v redis-server >/dev/null; then
+  up+=(--argocd)
+  backend="the real Argo CD ($argocd_dir/argocd)"
+else
+  backend="a direct server-side apply (Argo CD not built: run 'make argocd' and install redis-server)"
+fi
+
 say "A sandbox: kube-apiserver + etcd, nodes rtx-pro-6000-0, b200-0, h200-0"
-expect 0 fracctl sandbox up
+echo "recreate backend: $backend"
+expect 0 "${up[@]}"
 eval "$(fracctl sandbox env)"
 sleep 3
 expect 0 fracctl sandbox status
@@ -32,7 +44,7 @@ expect 0 fracctl nodes label b200-0
 say "Drift: the live object still selects the RTX class; the API server says why"
 expect 1 fracctl drift
 
-say "The plan, then the guarded delete -> recreate -> wait"
+say "The plan, then the guarded delete -> recreate through $backend -> wait"
 expect 0 fracctl recreate --dry-run
 expect 0 fracctl recreate --yes
 
@@ -42,4 +54,4 @@ expect 0 fracctl wait
 expect 0 fracctl recreate --yes
 kubectl get nodes -L example.org/gpu-class -L example.org/gpu-fractions
 echo
-echo "demo: done"
+echo "demo: done (recreated through $backend)"

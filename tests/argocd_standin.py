@@ -11,7 +11,8 @@ error bodies ``{"error", "code", "message", "details"}``:
   ``another operation is already in progress`` while an operation runs;
 * ``DELETE /api/v1/applications/{name}/operation``;
 * ``GET /api/v1/applications/{name}/managed-resources`` (states as JSON strings);
-* ``GET /api/v1/applications/{name}/manifests[?revision=]``.
+* ``GET /api/v1/applications/{name}/manifests[?revision=]``;
+* ``GET /api/v1/account/can-i/applications/{action}/{project}/{name}``.
 
 Every call but the session needs ``Authorization: Bearer <token>`` (401 otherwise).
 
@@ -607,6 +608,9 @@ class ArgoCDStandIn:
         query = parse_qs(parts.query)
         path = parts.path.rstrip("/")
         self.requests.append((method, path, query, body))
+        content_type = (headers.get("Content-Type") or "").split(";")[0].strip()
+        if method in ("POST", "DELETE") and content_type != "application/json":
+            return 415, "Invalid content type\n"  # plain text, as the real server answers
         try:
             if method == "POST" and path == "/api/v1/session":
                 return 200, self._session(body)
@@ -645,6 +649,12 @@ class ArgoCDStandIn:
             )
 
     def _route(self, method: str, path: str, query: dict[str, list[str]], body: Any) -> Any:
+        can_i = "/api/v1/account/can-i/"
+        if method == "GET" and path.startswith(can_i):
+            # Argo CD answers for the token's own account, whether or not the object exists.
+            resource, action, *sub = (unquote(p) for p in path[len(can_i) :].split("/"))
+            allowed = resource == "applications" and action not in self.denied
+            return {"value": "yes" if allowed else "no"}
         prefix = "/api/v1/applications/"
         if not path.startswith(prefix):
             raise grpc_error(404, 5, "Not Found")
@@ -655,7 +665,9 @@ class ArgoCDStandIn:
         # RBAC is checked first: a user without access cannot tell whether an app exists.
         self._deny(action)
         if name != self.app_name:
-            raise grpc_error(404, 5, f'applications.argoproj.io "{name}" not found')
+            # As the real v3.2.11 answers (contract test): 403, never 404, so that a
+            # caller cannot tell a missing app from one it may not see.
+            raise grpc_error(403, 7, "permission denied")
         if method == "GET" and sub == "":
             refresh = (query.get("refresh") or [""])[0]
             if refresh:
@@ -710,9 +722,10 @@ class _Handler(BaseHTTPRequestHandler):
             status, payload = self.owner.handle(self.command, self.path, self.headers, body)
         except Exception as e:  # noqa: BLE001 - a bug in the stand-in shows as a 500
             status, payload = 500, {"error": str(e), "code": 13, "message": str(e), "details": []}
-        data = json.dumps(payload).encode()
+        text = isinstance(payload, str)
+        data = payload.encode() if text else json.dumps(payload).encode()
         self.send_response(status)
-        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Type", "text/plain" if text else "application/json")
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
         self.wfile.write(data)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -13,6 +14,9 @@ from fracctl.adapters import controlplane
 from fracctl.adapters.kube import Kube
 from fracctl.flows.sandbox import install_crd
 from tests.helpers import Cluster
+
+if TYPE_CHECKING:
+    from tests.argocd_real import RealArgoCD
 
 REPO = Path(__file__).resolve().parents[1]
 # Tests get a fresh HOME, but keep using the real build cache of the control plane.
@@ -69,3 +73,14 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if "control_plane" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.cluster)
+
+
+@pytest.fixture(scope="session")
+def real_argocd(
+    control_plane: controlplane.ControlPlane, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[RealArgoCD]:
+    """One real Argo CD (v3.2.11) per session beside the control plane; see tests/argocd_real."""
+    from tests.argocd_real import start_session
+
+    with start_session(control_plane, tmp_path_factory.mktemp("argocd")) as argocd:
+        yield argocd

@@ -721,3 +721,245 @@ def test_the_token_never_appears_in_a_timeout() -> None:
     with client() as c, pytest.raises(TimedOut) as e:
         c.wait_operation("gpu", timeout=1, clock=FakeClock())
     leak_free(str(e.value))
+
+
+# --- the token is checked at load, from every source ------------------------------------
+
+BAD_TOKENS = {
+    "line-break": f"{TOKEN}\nsecond-line",
+    "carriage-return": f"{TOKEN}\rx",
+    "space": f"{TOKEN} more",
+    "tab": f"{TOKEN}\tmore",
+    "control-character": f"{TOKEN}\x1bmore",
+    "non-ascii": f"{TOKEN}é",
+    "quote": f'{TOKEN}"',
+    "equals-inside": f"{TOKEN}=x",
+}
+
+
+def refused_without_echo(e: BaseException) -> None:
+    text = str(e)
+    assert isinstance(e, ConfigError) and e.exit_code == ExitCode.USAGE
+    assert "\n" not in text and "\r" not in text
+    assert "one line" in text and "not shown" in text
+    for i in range(len(TOKEN) - 8):
+        assert TOKEN[i : i + 8] not in text, text
+
+
+@pytest.mark.parametrize("kind", list(BAD_TOKENS))
+def test_a_bad_token_from_the_environment_is_refused_unquoted(kind: str) -> None:
+    with pytest.raises(ConfigError) as e:
+        read_token(ArgoCDConfig(), {"ARGOCD_AUTH_TOKEN": BAD_TOKENS[kind]})
+    refused_without_echo(e.value)
+    assert "ARGOCD_AUTH_TOKEN" in str(e.value)
+
+
+@pytest.mark.parametrize("kind", list(BAD_TOKENS))
+def test_a_bad_token_from_a_file_is_refused_unquoted(kind: str, tmp_path: Path) -> None:
+    f = tmp_path / "token"
+    f.write_text(BAD_TOKENS[kind] + "\n")
+    with pytest.raises(ConfigError) as e:
+        read_token(ArgoCDConfig(token_file=str(f)), {})
+    refused_without_echo(e.value)
+    assert str(f) in str(e.value)
+
+
+@pytest.mark.parametrize("kind", list(BAD_TOKENS))
+def test_a_bad_token_from_anywhere_else_is_refused_unquoted(kind: str) -> None:
+    with pytest.raises(ConfigError) as e:
+        ArgoCD(SERVER, BAD_TOKENS[kind])
+    refused_without_echo(e.value)
+
+
+@pytest.mark.parametrize("source", ["env", "token_file"])
+def test_cli_refuses_a_token_with_a_line_break_in_one_line(
+    source: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tests.helpers import run_cli
+
+    bad = BAD_TOKENS["line-break"]
+    monkeypatch.setenv("ARGOCD_SERVER", SERVER)
+    if source == "env":
+        monkeypatch.setenv("ARGOCD_AUTH_TOKEN", bad)
+    else:
+        f = tmp_path / "token"
+        f.write_text(bad)
+        monkeypatch.setenv("FRACCTL_ARGOCD_TOKEN_FILE", str(f))
+    for debug in ((), ("--debug",)):
+        with respx.mock:  # nothing may be sent
+            r = run_cli(*debug, "render", "--from-argocd", "gpu")
+        assert r.exit_code == ExitCode.USAGE, r.output
+        assert r.stderr.count("\n") == 1 and r.stderr.startswith("Error: ")
+        assert "one line" in r.stderr
+        leak_free(r.output, bad.split("\n")[1])
+        for i in range(len(TOKEN) - 8):
+            assert TOKEN[i : i + 8] not in r.output
+
+
+def test_a_token_file_with_a_trailing_newline_is_fine(tmp_path: Path) -> None:
+    f = tmp_path / "token"
+    f.write_text(f"\n{TOKEN}\r\n")
+    assert read_token(ArgoCDConfig(token_file=str(f)), {}) == TOKEN
+
+
+# --- a server that echoes the token ---------------------------------------------------
+
+
+def _echo_forms() -> dict[str, Any]:
+    from tests.test_redact import FORMS
+
+    return FORMS
+
+
+@pytest.mark.parametrize("form", list(_echo_forms()))
+@respx.mock
+def test_a_token_echoed_in_any_form_stays_out_of_errors(form: str) -> None:
+    from tests.test_redact import leaked, needles
+
+    echo = _echo_forms()[form](TOKEN)
+    respx.get(f"{SERVER}{APP}").respond(401, json=grpc(16, f"invalid session {echo}"))
+    respx.post(f"{SERVER}{APP}/sync").respond(500, text=f"proxy error: {echo}")
+    with client() as c:
+        for call in (lambda: c.get_application("gpu"), lambda: c.sync("gpu", resources=None)):
+            with pytest.raises(ArgoCDError) as e:
+                call()
+            text = f"{e.value} {e.value.args}"
+            assert "***" in text, text
+            assert not leaked(text, *needles(form, TOKEN)), text
+
+
+@respx.mock
+def test_a_token_echoed_past_the_truncation_point_is_masked_not_cut() -> None:
+    # The body is truncated for the message; masking first, or half a token would remain.
+    body = "x" * 280 + TOKEN
+    respx.get(f"{SERVER}{APP}").respond(500, text=body)
+    with client() as c, pytest.raises(ArgoCDServerError) as e:
+        c.get_application("gpu")
+    assert "***" in str(e.value)
+    leak_free(str(e.value), TOKEN[:8])
+
+
+@respx.mock
+def test_a_transport_error_quoting_the_header_is_masked() -> None:
+    header = ("Bearer " + TOKEN).encode()
+    respx.get(f"{SERVER}{APP}").mock(
+        side_effect=httpx.LocalProtocolError(f"Illegal header value {header!r}")
+    )
+    with client() as c, pytest.raises(Unreachable) as e:
+        c.get_application("gpu")
+    assert "Illegal header value b'Bearer ***'" in str(e.value)
+
+
+# --- answers of the wrong shape -------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("answer", "part"),
+    [
+        ([], "the answer is a list, expected an object"),
+        ("Succeeded", "the answer is a string"),
+        (42, "the answer is a number"),
+        ({"status": "x"}, "`status` is a string, expected an object"),
+        ({"status": {"operationState": []}}, "`status.operationState` is a list"),
+        ({"status": {"operationState": {"phase": ["Running"]}}}, "`status.operationState.phase`"),
+        ({"status": {"operationState": {"phase": True}}}, "is a boolean, expected a string"),
+        (
+            {
+                "status": {
+                    "operationState": {"phase": "Succeeded", "syncResult": {"resources": [1]}}
+                }
+            },
+            "`status.operationState.syncResult.resources[0]` is a number",
+        ),
+        ({"status": {"resources": [{"kind": 5}]}}, "`status.resources[0].kind` is a number"),
+        ({"status": {"resources": [{}, {"health": "x"}]}}, "`status.resources[1].health`"),
+        ({"status": {"sync": "Synced"}}, "`status.sync` is a string"),
+        ({"operation": "sync"}, "`operation` is a string"),
+        ({"spec": {"destination": []}}, "`spec.destination` is a list"),
+    ],
+)
+@respx.mock
+def test_a_misshapen_application_is_a_clear_error(answer: Any, part: str) -> None:
+    respx.get(f"{SERVER}{APP}").respond(200, json=answer)
+    calls = [
+        lambda c: c.get_application("gpu"),
+        lambda c: c.wait_operation("gpu", timeout=1, clock=FakeClock()),
+    ]
+    with client() as c:
+        for call in calls:
+            with pytest.raises(ArgoCDError) as e:
+                call(c)
+            assert "unexpected answer to GET application gpu" in str(e.value)
+            assert part in str(e.value)
+            assert e.value.exit_code == ExitCode.EXTERNAL
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        {},
+        {"status": None},
+        {"status": {"operationState": None, "resources": None}},
+        {"status": {"operationState": {"phase": None, "syncResult": None}}},
+    ],
+)
+@respx.mock
+def test_absent_and_null_parts_are_fine(answer: Any) -> None:
+    respx.get(f"{SERVER}{APP}").respond(200, json=answer)
+    with client() as c:
+        assert c.get_application("gpu") == answer
+
+
+@pytest.mark.parametrize(
+    ("sub", "answer", "part"),
+    [
+        ("managed-resources", [], "the answer is a list"),
+        ("managed-resources", {"items": {}}, "`items` is an object, expected a list"),
+        ("managed-resources", {"items": ["x"]}, "`items[0]` is a string"),
+        ("managed-resources", {"items": [{"name": 3}]}, "`items[0].name` is a number"),
+        ("manifests", "x", "the answer is a string"),
+        ("manifests", {"manifests": "abc"}, "`manifests` is a string"),
+        ("manifests", {"manifests": [5]}, "is a number, expected a string or an object"),
+    ],
+)
+@respx.mock
+def test_misshapen_resources_and_manifests_are_clear_errors(
+    sub: str, answer: Any, part: str
+) -> None:
+    respx.get(f"{SERVER}{APP}/{sub}").respond(200, json=answer)
+    with client() as c, pytest.raises(ArgoCDError) as e:
+        c.managed_resources("gpu") if sub == "managed-resources" else c.manifests("gpu")
+    assert part in str(e.value)
+
+
+@respx.mock
+def test_a_misshapen_sync_answer_is_a_clear_error() -> None:
+    respx.post(f"{SERVER}{APP}/sync").respond(200, json=["queued"])
+    with client() as c, pytest.raises(ArgoCDError, match="POST sync of gpu: the answer is a list"):
+        c.sync_resource_and_wait("gpu", resource=RESOURCE, timeout=1, clock=FakeClock())
+
+
+@pytest.mark.parametrize(
+    ("args", "route", "answer"),
+    [
+        (("drift", "--app", "gpu"), APP, {"status": "x"}),
+        (("render", "--from-argocd", "gpu"), f"{APP}/manifests", []),
+    ],
+)
+def test_cli_reports_a_misshapen_answer_the_same_under_debug(
+    args: tuple[str, ...], route: str, answer: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tests.helpers import run_cli
+
+    monkeypatch.setenv("ARGOCD_SERVER", SERVER)
+    monkeypatch.setenv("ARGOCD_AUTH_TOKEN", TOKEN)
+    seen = []
+    for debug in ((), ("--debug",)):
+        with respx.mock:
+            respx.get(f"{SERVER}{route}").respond(200, json=answer)
+            r = run_cli(*debug, *args)
+        assert r.exit_code == ExitCode.EXTERNAL, r.output
+        assert r.stderr.startswith("Error: Argo CD sent an unexpected answer"), r.stderr
+        assert "Traceback" not in r.output and "AttributeError" not in r.output
+        seen.append(r.stderr)
+    assert seen[0] == seen[1]

@@ -12,7 +12,6 @@ import httpx
 import pytest
 
 from fracctl.adapters.argocd import (
-    ApplicationNotFound,
     ArgoCD,
     ArgoCDForbidden,
     ArgoCDServerError,
@@ -355,8 +354,8 @@ def test_rbac_denial_is_403_with_advice(cluster: Cluster) -> None:
     assert cluster.live_target() is None
 
 
-def test_unknown_application_is_404(standin: ArgoCDStandIn) -> None:
-    with connect(standin) as argocd, pytest.raises(ApplicationNotFound, match="not found"):
+def test_unknown_application_is_403_as_in_argo_cd(standin: ArgoCDStandIn) -> None:
+    with connect(standin) as argocd, pytest.raises(ArgoCDForbidden, match="does not exist"):
         argocd.get_application("no-such-app")
 
 

@@ -7,7 +7,7 @@ import pytest
 
 from fracctl import __version__
 from fracctl.errors import ExitCode, Refused
-from tests.helpers import run_cli
+from tests.helpers import Cluster, run_cli
 
 
 def test_version() -> None:
@@ -83,3 +83,27 @@ def test_messages_keep_brackets() -> None:
     r = run_cli("--config", "/nonexistent/[x].yaml", "sandbox", "status")
     assert r.exit_code == ExitCode.USAGE, r.output
     assert "[x].yaml" in r.stderr
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["drift", "--app", ""],
+        ["drift", "--all", "--name", " "],
+        ["drift", "--all", "--kind", ""],
+        ["drift", "--revision", ""],
+        ["render", "--from-argocd", ""],
+        ["render", "--name", ""],
+        ["render", "--kind", "  "],
+        ["render", "-r", ""],
+        ["recreate", "--dry-run", "--revision", ""],
+    ],
+)
+def test_a_blank_name_is_usage_not_a_missing_filter(cluster: Cluster, args: list[str]) -> None:
+    # With a real cluster behind: a blank --app or --name must not fall back to
+    # "no application" or "no filter" and answer for something else.
+    r = run_cli("--kubeconfig", cluster.kubeconfig, *args)
+    assert r.exit_code == ExitCode.USAGE, r.output
+    assert "cannot be empty" in r.stderr
+    assert r.stderr.count("\n") == 1, r.stderr
+    assert r.stdout == ""

@@ -251,6 +251,33 @@ def test_app_mode_judges_argocds_manifests_and_what_it_would_prune(
             kube.delete(cms, name, ns)
 
 
+def test_app_mode_validates_argocds_manifests_and_refuses_duplicates(
+    tmp_path: Path, cluster: Cluster, argocd_env: None
+) -> None:
+    cluster.target(RTX)
+    config = tmp_path / "fracctl.yaml"
+    config.write_text(f"kube:\n  kubeconfig: {cluster.kubeconfig}\n")
+    no_selector = target(RTX)
+    del no_selector["spec"]["nodeSelector"]
+    with respx.mock(base_url=SERVER) as mock:
+        mock.get("/api/v1/applications/gpu-fractioning").respond(json=application())
+        route = mock.get("/api/v1/applications/gpu-fractioning/manifests")
+        # Argo CD renders a GpuFractioningConfig the API server refuses: never in sync
+        route.respond(json={"manifests": [json.dumps(no_selector)]})
+        r = run_cli("-c", str(config), "drift", "--app", "gpu-fractioning", "-o", "json")
+        assert r.exit_code == ExitCode.FINDING, r.output
+        (o,) = r.json["objects"]
+        assert o["verdict"] == "rejected"
+        assert "spec.nodeSelector: Required value" in o["message"]
+        # two manifests for one object: refused, naming both
+        route.respond(json={"manifests": [json.dumps(target(RTX)), json.dumps(target(OPT_IN))]})
+        r = run_cli("-c", str(config), "drift", "--app", "gpu-fractioning")
+        assert r.exit_code == ExitCode.USAGE, r.output
+        assert "manifest 1 of Argo CD's rendering and manifest 2 of Argo CD's rendering" in (
+            r.stderr
+        )
+
+
 def test_app_mode_argocd_errors_exit_3(tmp_path: Path, cluster: Cluster, argocd_env: None) -> None:
     config = tmp_path / "fracctl.yaml"
     config.write_text(f"kube:\n  kubeconfig: {cluster.kubeconfig}\n")

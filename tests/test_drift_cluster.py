@@ -231,7 +231,7 @@ def test_check_target_takes_given_desired_objects(cluster: Cluster) -> None:
     cluster.target(RTX)
     ctx = context(cluster.kubeconfig)
     t = ctx.config.target
-    desired = {
+    desired: dict[str, Any] = {
         "apiVersion": t.api_version,
         "kind": t.kind,
         "metadata": {"name": "default"},
@@ -243,11 +243,13 @@ def test_check_target_takes_given_desired_objects(cluster: Cluster) -> None:
     assert [(f.path, f.live, f.desired) for f in o.fields] == [("spec.nodeSelector", RTX, OPT_IN)]
     assert CEL in o.message
     assert o.live is not None and o.desired == desired
-    # the same with the selector git already has: in sync, no dry run sent
+    # the same with the selector git already has: in sync, validated by a dry-run
+    # create, no dry-run apply sent
     ctx.kube.calls.clear()
     same = copy.deepcopy(desired)
     same["spec"]["nodeSelector"] = RTX
     assert flow.check_target(ctx, desired_objects=[same]).verdict == d.IN_SYNC
+    assert ctx.kube.calls["POST gpufractioningconfigs"] == 1
     assert not any(k.startswith("PATCH") for k in ctx.kube.calls)
     # and with no target among the desired objects
     assert flow.check_target(ctx, desired_objects=[]).verdict == d.MISSING_DESIRED
@@ -267,6 +269,41 @@ def test_deployment_selector_change_needs_recreate_with_the_api_servers_message(
     assert o.fields[0].live == {"matchLabels": {"app": "web"}}
     assert o.fields[0].desired == {"matchLabels": {"app": "web-v2"}}
     assert report.drifted
+
+
+def test_the_next_step_for_another_kind_does_not_offer_fracctl_recreate(
+    cluster: Cluster, objects: Objects
+) -> None:
+    from fracctl.core.report import describe
+
+    objects.create(deployment("web", {"app": "web"}))
+    ctx = context(cluster.kubeconfig)
+    (o,) = flow.check_objects(
+        ctx, [in_ns(deployment("web", {"app": "web-v2"}), objects.ns)]
+    ).objects
+    assert o.verdict == d.NEEDS_RECREATE, o
+    text = describe(o)
+    assert "fracctl recreate runs it guarded" not in text
+    assert "fracctl recreate handles only GpuFractioningConfig/default" in text
+    assert f"delete Deployment/{objects.ns}/web and sync" in text
+    assert "Force=true,Replace=true" in text
+    # the configured target keeps the guarded path
+    cluster.target(RTX)
+    t = ctx.config.target
+    target = flow.check_target(
+        ctx,
+        desired_objects=[
+            {
+                "apiVersion": t.api_version,
+                "kind": t.kind,
+                "metadata": {"name": t.name},
+                "spec": {"nodeSelector": OPT_IN},
+            }
+        ],
+    )
+    assert "Next: only delete + recreate can change it (fracctl recreate runs it guarded)" in (
+        describe(target)
+    )
 
 
 def test_deployment_replicas_change_applies_in_place(cluster: Cluster, objects: Objects) -> None:
@@ -345,7 +382,7 @@ def test_an_object_without_a_name_is_a_usage_error(cluster: Cluster) -> None:
 # --- cost ------------------------------------------------------------------------------------
 
 
-def test_200_objects_cost_one_list_per_kind_and_one_dry_run_per_differing_object(
+def test_200_objects_cost_one_list_per_kind_one_validation_each_and_one_apply_per_difference(
     cluster: Cluster, objects: Objects
 ) -> None:
     desired: list[dict[str, Any]] = []
@@ -368,9 +405,13 @@ def test_200_objects_cost_one_list_per_kind_and_one_dry_run_per_differing_object
     calls = ctx.kube.calls
     assert calls["GET configmaps"] == 1  # one LIST, no per-object GET
     assert calls["GET deployments"] == 1
+    # every desired object is validated by a dry-run create, whether it differs or not
+    assert calls["POST configmaps"] == 190
+    assert calls["POST deployments"] == 10
+    # and only the differing ones are sent as a dry-run apply
     assert calls["PATCH configmaps"] + calls["PATCH deployments"] == 3
     discovery = {k: v for k, v in calls.items() if k in ("GET api/v1", "GET apis/apps/v1")}
-    assert sum(calls.values()) == 2 + 3 + sum(discovery.values()), dict(calls)
+    assert sum(calls.values()) == 2 + 200 + 3 + sum(discovery.values()), dict(calls)
 
 
 # --- formats through the CLI ---------------------------------------------------------------
@@ -540,7 +581,7 @@ def test_namespace_scoped_rights_fall_back_to_one_list_per_namespace(cluster: Cl
                     {
                         "apiGroups": [""],
                         "resources": ["configmaps"],
-                        "verbs": ["get", "list", "patch"],
+                        "verbs": ["get", "list", "create", "patch"],
                     }
                 ],
             },
@@ -601,7 +642,7 @@ def test_without_the_crd_the_api_servers_causes_name_the_field(
                 {
                     "apiGroups": ["gpu-fractioning.kai.scheduler"],
                     "resources": ["gpufractioningconfigs"],
-                    "verbs": ["get", "list", "patch"],
+                    "verbs": ["get", "list", "create", "patch"],
                 }
             ],
         },

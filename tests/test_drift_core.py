@@ -242,6 +242,54 @@ def test_fields_from_causes_adds_only_new_paths() -> None:
     assert extra.source == "api-server"
 
 
+def test_causes_about_the_whole_object_are_not_fields() -> None:
+    # what the API server adds after "Required value" or a type error on a CEL-guarded map
+    nil = Cause(
+        "FieldValueInvalid",
+        "Invalid value: null: some validation rules were not checked because the object "
+        "was invalid; correct the existing errors to complete validation",
+        "<nil>",
+    )
+    known = [d.FieldDiff("spec.nodeSelector", {"a": "b"}, {})]
+    assert d.fields_from_causes([nil], gfc({"a": "b"}), gfc({}), known) == []
+    assert not d.is_field_path("<nil>") and not d.is_field_path("")
+    assert d.is_field_path("spec.template.spec.containers[0].image")
+
+
+def test_guarded_fields_an_apply_left_alone_are_found_and_patched_alone() -> None:
+    live_sel = {"a": "1", "b": "2"}
+    f = d.FieldDiff("spec.nodeSelector", live_sel, {"b": "2"})
+    # server-side apply kept "a" (another field manager owns it)
+    assert d.unapplied(gfc(live_sel), [f]) == [f]
+    assert d.unapplied(gfc({"b": "2"}), [f]) == []
+    assert d.set_fields_patch([f]) == [
+        {"op": "add", "path": "/spec/nodeSelector", "value": {"b": "2"}}
+    ]
+    assert d.json_pointer("spec.containers[2].env~x/y") == "/spec/containers/2/env~0x~1y"
+
+
+def test_only_the_configured_target_is_sent_to_fracctl_recreate() -> None:
+    target = ("gpu-fractioning.kai.scheduler", "GpuFractioningConfig", "default")
+    o = d.ObjectDrift(
+        "gpu-fractioning.kai.scheduler/v1alpha1",
+        "GpuFractioningConfig",
+        "",
+        "default",
+        d.NEEDS_RECREATE,
+    )
+    assert "fracctl recreate runs it guarded" in d.recreate_step(o, target)
+    dep = d.ObjectDrift("apps/v1", "Deployment", "web", "api", d.NEEDS_RECREATE)
+    step = d.recreate_step(dep, target)
+    assert "fracctl recreate handles only GpuFractioningConfig/default" in step
+    assert "delete Deployment/web/api and sync" in step
+    dep.next_step = step
+    assert f"Next: {step}" in describe(dep)
+    # without a step from the flow, the hint names no command
+    assert "fracctl recreate" not in describe(
+        d.ObjectDrift("apps/v1", "Deployment", "web", "api", d.NEEDS_RECREATE)
+    )
+
+
 # --- reports ---------------------------------------------------------------------------------
 
 

@@ -101,6 +101,9 @@ def test_the_hook_identity_can_run_drift_and_nothing_else(
     assert CEL in o.message
     assert [f.path for f in o.fields] == ["spec.nodeSelector"]  # the CRD was readable
 
+    # create is granted for the dry-run validation only
+    with pytest.raises(Forbidden, match="fracctl-drift may only send dry-run requests"):
+        sa.create(ref, desired)
     with pytest.raises(Forbidden):
         sa.delete(ref, t.name)
     with pytest.raises(Forbidden):

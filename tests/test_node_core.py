@@ -307,6 +307,26 @@ def test_preflight_pinned_limit_for_a_missing_device() -> None:
     assert check.status == "fail" and "3" in check.detail
 
 
+@pytest.mark.parametrize(
+    ("name", "status"),
+    [("NVIDIA H200", "fail"), ("NVIDIA H200 NVL", "fail"), ("NVIDIA H20", "ok"),
+     ("NVIDIA B200", "ok"), ("NVIDIA GH200 480GB", "ok")],
+)  # fmt: skip
+def test_preflight_refuses_a_denied_gpu_product(name: str, status: str) -> None:
+    s = mps.PreflightSettings(protocol=3, control_binary="x", denied_products=["H200"])
+    gpus = [(0, "NVIDIA B200", "Default"), (1, name, "Default")]
+    check = by_name(mps.evaluate_preflight(good_facts(gpus=gpus), s))["gpu-product"]
+    assert check.status == status, check
+    if status == "fail":
+        assert f"GPU 1: {name}" in check.detail and "fracctl nodes unlabel" in check.fix
+
+
+def test_preflight_product_check_needs_products_and_gpus() -> None:
+    assert "gpu-product" not in by_name(mps.evaluate_preflight(good_facts(), SETTINGS))
+    s = mps.PreflightSettings(protocol=3, control_binary="x", denied_products=["H200"])
+    assert "gpu-product" not in by_name(mps.evaluate_preflight(good_facts(gpus=None), s))
+
+
 def test_preflight_unknown_containerd_version_with_socket_warns() -> None:
     check = by_name(mps.evaluate_preflight(good_facts(containerd_version=None), SETTINGS))[
         "containerd"

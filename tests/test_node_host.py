@@ -191,9 +191,11 @@ def test_preflight_failures_exit_1_with_fixes(
     data = r.json
     assert not data["ok"]
     failed = {c["name"]: c for c in data["checks"] if c["status"] == "fail"}
-    assert set(failed) == {"driver", "nri-socket", "containerd", "compute-mode"}
+    assert set(failed) == {"driver", "nri-socket", "containerd", "compute-mode", "gpu-product"}
     assert all(c["fix"] for c in failed.values())
     assert "r615" in failed["driver"]["detail"]
+    # The driver's own name for the GPU: no node label can make an H200 look like a B200.
+    assert "GPU 0: NVIDIA H200" in failed["gpu-product"]["detail"]
 
 
 def test_preflight_table_names_what_to_do(
@@ -204,7 +206,7 @@ def test_preflight_table_names_what_to_do(
     use_host(monkeypatch, fake)
     r = run_cli("node", "preflight")
     assert r.exit_code == ExitCode.FINDING, r.output
-    assert "1 of 6 checks failed" in r.stdout
+    assert "1 of 7 checks failed" in r.stdout
     assert "free host memory" in r.stdout
 
 

@@ -9,7 +9,7 @@ import pytest
 
 from fracctl.adapters.kube import Kube
 from fracctl.core.resources import NODES
-from fracctl.errors import ExitCode, Refused
+from fracctl.errors import ExitCode, Refused, UsageError
 from fracctl.flows.context import Context
 from fracctl.flows.nodes import label as label_nodes
 from fracctl.flows.nodes import unlabel as unlabel_nodes
@@ -43,6 +43,8 @@ def test_check_table_and_json(cluster: Cluster) -> None:
     assert rows["rtx-pro-6000-0"] | {"readiness": ""} == {
         "name": "rtx-pro-6000-0",
         "class": "rtx-pro-6000",
+        "product": None,
+        "denied": False,
         "opted_in": True,
         "verdict": "ok",
         "selected": True,
@@ -231,3 +233,113 @@ def test_unlabel_survives_a_concurrent_change(cluster: Cluster) -> None:
     report = unlabel_nodes(racing(cluster, {"team": "ml"}), nodes=["rtx-pro-6000-0"])
     assert [c.action for c in report.changes] == ["unlabelled"]
     assert KEY not in labels(cluster, "rtx-pro-6000-0")
+
+
+# --- the hardware label: a class label alone does not make a node safe ---------------
+
+PRODUCT = "nvidia.com/gpu.product"
+
+
+def mislabelled(cluster: Cluster) -> None:
+    """GPU feature discovery says H200; whoever joined the nodes wrote b200."""
+    cluster.node("rtx-pro-6000-0", gpu_class="rtx-pro-6000", opt_in=True)
+    cluster.node("b200-0", gpu_class="b200", opt_in=True, labels={PRODUCT: "NVIDIA-B200"})
+    cluster.node("gpu-7", gpu_class="b200", opt_in=True, labels={PRODUCT: "NVIDIA-H200-NVL"})
+    cluster.node("gpu-8", gpu_class="b200", labels={PRODUCT: "NVIDIA-H200"})
+    cluster.node("gpu-9", labels={PRODUCT: "nvidia-h200-141gb-hbm3e"})
+
+
+def test_check_sees_an_h200_whose_class_label_says_b200(cluster: Cluster) -> None:
+    mislabelled(cluster)
+    r = nodes(cluster, "check", "-o", "json")
+    assert r.exit_code == ExitCode.FINDING, r.output
+    rows = {n["name"]: n for n in r.json["nodes"]}
+    assert rows["gpu-7"]["verdict"] == "denied-opted-in"
+    assert rows["gpu-7"]["product"] == "NVIDIA-H200-NVL"
+    assert rows["gpu-7"]["denied"] is True
+    assert rows["gpu-8"]["verdict"] == "class-contradicts-product"
+    assert rows["gpu-9"]["verdict"] == "excluded"  # a product label alone marks a GPU node
+    assert rows["b200-0"]["verdict"] == "ok"
+    findings = {f["rule"]: f for f in r.json["findings"]}
+    assert set(findings) == {"denied-opted-in", "class-contradicts-product"}
+    assert findings["denied-opted-in"]["fix"] == "fracctl nodes unlabel gpu-7"
+    assert findings["class-contradicts-product"]["nodes"] == ["gpu-7", "gpu-8"]
+    assert (
+        "kubectl label node gpu-7 gpu-8 example.org/gpu-class=h200"
+        in (findings["class-contradicts-product"]["fix"])
+    )
+    table = nodes(cluster, "check")
+    assert table.exit_code == ExitCode.FINDING, table.output
+    assert "NVIDIA-H200-NVL" in table.stdout
+    assert "fracctl nodes label" not in table.stdout  # never advised for an H200
+
+
+@pytest.mark.parametrize("flags", [[], ["--dry-run"]])
+def test_label_refuses_an_h200_whatever_its_class_label_says(
+    cluster: Cluster, flags: list[str]
+) -> None:
+    mislabelled(cluster)
+    before = {n: cluster.kube.get(NODES, n)["metadata"] for n in ("gpu-8", "gpu-9")}
+    for name in ("gpu-8", "gpu-9"):
+        r = nodes(cluster, "label", name, *flags)
+        assert r.exit_code == ExitCode.FINDING, r.output
+        assert "has a denied GPU product" in r.stderr
+        assert "nothing was changed" in r.stderr
+    r = nodes(cluster, "label", "gpu-8")
+    assert "although its example.org/gpu-class says b200" in r.stderr
+    for name, meta in before.items():
+        after = cluster.kube.get(NODES, name)["metadata"]
+        assert after["resourceVersion"] == meta["resourceVersion"]
+        assert KEY not in after["labels"]
+
+
+def test_a_node_whose_product_turns_denied_while_labelling_is_refused(cluster: Cluster) -> None:
+    incident(cluster)
+    ctx = racing(cluster, {PRODUCT: "NVIDIA-H200"})
+    with pytest.raises(Refused, match="b200-0, which changed meanwhile: .*denied GPU product"):
+        label_nodes(ctx, nodes=["b200-0"])
+    assert KEY not in labels(cluster, "b200-0")
+
+
+# --- node names -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["unlabel", ""], "a node name cannot be empty"),
+        (["unlabel", "   "], "a node name cannot be empty"),
+        (["unlabel", "rtx-pro-6000-0", ""], "a node name cannot be empty"),
+        (["label", ""], "a node name cannot be empty"),
+        (["label", "b200-0", " "], "a node name cannot be empty"),
+        (["label", "b200-0/status"], "'b200-0/status' is not a node name"),
+        (["unlabel", "RTX-PRO-6000-0"], "'RTX-PRO-6000-0' is not a node name"),
+    ],
+)
+def test_an_empty_or_invalid_node_name_is_usage_and_changes_nothing(
+    cluster: Cluster, args: list[str], needle: str
+) -> None:
+    incident(cluster)
+    before = {n["metadata"]["name"]: n["metadata"] for n in cluster.kube.list(NODES)}
+    r = nodes(cluster, *args)
+    assert r.exit_code == ExitCode.USAGE, r.output
+    assert needle in r.stderr
+    assert r.stderr.count("\n") == 1, r.stderr
+    assert r.stdout == ""
+    after = {n["metadata"]["name"]: n["metadata"] for n in cluster.kube.list(NODES)}
+    assert {n: m["resourceVersion"] for n, m in after.items()} == {
+        n: m["resourceVersion"] for n, m in before.items()
+    }
+
+
+def test_an_empty_node_name_never_reaches_the_api_server(cluster: Cluster) -> None:
+    incident(cluster)
+    kube = Kube.connect(kubeconfig=cluster.kubeconfig)
+    ctx = Context(config=cluster.config, kube_factory=lambda: kube)
+    for call in (unlabel_nodes, label_nodes):
+        with pytest.raises(UsageError, match="cannot be empty"):
+            call(ctx, nodes=[""])
+    assert sum(kube.calls.values()) == 0
+    # Below the flows, the path itself refuses: GET nodes/ would be a LIST of every node.
+    with pytest.raises(UsageError, match="cannot name a Node"):
+        kube.get_or_none(NODES, "")

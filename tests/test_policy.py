@@ -1,20 +1,28 @@
-"""The node opt-in policy, as plain data."""
+"""The node opt-in policy, its settings and node names, as plain data."""
 
 from __future__ import annotations
 
 import pytest
 
+from fracctl import config as cfg
 from fracctl.config import LabelsConfig
+from fracctl.core.nodes import node_name_problems
 from fracctl.core.policy import (
     Rule,
     Verdict,
+    denied_selected,
+    is_denied,
     is_gpu_node,
     label_decision,
     node_findings,
     parse_selector,
+    product_matches,
+    product_words,
     selector_findings,
     standing,
 )
+from fracctl.core.resources import NODES
+from fracctl.errors import UsageError
 
 P = LabelsConfig()
 CLASS = "example.org/gpu-class"
@@ -148,3 +156,232 @@ def test_parse_selector() -> None:
     for bad in (["a"], ["=b"], ["a=b", "a=c"]):
         with pytest.raises(ValueError):
             parse_selector(bad)
+
+
+# --- the GPU product label: the hardware, not only the class label -------------------
+
+PRODUCT = "nvidia.com/gpu.product"
+
+
+def gpu(cls: str | None, product: str, *, on: bool = False) -> dict[str, str]:
+    return node(cls, on=on, **{PRODUCT: product})
+
+
+@pytest.mark.parametrize(
+    "product",
+    [
+        "NVIDIA-H200",
+        "NVIDIA-H200-NVL",
+        "NVIDIA-H200-141GB-HBM3e",
+        "nvidia-h200-nvl",
+        "NVIDIA H200 NVL",
+        "H200",
+        "NVIDIA-H200-SHARED",
+    ],
+)
+def test_h200_products_are_denied_by_default(product: str) -> None:
+    assert product_matches(product, "H200")
+    assert is_denied({PRODUCT: product}, P)
+
+
+@pytest.mark.parametrize(
+    "product",
+    ["NVIDIA-H20", "NVIDIA-H100", "NVIDIA-H100-80GB-HBM3", "NVIDIA-GH200-480GB", "NVIDIA-B200",
+     "NVIDIA-RTX-PRO-6000-Blackwell-Server-Edition", "NVIDIA-H2000", ""],
+)  # fmt: skip
+def test_other_products_are_not(product: str) -> None:
+    assert not product_matches(product, "H200")
+    assert not is_denied({PRODUCT: product}, P)
+
+
+def test_product_patterns() -> None:
+    assert product_matches("NVIDIA-H200-NVL", "nvidia-h200")
+    assert product_matches("NVIDIA-H200-NVL", "H200-NVL")
+    assert not product_matches("NVIDIA-H200", "H200-NVL")
+    assert product_matches("NVIDIA-H100-80GB", "H1??")
+    assert product_matches("NVIDIA-H200-NVL", "H2*")
+    assert not product_matches("NVIDIA-H200", "")
+    assert product_words(" NVIDIA-H200_NVL  x ") == ("nvidia", "h200", "nvl", "x")
+
+
+@pytest.mark.parametrize(
+    ("labels", "verdict"),
+    [
+        # The class label says b200; the hardware says H200: denied, whatever the class.
+        (gpu("b200", "NVIDIA-H200", on=True), Verdict.DENIED_OPTED_IN),
+        (gpu("b200", "NVIDIA-H200-NVL"), Verdict.CLASS_CONTRADICTS_PRODUCT),
+        (gpu(None, "NVIDIA-H200", on=True), Verdict.DENIED_OPTED_IN),
+        (gpu(None, "NVIDIA-H200"), Verdict.EXCLUDED),
+        (gpu("a100", "nvidia-h200-nvl", on=True), Verdict.DENIED_OPTED_IN),
+        (gpu("h200", "NVIDIA-H200-141GB-HBM3e"), Verdict.EXCLUDED),
+        (gpu("h200", "NVIDIA-B200"), Verdict.CLASS_CONTRADICTS_PRODUCT),
+        (gpu("b200", "NVIDIA-B200", on=True), Verdict.OK),
+        (gpu("b200", "NVIDIA-H20", on=True), Verdict.OK),
+        (gpu(None, "NVIDIA-B200"), Verdict.UNCLASSIFIED),
+    ],
+)
+def test_standing_checks_the_product(labels: dict[str, str], verdict: Verdict) -> None:
+    s = standing("n", labels, P)
+    assert s.verdict is verdict
+    assert s.product == labels[PRODUCT]
+
+
+def test_a_product_label_alone_marks_a_gpu_node() -> None:
+    assert is_gpu_node({PRODUCT: "NVIDIA-B200"}, P)
+
+
+def test_an_h200_labelled_b200_is_a_finding_and_never_advised_a_label() -> None:
+    nodes = {
+        "gpu-7": gpu("b200", "NVIDIA-H200", on=True),
+        "gpu-8": gpu("b200", "NVIDIA-H200-NVL"),
+        "gpu-9": gpu(None, "NVIDIA-H200", on=True),
+    }
+    f = node_findings(nodes, P)
+    assert f[Rule.MISSING_OPT_IN] is None  # never "fracctl nodes label gpu-8"
+    assert f[Rule.UNKNOWN_CLASS] is None  # never "set the class to an allowed one"
+    denied = f[Rule.DENIED_OPTED_IN]
+    assert denied is not None
+    assert denied.nodes == ("gpu-7", "gpu-9")
+    assert denied.fix == "fracctl nodes unlabel gpu-7 gpu-9"
+    assert "gpu-7 (class b200, product NVIDIA-H200)" in denied.message
+    contra = f[Rule.CLASS_CONTRADICTS_PRODUCT]
+    assert contra is not None
+    assert contra.nodes == ("gpu-7", "gpu-8")
+    assert "gpu-8 (class b200, product NVIDIA-H200-NVL)" in contra.message
+    assert contra.fix == (
+        "correct the class to match the hardware: "
+        "kubectl label node gpu-7 gpu-8 example.org/gpu-class=h200 --overwrite"
+    )
+
+
+def test_a_denied_class_on_other_hardware_is_a_contradiction_too() -> None:
+    contra = node_findings({"x": gpu("h200", "NVIDIA-B200")}, P)[Rule.CLASS_CONTRADICTS_PRODUCT]
+    assert contra is not None
+    assert contra.fix == "check the hardware of x and correct example.org/gpu-class"
+
+
+def test_unknown_class_fix_is_unchanged_where_the_product_is_fine() -> None:
+    unknown = node_findings({"x": gpu("a100", "NVIDIA-A100", on=True)}, P)[Rule.UNKNOWN_CLASS]
+    assert unknown is not None
+    assert "set example.org/gpu-class to an allowed class" in unknown.fix
+
+
+def test_label_decision_refuses_a_denied_product_whatever_the_class() -> None:
+    for labels in (gpu("b200", "NVIDIA-H200-NVL"), gpu(None, "nvidia-h200"),
+                   gpu("rtx-pro-6000", "NVIDIA-H200", on=True)):  # fmt: skip
+        d = label_decision("gpu-7", labels, P)
+        assert not d.allowed
+        assert "denied GPU product" in d.reason
+    d = label_decision("gpu-7", gpu("b200", "NVIDIA-H200"), P)
+    assert d.reason == (
+        "gpu-7 has a denied GPU product, NVIDIA-H200, and must never run fractions, "
+        "although its example.org/gpu-class says b200"
+    )
+    assert label_decision("b", gpu("b200", "NVIDIA-B200"), P).allowed
+
+
+def test_product_checks_follow_the_configuration() -> None:
+    off = LabelsConfig(product_keys=[])
+    assert label_decision("x", gpu("b200", "NVIDIA-H200"), off).allowed
+    more = LabelsConfig(product_keys=["example.org/gpu-product", PRODUCT],
+                        denied_products=["H200", "H100"])  # fmt: skip
+    assert is_denied({"example.org/gpu-product": "NVIDIA-H100-80GB-HBM3"}, more)
+
+
+# --- the selector checks: denied by class or product, and the right fix --------------
+
+
+def test_selector_denied_fix_is_unlabel_when_the_opt_in_label_selects_it() -> None:
+    nodes = {"rtx-0": node("rtx-pro-6000", on=True), "h200-0": node("h200", on=True)}
+    denied = selector_findings(OPT, nodes, P)[Rule.SELECTOR_DENIED]
+    assert denied is not None
+    assert denied.fix == "fracctl nodes unlabel h200-0"
+    assert "git" not in denied.fix
+
+
+def test_selector_denied_fix_is_git_when_other_labels_select_it() -> None:
+    nodes = {"h200-0": node("h200", gpu="y"), "h200-1": node("h200", on=True, gpu="y")}
+    denied = selector_findings({"gpu": "y"}, nodes, P)[Rule.SELECTOR_DENIED]
+    assert denied is not None and denied.nodes == ("h200-0", "h200-1")
+    assert denied.fix.startswith("select by the opt-in label in git")
+    assert "h200-0, h200-1 by other labels" in denied.fix
+    assert "unlabel" not in denied.fix  # unlabelling would not take them out
+
+
+def test_denied_selected_splits_by_what_selects_them() -> None:
+    nodes = {"a": node("h200", on=True), "b": node("h200", on=True, gpu="y"), "c": node("h200")}
+    assert denied_selected(OPT, nodes, P) == (["a", "b"], [])
+    assert denied_selected({"gpu": "y"}, nodes, P) == ([], ["b"])
+    assert denied_selected({}, nodes, P) == ([], ["a", "b", "c"])
+
+
+def test_an_opt_in_key_with_another_value_is_not_fixed_by_unlabel() -> None:
+    nodes = {"h200-0": node("h200", **{"example.org/gpu-fractions": "yes"})}
+    sel = {"example.org/gpu-fractions": "yes"}
+    assert denied_selected(sel, nodes, P) == ([], ["h200-0"])
+
+
+def test_selector_checks_see_the_product() -> None:
+    nodes = {"gpu-7": gpu("b200", "NVIDIA-H200", on=True), "b200-0": gpu("b200", "NVIDIA-B200")}
+    f = selector_findings({CLASS: "b200"}, nodes, P)
+    denied = f[Rule.SELECTOR_DENIED]
+    assert denied is not None and denied.nodes == ("gpu-7",)
+    assert "gpu-7 (class b200, product NVIDIA-H200)" in denied.message
+    assert "by other labels" in denied.fix  # the class selector picks it: fix git
+
+
+def test_coverage_does_not_ask_to_select_a_denied_node() -> None:
+    nodes = {"rtx-0": node("rtx-pro-6000", on=True), "h200-0": node("h200", on=True),
+             "gpu-7": gpu("b200", "NVIDIA-H200", on=True)}  # fmt: skip
+    f = selector_findings({CLASS: "rtx-pro-6000"}, nodes, P)
+    assert f[Rule.SELECTOR_MISSES] is None
+    missed = selector_findings({CLASS: "h200"}, nodes, P)[Rule.SELECTOR_MISSES]
+    assert missed is not None and missed.nodes == ("rtx-0",)
+    assert missed.fix.endswith("fracctl nodes unlabel rtx-0")
+
+
+# --- configuration and names -----------------------------------------------------------
+
+
+def test_product_settings_load_and_are_checked() -> None:
+    c = cfg.load(env={"FRACCTL_LABELS_DENIED_PRODUCTS": "H200,NVIDIA-H100-80GB"})
+    assert c.labels.denied_products == ["H200", "NVIDIA-H100-80GB"]
+    assert cfg.load(env={}).labels.product_keys == ["nvidia.com/gpu.product"]
+    assert cfg.load(env={"FRACCTL_LABELS_PRODUCT_KEYS": ""}).labels.product_keys == []
+    with pytest.raises(cfg.ConfigError, match="denied_products: '--' names no product"):
+        cfg.load(env={"FRACCTL_LABELS_DENIED_PRODUCTS": "H200,--"})
+
+
+@pytest.mark.parametrize(
+    "env",
+    [
+        {"FRACCTL_TARGET_NAME": " "},
+        {"FRACCTL_RECREATE_LOCK_NAME": ""},
+        {"FRACCTL_RECREATE_LOCK_NAMESPACE": " "},
+        {"FRACCTL_PROBE_NAMESPACE": ""},
+        {"FRACCTL_FLUX_KUSTOMIZATION": ""},
+        {"FRACCTL_FLUX_NAMESPACE": ""},
+    ],
+)
+def test_blank_object_names_in_config_are_refused(env: dict[str, str]) -> None:
+    with pytest.raises(cfg.ConfigError, match="cannot be empty"):
+        cfg.load(env=env)
+
+
+@pytest.mark.parametrize("name", ["", " ", ".", "..", "a/status", "a%2Fb"])
+def test_a_blank_or_odd_name_never_addresses_a_collection(name: str) -> None:
+    with pytest.raises(UsageError, match="cannot name a Node"):
+        NODES.path(name=name)
+    assert NODES.path() == "/api/v1/nodes"
+    assert NODES.path(name="b200-0") == "/api/v1/nodes/b200-0"
+
+
+def test_node_name_problems() -> None:
+    assert node_name_problems(["b200-0", "ip-10-0-0-1.ec2.internal"]) == []
+    assert node_name_problems(["", "  ", "\t"]) == ["a node name cannot be empty"]
+    assert node_name_problems(["B200-0", "a/status", "-a", "a" * 254]) == [
+        "'B200-0' is not a node name (lower-case letters, digits, '-' and '.')",
+        "'a/status' is not a node name (lower-case letters, digits, '-' and '.')",
+        "'-a' is not a node name (lower-case letters, digits, '-' and '.')",
+        f"'{'a' * 254}' is not a node name (lower-case letters, digits, '-' and '.')",
+    ]

@@ -148,8 +148,8 @@ def test_all_good_exits_0_and_shows_the_blast_radius(cluster: Cluster) -> None:
     assert all(c["ok"] for c in r.json["checks"]), r.json["checks"]
     assert r.json["live_selector"] == {"example.org/gpu-class": "rtx-pro-6000"}
     assert r.json["blast_radius"]["nodes"] == [
-        {"name": "b200-0", "effect": "start", "pods": []},
-        {"name": "rtx-pro-6000-0", "effect": "restart", "pods": []},
+        {"name": "b200-0", "effect": "start", "pods": [], "denied": False},
+        {"name": "rtx-pro-6000-0", "effect": "restart", "pods": [], "denied": False},
     ]
     table = preflight(cluster, "--selector", OPT_IN)
     assert table.exit_code == ExitCode.OK, table.output
@@ -272,3 +272,71 @@ def test_bad_annotation_pattern_is_a_config_error(
     r = run_cli("--kubeconfig", cluster.kubeconfig, "preflight", "--selector", OPT_IN)
     assert r.exit_code == ExitCode.USAGE, r.output
     assert "pods.fraction_annotations" in r.stderr
+
+
+# --- the hardware label ------------------------------------------------------------------
+
+PRODUCT = "nvidia.com/gpu.product"
+
+
+def test_an_h200_with_a_b200_class_label_and_the_opt_in_label_is_refused(
+    cluster: Cluster,
+) -> None:
+    cluster.node("rtx-pro-6000-0", gpu_class="rtx-pro-6000", opt_in=True)
+    cluster.node("b200-0", gpu_class="b200", opt_in=True, labels={PRODUCT: "NVIDIA-B200"})
+    cluster.node("gpu-7", gpu_class="b200", opt_in=True, labels={PRODUCT: "NVIDIA-H200-NVL"})
+    r = preflight(cluster, "--selector", OPT_IN, "-o", "json")
+    assert r.exit_code == ExitCode.FINDING, r.output
+    c = checks(r)
+    assert c["opt-in-denied"]["ok"] is False
+    assert "gpu-7 (class b200, product NVIDIA-H200-NVL)" in c["opt-in-denied"]["evidence"]
+    assert c["opt-in-denied"]["fix"] == "fracctl nodes unlabel gpu-7"
+    assert c["class-product"]["ok"] is False
+    assert "example.org/gpu-class=h200 --overwrite" in c["class-product"]["fix"]
+    assert c["selector-denied"]["ok"] is False
+    assert c["selector-denied"]["fix"] == "fracctl nodes unlabel gpu-7"
+    # The blast radius marks where daemons would start on denied hardware.
+    assert "gpu-7 (denied)" in c["blast-radius"]["evidence"]
+    blast = {n["name"]: n for n in r.json["blast_radius"]["nodes"]}
+    assert blast["gpu-7"]["denied"] is True and blast["b200-0"]["denied"] is False
+    assert c["opt-in-missing"]["ok"] is True and c["opt-in-unknown-class"]["ok"] is True
+    # Coverage counts the nodes that should run fractions: not the H200.
+    assert c["selector-coverage"]["ok"] is True
+    assert "all 2 opted-in node(s) that are not denied" in c["selector-coverage"]["evidence"]
+
+
+def test_a_contradiction_alone_refuses(cluster: Cluster) -> None:
+    good_nodes(cluster)
+    cluster.node("gpu-8", gpu_class="b200", labels={PRODUCT: "NVIDIA-H200"})
+    r = preflight(cluster, "--selector", OPT_IN, "-o", "json")
+    assert r.exit_code == ExitCode.FINDING, r.output
+    c = checks(r)
+    assert [n for n, v in c.items() if not v["ok"]] == ["class-product"]
+    assert "gpu-8 (class b200, product NVIDIA-H200)" in c["class-product"]["evidence"]
+    # Before: "fracctl nodes label gpu-8" (opt-in-missing), an H200 into the pool.
+    assert "fracctl nodes label" not in r.stdout
+
+
+def test_selector_denied_fix_says_unlabel_or_git_as_the_case_is(cluster: Cluster) -> None:
+    good_nodes(cluster)
+    cluster.label("h200-0", {"example.org/gpu-fractions": "enabled"})
+    r = preflight(cluster, "--selector", OPT_IN, "-o", "json")
+    assert checks(r)["selector-denied"]["fix"] == "fracctl nodes unlabel h200-0"
+    table = preflight(cluster, "--selector", OPT_IN)
+    assert "  selector-denied: fracctl nodes unlabel h200-0\n" in table.stdout
+    # Selected by a label every GPU node has: unlabelling would not help, git would.
+    cluster.label("h200-0", {"example.org/gpu-fractions": None, "nvidia.com/gpu.present": "true"})
+    r = preflight(cluster, "--selector", "nvidia.com/gpu.present=true", "-o", "json")
+    fix = checks(r)["selector-denied"]["fix"]
+    assert fix.startswith("select by the opt-in label in git"), fix
+    assert "unlabel" not in fix
+
+
+def test_coverage_never_asks_to_select_an_opted_in_h200(cluster: Cluster) -> None:
+    good_nodes(cluster)
+    cluster.label("h200-0", {"example.org/gpu-fractions": "enabled"})
+    r = preflight(cluster, "--selector", "example.org/gpu-class=rtx-pro-6000", "-o", "json")
+    c = checks(r)
+    assert c["selector-coverage"]["ok"] is False
+    assert c["selector-coverage"]["evidence"].endswith("misses opted-in node(s): b200-0")
+    assert c["opt-in-denied"]["fix"] == "fracctl nodes unlabel h200-0"

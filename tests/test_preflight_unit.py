@@ -65,3 +65,10 @@ def test_report_ok_and_json() -> None:
     assert d["pods"] == {"scanned": 3, "pages": 1, "fractional": [], "reservations": []}
     assert d["desired_selector"] == {"opt": "on"}
     assert d["live_selector"] is None
+
+
+def test_denied_nodes_are_marked() -> None:
+    r = blast_radius(NODES, old=None, new={}, pods_by_node={}, denied={"h200-0"})
+    assert r.names() == ["b200-0", "cpu-0", "h200-0", "rtx-0"]
+    assert "h200-0 (denied)" in r.summary()
+    assert [n["denied"] for n in r.to_dict()["nodes"]] == [False, False, True, False]

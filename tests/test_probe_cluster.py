@@ -126,14 +126,14 @@ def test_tainted_pool_is_unschedulable_without_a_toleration(
     cluster: Cluster, kai: KaiStandIn
 ) -> None:
     cluster.node(
-        "h200-0",
-        gpu_class="h200",
+        "rtx-pro-6000-0",
+        gpu_class="rtx-pro-6000",
         ready=True,
         taints=[{"key": "example.org/inference", "value": "true", "effect": "NoSchedule"}],
     )
     r = run_cli(
         "--kubeconfig", cluster.kubeconfig, "probe", "--memory", "4Gi",
-        "--pool", "example.org/gpu-class=h200", "--timeout", "20s", "-o", "json",
+        "--pool", "example.org/gpu-class=rtx-pro-6000", "--timeout", "20s", "-o", "json",
     )  # fmt: skip
     assert r.exit_code == ExitCode.FINDING, r.output
     assert r.json["outcome"] == "unschedulable"
@@ -167,6 +167,7 @@ class FailingWatch(Kube):
     error: BaseException = Unreachable("watch on pods broke: connection reset")
 
     def watch(self, *args: Any, **kwargs: Any) -> Any:
+        self.calls["WATCH pods"] += 1
         raise self.error
 
 
@@ -177,10 +178,23 @@ def failing(kubeconfig: str, error: BaseException) -> Kube:
 
 
 def test_an_error_while_watching_still_deletes(cluster: Cluster) -> None:
+    from fracctl.errors import ApiError, ApiStatus
+
+    kube = failing(cluster.kubeconfig, ApiError(ApiStatus(500, "InternalError", "etcd down")))
+    ctx = Context(config=cluster.config, kube_factory=lambda: kube)
+    with pytest.raises(ApiError, match="etcd down"):
+        probe(ctx, memory="1Gi", timeout=10)
+    assert kube.calls["POST pods"] == 1
+    assert kube.calls["DELETE pods"] == 1
+    assert probes(cluster.kube) == []
+
+
+def test_a_watch_that_keeps_dropping_is_resumed_until_the_deadline(cluster: Cluster) -> None:
     kube = failing(cluster.kubeconfig, Unreachable("watch on pods broke: connection reset"))
     ctx = Context(config=cluster.config, kube_factory=lambda: kube)
-    with pytest.raises(Unreachable):
-        probe(ctx, memory="1Gi", timeout=10)
+    result = probe(ctx, memory="1Gi", timeout=2)
+    assert result.outcome.value == "timeout", result
+    assert kube.calls["WATCH pods"] > 1, "the dropped watch was resumed"
     assert kube.calls["POST pods"] == 1
     assert kube.calls["DELETE pods"] == 1
     assert probes(cluster.kube) == []
@@ -272,3 +286,35 @@ def test_usage_errors_exit_2_before_touching_the_cluster(args: list[str], needle
     r = run_cli("--kubeconfig", "/nonexistent/kubeconfig", "probe", *args)
     assert r.exit_code == ExitCode.USAGE, r.output
     assert needle in r.stderr
+
+
+def test_a_pool_holding_an_h200_is_refused_before_anything_is_created(
+    cluster: Cluster, kai: KaiStandIn
+) -> None:
+    # Daemons run there (Ready), and only the hardware label says it is an H200: without
+    # the check the probe would run on it, the one Ready node of the pool.
+    cluster.node("b200-0", gpu_class="b200", opt_in=True)
+    cluster.node(
+        "gpu-7", gpu_class="b200", ready=True, labels={"nvidia.com/gpu.product": "NVIDIA-H200"}
+    )
+    r = run_cli(
+        "--kubeconfig", cluster.kubeconfig, "probe", "--memory", "4Gi",
+        "--pool", "example.org/gpu-class=b200", "--timeout", "20s", "--expect", "running",
+    )  # fmt: skip
+    assert r.exit_code == ExitCode.FINDING, r.output
+    assert "refusing to probe, nothing was created" in r.stderr
+    assert "gpu-7 (class b200, product NVIDIA-H200)" in r.stderr
+    assert "narrow --pool to leave out gpu-7" in r.stderr
+    assert r.stderr.count("\n") == 1
+    assert kai.seen == [] and probes(cluster.kube) == []
+
+
+def test_the_default_pool_with_an_opted_in_h200_says_unlabel(
+    cluster: Cluster, kai: KaiStandIn
+) -> None:
+    cluster.node("b200-0", gpu_class="b200", opt_in=True, ready=True)
+    cluster.node("h200-0", gpu_class="h200", opt_in=True, ready=True)
+    r = run_cli("--kubeconfig", cluster.kubeconfig, "probe", "--memory", "4Gi", "--timeout", "20s")
+    assert r.exit_code == ExitCode.FINDING, r.output
+    assert "(fracctl nodes unlabel h200-0)" in r.stderr
+    assert kai.seen == []

@@ -416,3 +416,153 @@ def test_render_does_not_need_a_cluster_or_the_network(tmp_path: Path) -> None:
     assert "KUBECONFIG" not in os.environ
     r = run_cli("render", "--repo", str(repo))
     assert r.exit_code == ExitCode.OK, r.output
+
+
+# --- one document per object ------------------------------------------------------------
+
+GFC = """\
+apiVersion: gpu-fractioning.kai.scheduler/v1alpha1
+kind: GpuFractioningConfig
+metadata:
+  name: default{namespace}
+spec:
+  nodeSelector:
+    example.org/gpu-class: {cls}
+"""
+
+
+def test_two_documents_for_one_object_name_both_files_and_lines(tmp_path: Path) -> None:
+    repo = make_repo(
+        tmp_path / "r",
+        {
+            "gpu/a.yaml": GFC.format(namespace="", cls="b200"),
+            "gpu/b.yaml": CM.format(name="other") + "---\n" + GFC.format(namespace="", cls="h200"),
+        },
+    )
+    with pytest.raises(UsageError) as e:
+        render_git(str(repo), "HEAD", "gpu")
+    message = str(e.value)
+    assert "GpuFractioningConfig/default (gpu-fractioning.kai.scheduler group)" in message
+    assert "declare GpuFractioningConfig/default" in message
+    assert "group) twice: gpu/a.yaml:1 and gpu/b.yaml:9" in message
+    assert e.value.exit_code == ExitCode.USAGE
+
+    cfg = tmp_path / "fracctl.yaml"
+    cfg.write_text(f"git:\n  repo: {repo}\n  path: gpu\n")
+    for args in (("render",), ("render", "--kind", "ConfigMap")):
+        r = run_cli("-c", str(cfg), *args)
+        assert r.exit_code == ExitCode.USAGE, r.output
+        assert r.stdout == ""  # nothing printed: no half of a contradiction
+        assert "gpu/a.yaml:1 and gpu/b.yaml:9" in r.stderr
+        assert len(r.stderr.strip().splitlines()) == 1, r.stderr
+
+
+def test_one_object_is_its_group_kind_namespace_and_name(tmp_path: Path) -> None:
+    def rendered(*docs: str, namespace: str = "default") -> list[str]:
+        repo = make_repo(
+            tmp_path / f"r{len(list(tmp_path.iterdir()))}", {"a.yaml": "---\n".join(docs)}
+        )
+        out = render_git(
+            str(repo),
+            "HEAD",
+            ".",
+            default_namespace=namespace,
+            cluster_scoped={("gpu-fractioning.kai.scheduler", "GpuFractioningConfig")},
+        )
+        return [o["metadata"]["name"] for o in out.objects]
+
+    cm = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\n{extra}"
+    secret = "apiVersion: v1\nkind: Secret\nmetadata:\n  name: x\n"
+    # different namespaces, kinds or groups: different objects
+    assert rendered(cm.format(extra="  namespace: a\n"), cm.format(extra="  namespace: b\n"))
+    assert rendered(cm.format(extra=""), secret)
+    assert rendered(
+        "apiVersion: example.org/v1\nkind: ConfigMap\nmetadata:\n  name: x\n", cm.format(extra="")
+    )
+    # no namespace means the default one
+    with pytest.raises(UsageError, match=r"ConfigMap/default/x \(core group\) twice"):
+        rendered(cm.format(extra=""), cm.format(extra="  namespace: default\n"))
+    # another version of the same group and kind is the same object
+    with pytest.raises(UsageError, match="twice"):
+        rendered(
+            GFC.format(namespace="", cls="b200"),
+            GFC.format(namespace="", cls="h200").replace("v1alpha1", "v1beta1"),
+        )
+    # a namespace written on a cluster-scoped object does not make it another object
+    with pytest.raises(UsageError, match="a.yaml:1 and a.yaml:9"):
+        rendered(
+            GFC.format(namespace="", cls="b200"),
+            GFC.format(namespace="\n  namespace: x", cls="h200"),
+        )
+
+
+def test_duplicate_list_items_are_named_by_position(tmp_path: Path) -> None:
+    item = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "d", "namespace": "t"}}
+    repo = make_repo(
+        tmp_path / "r",
+        {"l.json": json.dumps({"apiVersion": "v1", "kind": "List", "items": [item, item]})},
+    )
+    with pytest.raises(UsageError) as e:
+        render_git(str(repo), "HEAD", ".")
+    assert "l.json:1, item 1 of the List and l.json:1, item 2 of the List" in str(e.value)
+
+
+@pytest.mark.skipif(
+    not (shutil.which("kustomize") or shutil.which("kubectl")), reason="needs kustomize or kubectl"
+)
+def test_duplicates_in_kustomize_output_are_named_by_their_position(tmp_path: Path) -> None:
+    # kustomize refuses two resources with one id, but it cannot know that this kind is
+    # cluster-scoped, so a stray namespace makes it pass both through.
+    repo = make_repo(
+        tmp_path / "r",
+        {
+            "k/kustomization.yaml": "resources:\n  - a.yaml\n  - b.yaml\n",
+            "k/a.yaml": GFC.format(namespace="", cls="b200"),
+            "k/b.yaml": GFC.format(namespace="\n  namespace: gpu", cls="h200"),
+        },
+    )
+    with pytest.raises(UsageError) as e:
+        render_git(
+            str(repo),
+            "HEAD",
+            "k",
+            cluster_scoped={("gpu-fractioning.kai.scheduler", "GpuFractioningConfig")},
+        )
+    message = str(e.value)
+    assert " output (line " in message
+    assert "document 1 of the " in message and "document 2 of the " in message
+
+
+@pytest.mark.skipif(shutil.which("helm") is None, reason="needs a helm binary")
+def test_duplicates_in_helm_output_are_named_by_position_and_template(tmp_path: Path) -> None:
+    cm = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: same\n  namespace: ml\n"
+    repo = make_repo(
+        tmp_path / "r",
+        {
+            "chart/Chart.yaml": "apiVersion: v2\nname: chart\nversion: 0.1.0\n",
+            "chart/templates/a.yaml": cm,
+            "chart/templates/b.yaml": cm,
+        },
+    )
+    with pytest.raises(UsageError) as e:
+        render_git(str(repo), "HEAD", "chart")
+    message = str(e.value)
+    assert "document 1 of the helm output (line 3), from chart/templates/a.yaml" in message
+    assert "document 2 of the helm output (line 10), from chart/templates/b.yaml" in message
+
+
+def test_cli_from_argocd_refuses_two_manifests_for_one_object(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ARGOCD_SERVER", "argocd.test")
+    monkeypatch.setenv("ARGOCD_AUTH_TOKEN", "s3cret-token")
+    a = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"}, "data": {"k": "1"}}
+    b = {**a, "data": {"k": "2"}}
+    with respx.mock(base_url="https://argocd.test") as mock:
+        mock.get("/api/v1/applications/gpu-fractioning/manifests").respond(
+            json={"manifests": [json.dumps(a), json.dumps(b)]}
+        )
+        r = run_cli("render", "--from-argocd", "gpu-fractioning")
+    assert r.exit_code == ExitCode.USAGE, r.output
+    assert "manifest 1 of Argo CD's rendering and manifest 2 of Argo CD's rendering" in r.stderr
+    assert r.stdout == ""

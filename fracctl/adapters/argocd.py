@@ -5,8 +5,10 @@ managed resources and rendered manifests, sync selected resources, follow the sy
 operation to its end, and terminate it. Every failure becomes a fracctl error with advice.
 
 The bearer token comes from ``ARGOCD_AUTH_TOKEN`` or a file, never from a command-line
-value (which would show in ``ps``). It is kept out of every message, log line and repr:
-error bodies are truncated and scrubbed of it before they reach an exception.
+value (which would show in ``ps``). It is checked when loaded (one line a header can
+carry) and registered with :mod:`fracctl.redact`, so it is kept out of every message, log
+line and repr in any form a server could echo it in: error bodies are redacted before they
+are truncated, then reach an exception.
 
 A sync that Argo CD reports as ``Succeeded`` has only had every apply call return OK; it
 does not mean the live object converged. Callers must read the live object afterwards.
@@ -22,6 +24,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import quote, urlsplit
 
 from fracctl.errors import ConfigError, ExternalError, TimedOut, Unreachable, UsageError
+from fracctl.redact import header_problem, redact, register
 
 if TYPE_CHECKING:
     import httpx
@@ -41,6 +44,54 @@ GRPC_UNAUTHENTICATED = 16
 IN_PROGRESS_MESSAGE = "another operation is already in progress"
 _NO_OPERATION_MESSAGE = "no operation is in progress"
 _BODY_LIMIT = 300
+
+# What fracctl reads from each answer, and the JSON type each part must have when it is
+# there (absent and null are fine): ``a.b`` is a key path, ``[]`` every item of a list.
+# Parents come before their children.
+_RESOURCE_STATUS: dict[str, type | tuple[type, ...]] = {
+    "[]": dict,
+    "[].group": str,
+    "[].version": str,
+    "[].kind": str,
+    "[].namespace": str,
+    "[].name": str,
+    "[].status": str,
+    "[].message": str,
+    "[].health": dict,
+}
+APPLICATION_SHAPE: dict[str, type | tuple[type, ...]] = {
+    "": dict,
+    "metadata": dict,
+    "spec": dict,
+    "spec.destination": dict,
+    "operation": dict,
+    "operation.initiatedBy": dict,
+    "status": dict,
+    "status.sync": dict,
+    "status.health": dict,
+    "status.resources": list,
+    **{f"status.resources{k}": t for k, t in _RESOURCE_STATUS.items()},
+    "status.operationState": dict,
+    "status.operationState.phase": str,
+    "status.operationState.message": str,
+    "status.operationState.startedAt": str,
+    "status.operationState.operation": dict,
+    "status.operationState.operation.initiatedBy": dict,
+    "status.operationState.syncResult": dict,
+    "status.operationState.syncResult.resources": list,
+    **{f"status.operationState.syncResult.resources{k}": t for k, t in _RESOURCE_STATUS.items()},
+}
+MANAGED_RESOURCES_SHAPE: dict[str, type | tuple[type, ...]] = {
+    "": dict,
+    "items": list,
+    "items[]": dict,
+    "items[].name": str,
+}
+MANIFESTS_SHAPE: dict[str, type | tuple[type, ...]] = {
+    "": dict,
+    "manifests": list,
+    "manifests[]": (str, dict),
+}
 
 
 # --- errors ---------------------------------------------------------------------------
@@ -192,9 +243,12 @@ def read_token(config: ArgoCDConfig, env: Mapping[str, str]) -> str:
     """The bearer token: ``argocd.token_file`` if set, else ``$ARGOCD_AUTH_TOKEN``.
 
     Raises:
-        ConfigError: no token anywhere, or the file is unreadable or empty (the message
-            names the file, never its contents).
+        ConfigError: no token anywhere, the file is unreadable or empty, or the token
+            is not one line a header can carry (the message names the source, never
+            the contents).
     """
+    from_env = env.get("ARGOCD_AUTH_TOKEN") or ""
+    register(from_env)  # a secret in the environment, used or not
     if config.token_file:
         path = Path(config.token_file).expanduser()
         try:
@@ -203,14 +257,37 @@ def read_token(config: ArgoCDConfig, env: Mapping[str, str]) -> str:
             raise ConfigError(f"argocd.token_file {path}: cannot read: {e.strerror}") from None
         if not token:
             raise ConfigError(f"argocd.token_file {path} is empty")
-        if "\n" in token:
-            raise ConfigError(f"argocd.token_file {path}: expected one line (a token)")
-        return token
-    token = (env.get("ARGOCD_AUTH_TOKEN") or "").strip()
+        return check_token(token, f"argocd.token_file {path}")
+    token = from_env.strip()
     if not token:
         raise ConfigError(
             "no Argo CD token: set ARGOCD_AUTH_TOKEN or argocd.token_file",
             hint="create one with `argocd account generate-token`",
+        )
+    return check_token(token, "ARGOCD_AUTH_TOKEN")
+
+
+def check_token(token: str, source: str) -> str:
+    """Register ``token`` for redaction and make sure it can go in a header.
+
+    Args:
+        token: the bearer token.
+        source: where it came from, for the message (never the token itself).
+
+    Returns:
+        The token.
+
+    Raises:
+        ConfigError: it is not one line of the characters a bearer token may have (the
+            message says what is wrong without quoting it).
+    """
+    register(token)
+    problem = header_problem(token, bearer_token=True)
+    if problem:
+        raise ConfigError(
+            f"{source}: expected one line (a token) that can go in an HTTP header, but {problem}",
+            hint="a bearer token is letters, digits and -._~+/ with optional trailing =, "
+            "as `argocd account generate-token` prints it; the value is not shown",
         )
     return token
 
@@ -244,6 +321,7 @@ class ArgoCD:
 
         if not token:
             raise ConfigError("no Argo CD token: set ARGOCD_AUTH_TOKEN or argocd.token_file")
+        check_token(token, "the Argo CD token")
         self.url = server_url(server, plaintext=plaintext)
         self.insecure = insecure
         self.timeout = timeout
@@ -304,8 +382,10 @@ class ArgoCD:
 
     # --- raw requests -----------------------------------------------------------------
 
-    def _scrub(self, text: str) -> str:
-        return text.replace(self.__token.reveal(), "***")
+    @staticmethod
+    def _scrub(text: str) -> str:
+        # Before any truncation: a secret cut in half would no longer be recognised whole.
+        return redact(text)
 
     def request(
         self,
@@ -340,7 +420,12 @@ class ArgoCD:
                 path,
                 params=query,
                 json=body,
-                headers={"Authorization": f"Bearer {self.__token.reveal()}"},
+                headers={
+                    "Authorization": f"Bearer {self.__token.reveal()}",
+                    # Argo CD answers 415 "Invalid content type" to a POST or a DELETE
+                    # without it, even when there is no body.
+                    **({} if method in ("GET", "HEAD") else {"Content-Type": "application/json"}),
+                },
                 timeout=self.timeout if timeout is None else timeout,
             )
         except httpx.TimeoutException as e:
@@ -381,14 +466,38 @@ class ArgoCD:
         if refresh not in (None, "normal", "hard"):
             raise UsageError(f"refresh must be normal or hard, got {refresh!r}")
         path, params = _app_path(name)
-        result: Obj = self.request(
+        doc = self.request(
             "GET",
             path,
             params={**params, "refresh": refresh},
             app=name,
             timeout=max(self.timeout, 120.0) if refresh else None,
         )
-        return result
+        return checked(doc, APPLICATION_SHAPE, f"GET application {name}", url=self.url)
+
+    def can_i(self, resource: str, action: str, subresource: str) -> bool:
+        """``GET /api/v1/account/can-i/{resource}/{action}/{subresource}``.
+
+        Argo CD answers ``{"value": "yes"}`` or ``{"value": "no"}`` for the token's own
+        account; it needs no permission beyond a valid token.
+
+        Args:
+            resource: an RBAC resource, e.g. ``applications``.
+            action: an RBAC action, e.g. ``sync``.
+            subresource: the object, ``project/name`` (``project/namespace/name`` for an
+                application outside Argo CD's namespace).
+        """
+        parts = "/".join(quote(p, safe="") for p in (resource, action, *subresource.split("/")))
+        doc = self.request("GET", f"/api/v1/account/can-i/{parts}")
+        value = doc.get("value") if isinstance(doc, dict) else None
+        if value not in ("yes", "no"):
+            raise ArgoCDError(
+                f"Argo CD answered can-i {resource} {action} {subresource} with "
+                f"{_clip(repr(doc), 120)}, not yes or no",
+                status=200,
+                hint=f"is {self.url} an Argo CD API server?",
+            )
+        return bool(value == "yes")
 
     def managed_resources(self, name: str, **filters: str) -> list[Obj]:
         """``GET …/{name}/managed-resources``, with the JSON-string states decoded.
@@ -405,7 +514,8 @@ class ArgoCD:
         doc = self.request(
             "GET", f"{path}/managed-resources", params={**params, **filters}, app=name
         )
-        items = (doc or {}).get("items") or []
+        what = f"GET managed resources of {name}"
+        items = checked(doc, MANAGED_RESOURCES_SHAPE, what, url=self.url).get("items") or []
         out: list[Obj] = []
         for item in items:
             item = dict(item)
@@ -426,8 +536,9 @@ class ArgoCD:
         doc = self.request(
             "GET", f"{path}/manifests", params={**params, "revision": revision}, app=name
         )
+        what = f"GET manifests of {name}"
         out: list[Obj] = []
-        for m in (doc or {}).get("manifests") or []:
+        for m in checked(doc, MANIFESTS_SHAPE, what, url=self.url).get("manifests") or []:
             decoded = _decode_state(m, "manifest")
             if decoded is not None:
                 out.append(decoded)
@@ -467,8 +578,8 @@ class ArgoCD:
             body["resources"] = [_sync_resource(r) for r in resources]
         if sync_options is not None:
             body["syncOptions"] = {"items": list(sync_options)}
-        result: Obj = self.request("POST", f"{path}/sync", body=body, app=name)
-        return result
+        doc = self.request("POST", f"{path}/sync", body=body, app=name)
+        return checked(doc, APPLICATION_SHAPE, f"POST sync of {name}", url=self.url)
 
     def terminate_operation(self, name: str) -> bool:
         """``DELETE …/{name}/operation``: ask Argo CD to stop the running operation.
@@ -636,10 +747,15 @@ class ArgoCD:
 
 
 def resource_result(state: Mapping[str, Any], resource: Mapping[str, str]) -> Obj | None:
-    """The ``syncResult.resources[]`` entry for ``resource``, if Argo CD reported one."""
+    """The ``syncResult.resources[]`` entry for ``resource``, if Argo CD reported one.
+
+    For a cluster-scoped resource (no namespace) Argo CD v3.2 reports the application's
+    destination namespace, so the namespace is then not compared.
+    """
     want = _resource_key(resource)
     for r in ((state.get("syncResult") or {}).get("resources")) or []:
-        if _resource_key(r) == want:
+        got = _resource_key(r)
+        if got == want or (not want[2] and got[:2] + got[3:] == want[:2] + want[3:]):
             return dict(r)
     return None
 
@@ -702,9 +818,7 @@ def error_for(status: int, text: str, *, app: str | None = None, url: str = "") 
             f"Argo CD denied access to {what} (403): {message}",
             status=status,
             code=code,
-            hint="the token's account needs RBAC permission 'applications, get' and "
-            "'applications, sync' on the app's project; Argo CD also answers 403 for "
-            "an application that does not exist",
+            hint=_forbidden_hint(message, app),
         )
     if status == 404 or code == GRPC_NOT_FOUND:
         return ApplicationNotFound(
@@ -733,6 +847,79 @@ def error_for(status: int, text: str, *, app: str | None = None, url: str = "") 
     return ArgoCDError(f"Argo CD refused {what} ({status}): {message}", status=status, code=code)
 
 
+# --- answer shapes --------------------------------------------------------------------
+
+
+def checked(
+    doc: Any, shape: Mapping[str, type | tuple[type, ...]], what: str, url: str = ""
+) -> Obj:
+    """``doc`` when every part ``shape`` names has the JSON type it should.
+
+    The one place answers are checked before anything indexes into them, so an answer of
+    the wrong shape (a list, a string, ``{"status": "x"}``) is a clear error, not a crash.
+
+    Args:
+        doc: the decoded JSON answer.
+        shape: ``{path: type}`` (see :data:`APPLICATION_SHAPE`); absent or null is fine.
+        what: the request, for the message.
+        url: the server, for the hint.
+
+    Raises:
+        ArgoCDError: a part has another type; the message names the part and the type
+            found, not the value.
+    """
+    for path, expected in shape.items():
+        for where, value in _values_at(doc, path):
+            if value is None or (isinstance(value, expected) and not isinstance(value, bool)):
+                continue
+            part = f"`{where}`" if where else "the answer"
+            raise ArgoCDError(
+                f"Argo CD sent an unexpected answer to {what}: {part} is "
+                f"{_json_type(value)}, expected {_expected_type(expected)}",
+                status=200,
+                hint=f"is {url or 'the server'} the Argo CD API server, of a version fracctl "
+                "supports (v2.x or v3.x)?",
+            )
+    return doc  # type: ignore[no-any-return]
+
+
+def _values_at(doc: Any, path: str) -> list[tuple[str, Any]]:
+    """``(where, value)`` for each value at ``path``; stops at parts of another type."""
+    found: list[tuple[str, Any]] = [("", doc)]
+    for step in path.replace("[]", ".[]").split(".") if path else []:
+        if not step:
+            continue
+        nxt: list[tuple[str, Any]] = []
+        for where, value in found:
+            if step == "[]":
+                if isinstance(value, list):
+                    nxt.extend((f"{where}[{i}]", v) for i, v in enumerate(value))
+            elif isinstance(value, dict) and step in value:
+                nxt.append((f"{where}.{step}" if where else step, value[step]))
+        found = nxt
+    return found
+
+
+def _json_type(value: Any) -> str:
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, dict):
+        return "an object"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, (int, float)):
+        return "a number"
+    return f"a {type(value).__name__}"  # pragma: no cover - json.loads makes no other types
+
+
+def _expected_type(expected: type | tuple[type, ...]) -> str:
+    names = {dict: "an object", list: "a list", str: "a string", int: "a number"}
+    kinds = expected if isinstance(expected, tuple) else (expected,)
+    return " or ".join(names.get(k, k.__name__) for k in kinds)
+
+
 # --- helpers --------------------------------------------------------------------------
 
 
@@ -756,6 +943,24 @@ def _sync_resource(r: Mapping[str, str]) -> dict[str, str]:
         "name": r["name"],
         "namespace": r.get("namespace") or "",
     }
+
+
+def _forbidden_hint(message: str, app: str | None) -> str:
+    """Advice for a 403: a bare "permission denied" is what a missing app gets."""
+    rbac = (
+        "the token's account needs RBAC permission 'applications, get' and "
+        "'applications, sync' on the app's project"
+    )
+    if app and message.strip().lower() == "permission denied":
+        # Argo CD v3.2 answers a missing application exactly like one the account may
+        # not see, so as not to reveal which names exist; a denied action on an app it
+        # can see names the action ("permission denied: applications, sync, …").
+        return (
+            f"the application {app} does not exist, or the account may not see it "
+            "(Argo CD does not say which): check argocd.app (apps outside Argo CD's "
+            f"namespace are named namespace/name) and the server, then RBAC: {rbac}"
+        )
+    return f"{rbac}; Argo CD also answers 403 for an application that does not exist"
 
 
 def _resource_key(r: Mapping[str, Any]) -> tuple[str, str, str, str]:
@@ -786,12 +991,12 @@ def _decode_state(value: Any, what: str) -> Obj | None:
 
 
 def _clip(text: str, limit: int = _BODY_LIMIT) -> str:
-    text = text.strip()
+    text = redact(text).strip()  # redact first: a secret cut in half is not recognised whole
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _transport_reason(e: Exception) -> str:
-    text = str(e) or type(e).__name__
+    text = redact(str(e)) or type(e).__name__
     return _clip(text.splitlines()[0], 200)
 
 

@@ -224,9 +224,16 @@ def start(state_dir: str | Path, *, binaries: Path, detach: bool = False) -> Con
 _CHILDREN: dict[int, subprocess.Popen[bytes]] = {}
 
 
-def spawn(argv: list[str], log: Any, detach: bool) -> subprocess.Popen[bytes]:
+def spawn(
+    argv: list[str],
+    log: Any,
+    detach: bool,
+    *,
+    cwd: str | Path | None = None,
+    env: dict[str, str] | None = None,
+) -> subprocess.Popen[bytes]:
     """Start a process with output to ``log``; remembered so it can be reaped."""
-    return _spawn(argv, log, detach)
+    return _spawn(argv, log, detach, cwd=cwd, env=env)
 
 
 def terminate(pid: int, timeout: float = 15.0) -> None:
@@ -239,13 +246,22 @@ def alive(pid: int) -> bool:
     return _alive(pid)
 
 
-def _spawn(argv: list[str], log: Any, detach: bool) -> subprocess.Popen[bytes]:
+def _spawn(
+    argv: list[str],
+    log: Any,
+    detach: bool,
+    *,
+    cwd: str | Path | None = None,
+    env: dict[str, str] | None = None,
+) -> subprocess.Popen[bytes]:
     proc = subprocess.Popen(
         argv,
         stdout=log,
         stderr=subprocess.STDOUT,
         stdin=subprocess.DEVNULL,
         start_new_session=detach,
+        cwd=cwd,
+        env=env,
     )
     _CHILDREN[proc.pid] = proc
     return proc

@@ -10,8 +10,10 @@ message.
 from __future__ import annotations
 
 import json
+import os
+import re
 from collections import Counter
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from fracctl.core.resources import CRDS, ResourceRef, split_api_version
@@ -25,6 +27,7 @@ from fracctl.errors import (
     Unreachable,
     api_error_for,
 )
+from fracctl.redact import header_problem, redact, register_many
 
 JSON = "application/json"
 MERGE_PATCH = "application/merge-patch+json"
@@ -41,6 +44,7 @@ class Kube:
     def __init__(self, configuration: Any, *, timeout: float = 30.0) -> None:
         from kubernetes.client import ApiClient
 
+        register_credentials(configuration)
         self._api = ApiClient(configuration)
         self._pool = self._api.rest_client.pool_manager
         self.host = str(configuration.host).rstrip("/")
@@ -68,27 +72,50 @@ class Kube:
         context: str | None = None,
         in_cluster: bool = False,
         timeout: float = 30.0,
+        env: Mapping[str, str] | None = None,
     ) -> Kube:
-        """Load credentials from a kubeconfig (or the in-cluster service account)."""
+        """Load credentials from a kubeconfig (or the in-cluster service account).
+
+        The kubeconfig is found as kubectl finds it: ``kubeconfig``, else the files
+        listed in ``$KUBECONFIG`` (read from ``env``, default ``os.environ``, at call
+        time), else ``~/.kube/config``.
+
+        Raises:
+            ConfigError: one line naming the file (or the context): missing, not YAML,
+                not a kubeconfig, no such context. Never its contents.
+        """
         from kubernetes import config as kconfig
         from kubernetes.client import Configuration
         from kubernetes.config.config_exception import ConfigException
 
         configuration = Configuration()
-        try:
-            if in_cluster:
+        if in_cluster:
+            try:
                 kconfig.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
-            else:
-                kconfig.load_kube_config(  # type: ignore[no-untyped-call]
-                    config_file=kubeconfig,
-                    context=context,
-                    client_configuration=configuration,
-                    persist_config=False,
-                )
+            except ConfigException as e:
+                raise ConfigError(f"in-cluster config: {_first_line(str(e))}") from None
+            return cls(configuration, timeout=timeout)
+        files, name = kubeconfig_files(kubeconfig, os.environ if env is None else env)
+        check_kubeconfig(files, name, context)
+        try:
+            kconfig.load_kube_config(  # type: ignore[no-untyped-call]
+                config_file=os.pathsep.join(files),
+                context=context,
+                client_configuration=configuration,
+                persist_config=False,
+            )
         except ConfigException as e:
-            raise ConfigError(f"kubeconfig: {_first_line(str(e))}") from None
+            # The library names an entry by its whole dict ("…/{'name': 'u', 'user': …}"),
+            # which for a user holds its credentials.
+            why = re.sub(r"\{.*\}", "{…}", _first_line(str(e)))
+            raise ConfigError(f"kubeconfig {name}: {why}") from None
         except OSError as e:
-            raise ConfigError(f"kubeconfig: {e.strerror}: {e.filename}") from None
+            raise ConfigError(f"kubeconfig {name}: {e.strerror}: {e.filename}") from None
+        except (KeyError, TypeError, AttributeError, ValueError) as e:
+            # a malformed entry the checks above do not look into (a cluster, a user)
+            raise ConfigError(
+                f"kubeconfig {name}: not a valid kubeconfig ({type(e).__name__})"
+            ) from None
         return cls(configuration, timeout=timeout)
 
     # --- raw requests -----------------------------------------------------------------
@@ -107,7 +134,17 @@ class Kube:
                 ) from None
         auth = cfg.auth_settings().get("BearerToken")
         if auth and auth.get("value"):
-            headers[auth["key"]] = auth["value"]
+            value = str(auth["value"]).strip()  # a tokenFile often ends with a newline
+            register_many(_credential_parts(value))  # refreshed credentials are new ones
+            problem = header_problem(value)
+            if problem:
+                # Refused here: the HTTP library's own error would quote the header.
+                raise ConfigError(
+                    f"kubeconfig: the user's credentials cannot go in an HTTP header: {problem}",
+                    hint="check the token or tokenFile of the kubeconfig user; the value is "
+                    "not shown",
+                )
+            headers[auth["key"]] = value
         return headers
 
     def _send(
@@ -347,7 +384,130 @@ class Kube:
         finally:
             resp.release_conn()
 
+    def watch_until(
+        self,
+        ref: ResourceRef,
+        done: Callable[[dict[str, Obj]], bool],
+        *,
+        deadline: float,
+        monotonic: Callable[[], float],
+        sleep: Callable[[float], None],
+        namespace: str | None = None,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+        on_change: Callable[[dict[str, Obj]], None] | None = None,
+        max_watch_seconds: int = 60,
+    ) -> tuple[dict[str, Obj], bool]:
+        """Keep a current view of matching objects until ``done(view)`` or the deadline.
+
+        One LIST, then a WATCH from the list's resourceVersion; no polling. A watch the
+        server closes (its own timeout, at most ``max_watch_seconds``) or a dropped
+        connection is resumed from the last resourceVersion seen; a 410 Gone (that
+        version was compacted away) lists afresh. The view maps ``namespace/name`` (or
+        ``name`` for cluster-scoped objects) to the object.
+
+        Args:
+            ref: the resource type.
+            done: called with the view after the list and after each event.
+            deadline: when to give up, on the ``monotonic`` clock.
+            monotonic: the clock.
+            sleep: pauses before resuming after a dropped connection.
+            namespace: limit to one namespace.
+            label_selector: limit by labels.
+            field_selector: limit by fields (``metadata.name=X`` for one object).
+            on_change: called with the view after the list and after each change.
+            max_watch_seconds: the longest single watch request.
+
+        Returns:
+            The last view, and whether ``done`` held (False: the deadline passed).
+
+        Raises:
+            ApiError: an error other than 410 Gone.
+            Unreachable: the server could not be reached to list.
+        """
+        view: dict[str, Obj] = {}
+        selectors = {
+            "namespace": namespace,
+            "label_selector": label_selector,
+            "field_selector": field_selector,
+        }
+
+        def key(obj: Obj) -> str:
+            meta = obj.get("metadata") or {}
+            ns = meta.get("namespace")
+            return f"{ns}/{meta.get('name')}" if ns else str(meta.get("name"))
+
+        def relist() -> str:
+            view.clear()
+            version = ""
+            for page in self.list_pages(ref, **selectors):  # type: ignore[arg-type]
+                version = (page.get("metadata") or {}).get("resourceVersion", "") or version
+                for item in page.get("items") or []:
+                    view[key(item)] = item
+            if on_change:
+                on_change(view)
+            return version
+
+        rv = relist()
+        pause = 0.2
+        while not done(view):
+            remaining = deadline - monotonic()
+            if remaining <= 0:
+                return view, False
+            try:
+                for kind, obj in self.watch(
+                    ref,
+                    resource_version=rv,
+                    timeout_seconds=max(1, min(int(remaining + 0.999), max_watch_seconds)),
+                    **selectors,
+                ):
+                    rv = (obj.get("metadata") or {}).get("resourceVersion") or rv
+                    if kind == "BOOKMARK":
+                        continue
+                    if kind == "DELETED":
+                        view.pop(key(obj), None)
+                    else:
+                        view[key(obj)] = obj
+                    pause = 0.2
+                    if on_change:
+                        on_change(view)
+                    if done(view) or monotonic() >= deadline:
+                        break
+            except ApiError as e:
+                if e.status.code != 410:
+                    raise
+                rv = relist()
+            except Unreachable:
+                sleep(min(pause, max(0.0, deadline - monotonic())))
+                pause = min(pause * 2, 5.0)
+        return view, True
+
     # --- discovery --------------------------------------------------------------------
+
+    def can_i(
+        self, verb: str, ref: ResourceRef, name: str | None = None, namespace: str | None = None
+    ) -> tuple[bool, str]:
+        """Ask the API server whether this identity may ``verb`` the resource.
+
+        A ``SelfSubjectAccessReview``: read-only, and allowed to every authenticated
+        identity. Returns whether it is allowed and the authorizer's reason, if any.
+        """
+        attrs: Obj = {"verb": verb, "group": ref.group, "resource": ref.plural}
+        if name:
+            attrs["name"] = name
+        if namespace and ref.namespaced:
+            attrs["namespace"] = namespace
+        review = self.request(
+            "POST",
+            "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews",
+            body={
+                "apiVersion": "authorization.k8s.io/v1",
+                "kind": "SelfSubjectAccessReview",
+                "spec": {"resourceAttributes": attrs},
+            },
+        )
+        status = review.get("status") or {}
+        return bool(status.get("allowed")), str(status.get("reason") or "")
 
     def resolve(self, api_version: str, kind: str) -> ResourceRef:
         """Find the resource for ``apiVersion``/``kind`` through discovery (cached)."""
@@ -395,8 +555,130 @@ def _plural_of(path: str) -> str:
     return parts[start] if len(parts) > start else "/".join(parts)
 
 
+def kubeconfig_files(kubeconfig: str | None, env: Mapping[str, str]) -> tuple[list[str], str]:
+    """The kubeconfig file(s) to read, and how to name them in messages.
+
+    Raises:
+        ConfigError: the named file, every file ``$KUBECONFIG`` lists, or
+            ``~/.kube/config`` (when nothing names one) does not exist.
+    """
+    if kubeconfig:
+        path = os.path.expanduser(kubeconfig)
+        if not os.path.exists(path):
+            raise ConfigError(f"kubeconfig {kubeconfig}: file not found")
+        if os.path.isdir(path):
+            raise ConfigError(f"kubeconfig {kubeconfig}: is a directory, not a file")
+        return [path], kubeconfig
+    listed = env.get("KUBECONFIG", "")
+    entries = [p for p in listed.split(os.pathsep) if p.strip()]
+    if entries:
+        # like kubectl: entries that do not exist are skipped, but one must
+        found = [os.path.expanduser(p) for p in entries]
+        found = [p for p in found if os.path.isfile(p)]
+        if not found:
+            what = "file not found" if len(entries) == 1 else "none of these files exists"
+            raise ConfigError(f"KUBECONFIG={listed}: {what}")
+        return found, f"{os.pathsep.join(found)} (from KUBECONFIG)"
+    home = env.get("HOME")
+    default = (
+        os.path.join(home, ".kube", "config") if home else os.path.expanduser("~/.kube/config")
+    )
+    if not os.path.isfile(default):
+        raise ConfigError(
+            f"no kubeconfig: {default} does not exist and KUBECONFIG is not set",
+            hint="give --kubeconfig, set KUBECONFIG, or set kube.kubeconfig in fracctl.yaml",
+        )
+    return [default], default
+
+
+def check_kubeconfig(files: list[str], name: str, context: str | None) -> None:
+    """Read the kubeconfig files and check the context exists, with one-line errors.
+
+    The client library would report these as "Invalid kube-config file" without the
+    path, or as a KeyError; messages here carry a path and a YAML line, never content.
+    """
+    import yaml
+
+    contexts: list[str] = []
+    current = ""
+    for path in files:
+        try:
+            with open(path, encoding="utf-8") as f:
+                doc = yaml.safe_load(f)
+        except OSError as e:
+            raise ConfigError(f"kubeconfig {path}: cannot read: {e.strerror}") from None
+        except UnicodeDecodeError:
+            raise ConfigError(f"kubeconfig {path}: not a text file") from None
+        except yaml.YAMLError as e:
+            mark = getattr(e, "problem_mark", None)
+            at = f":{mark.line + 1}" if mark is not None else ""
+            problem = getattr(e, "problem", None) or "cannot parse"
+            raise ConfigError(f"kubeconfig {path}{at}: not valid YAML: {problem}") from None
+        if doc is None:
+            raise ConfigError(f"kubeconfig {path} is empty")
+        entries = doc.get("contexts") if isinstance(doc, dict) else None
+        if not isinstance(doc, dict) or not isinstance(entries or [], list):
+            raise ConfigError(
+                f"kubeconfig {path}: not a kubeconfig "
+                "(expected a mapping with clusters, contexts and users)"
+            )
+        for entry in entries or []:
+            if isinstance(entry, dict) and isinstance(entry.get("name"), str):
+                contexts.append(entry["name"])
+        if doc.get("current-context"):
+            current = str(doc["current-context"])
+    known = f" (contexts: {', '.join(contexts)})" if contexts else " (it has no contexts)"
+    if context:
+        if context not in contexts:
+            raise ConfigError(f"kubeconfig {name}: context {context!r} not found{known}")
+    elif not current:
+        raise ConfigError(
+            f"kubeconfig {name}: no current-context set{known}", hint="give --context"
+        )
+    elif current not in contexts:
+        raise ConfigError(f"kubeconfig {name}: current-context {current!r} not found{known}")
+
+
 def _first_line(text: str) -> str:
+    text = redact(text)  # before cutting: a secret cut in half is not recognised whole
     return text.strip().splitlines()[0] if text.strip() else text
+
+
+def register_credentials(configuration: Any) -> None:
+    """Register the secrets a client configuration holds, so that no output shows them.
+
+    The bearer token or basic-auth password (from ``api_key``), ``password``, and the
+    client key (the file the kubeconfig's ``client-key-data`` was written to).
+    """
+    values: list[str | None] = [getattr(configuration, "password", None)]
+    for value in (getattr(configuration, "api_key", None) or {}).values():
+        values.extend(_credential_parts(str(value)))
+    key_file = getattr(configuration, "key_file", None)
+    if key_file:
+        try:
+            with open(key_file, encoding="utf-8", errors="replace") as f:
+                values.append(f.read())
+        except OSError:
+            pass  # the TLS layer will say it cannot read the key
+    register_many(values)
+
+
+def _credential_parts(value: str) -> list[str]:
+    """The secret parts of an Authorization value: the token, or Basic's password."""
+    import base64
+    import binascii
+
+    scheme, _, rest = value.strip().partition(" ")
+    if not rest.strip():
+        return [value]
+    parts = [rest.strip()]
+    if scheme.lower() == "basic":
+        try:
+            decoded = base64.b64decode(rest.strip(), validate=True).decode("utf-8")
+        except (binascii.Error, UnicodeDecodeError):
+            decoded = ""
+        parts.append(decoded.partition(":")[2])
+    return parts
 
 
 def _reason(e: BaseException) -> str:
@@ -421,7 +703,7 @@ def _api_error(code: int, raw: bytes) -> ApiError:
         body = None
     if isinstance(body, dict) and body.get("kind") == "Status":
         return _status_error(body, code)
-    text = raw.decode(errors="replace")[:300] if raw else ""
+    text = redact(raw.decode(errors="replace"))[:300] if raw else ""
     return api_error_for(ApiStatus(code, "", text.strip()))
 
 
@@ -431,7 +713,7 @@ def _status_error(body: Obj, code: int | None = None) -> ApiError:
         Cause(str(c.get("reason", "")), str(c.get("message", "")), str(c.get("field", "")))
         for c in details.get("causes") or []
     ]
-    message = str(body.get("message", ""))[:2000]
+    message = redact(str(body.get("message", "")))[:2000]
     return api_error_for(
         ApiStatus(
             int(code or body.get("code") or 500), str(body.get("reason", "")), message, causes

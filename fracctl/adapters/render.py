@@ -15,12 +15,15 @@ import shutil
 import subprocess
 import tarfile
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from fracctl.adapters.git import is_remote as is_remote
+from fracctl.adapters.git import open_repo, resolve_commit, safe_url
 from fracctl.core.drift import Location
+from fracctl.core.manifests import check_unique
 from fracctl.errors import ExternalError, UsageError
 
 RENDERERS = ("auto", "plain", "kustomize", "helm")
@@ -43,6 +46,11 @@ class Document:
     file: str
     line: int
     text: str = ""
+    origin: str = ""  # where it was written, for messages: "a.yaml:3", "document 2 of …"
+
+    def __post_init__(self) -> None:
+        if not self.origin:
+            self.origin = f"{self.file}:{self.line}" if self.file else ""
 
 
 @dataclass
@@ -52,6 +60,7 @@ class Rendered:
     objects: list[Obj]
     locations: list[Location | None]
     texts: list[str]  # each object's YAML text in git, when known ("" otherwise)
+    origins: list[str]  # where each object was written, for messages
     repo: str
     revision: str
     commit: str
@@ -106,11 +115,17 @@ def _loader() -> Any:
     return getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
-def parse_documents(text: str, name: str) -> list[Document]:
+def parse_documents(text: str, name: str, *, stream: bool = False) -> list[Document]:
     """Every non-empty document of a YAML (or JSON) stream.
 
     YAML 1.1 rules (libyaml when available), as kubectl reads manifests: ``yes`` and
     ``on`` are booleans there too.
+
+    Args:
+        text: the YAML stream.
+        name: the file it came from, or what produced it (``kustomize output``).
+        stream: ``text`` is a render tool's output: each document's origin names its
+            position in that output rather than a file.
 
     Raises:
         ExternalError: the text is not valid YAML; the message names file and line.
@@ -136,7 +151,9 @@ def parse_documents(text: str, name: str) -> list[Document]:
             ),
             0,
         )
-        docs.append(Document(_plain(data), name, offset + first + 1, chunk))
+        line = offset + first + 1
+        origin = f"document {len(docs) + 1} of the {name} (line {line})" if stream else ""
+        docs.append(Document(_plain(data), name, line, chunk, origin))
     return docs
 
 
@@ -148,7 +165,11 @@ def manifests_of(docs: Sequence[Document]) -> list[Document]:
         if not isinstance(obj, dict) or not obj.get("kind") or not obj.get("apiVersion"):
             continue
         if str(obj["kind"]).endswith("List") and isinstance(obj.get("items"), list):
-            out.extend(Document(i, d.file, d.line, "") for i in obj["items"] if isinstance(i, dict))
+            out.extend(
+                Document(i, d.file, d.line, "", f"{d.origin}, item {n + 1} of the {obj['kind']}")
+                for n, i in enumerate(obj["items"])
+                if isinstance(i, dict)
+            )
             continue
         out.append(d)
     return out
@@ -228,41 +249,10 @@ def _last_line(raw: bytes) -> str:
     return lines[-1].strip() if lines else ""
 
 
-def is_remote(repo: str) -> bool:
-    """Whether ``repo`` is a URL (``https://``, ``ssh://``, ``file://``, ``git@host:``)."""
-    return "://" in repo or bool(re.match(r"^[\w.-]+@[\w.-]+:", repo))
-
-
-def _local_repo(repo: str, scratch: str) -> str:
-    """A local git directory for ``repo``: the repo itself, or a bare clone of a URL."""
-    if is_remote(repo):
-        dest = os.path.join(scratch, "clone.git")
-        proc = _git(["clone", "--quiet", "--bare", "--", repo, dest], scratch)
-        if proc.returncode != 0:
-            raise ExternalError(f"git clone {_safe_url(repo)}: {_last_line(proc.stderr)}")
-        return dest
-    path = os.path.abspath(os.path.expanduser(repo))
-    if not os.path.isdir(path):
-        raise ExternalError(f"git repository {repo} does not exist")
-    proc = _git(["rev-parse", "--git-dir"], path)
-    if proc.returncode != 0:
-        raise ExternalError(f"{repo} is not a git repository")
-    return path
-
-
-def _safe_url(url: str) -> str:
-    """A URL without any user:password part."""
-    return re.sub(r"://[^/@]+@", "://", url)
-
-
-def resolve_commit(gitdir: str, revision: str, repo: str) -> str:
-    """The commit a revision names; raises naming the revision when there is none."""
-    proc = _git(
-        ["rev-parse", "--verify", "--quiet", "--end-of-options", f"{revision}^{{commit}}"], gitdir
-    )
-    if proc.returncode != 0 or not proc.stdout.strip():
-        raise ExternalError(f"unknown revision {revision!r} in git repository {_safe_url(repo)}")
-    return proc.stdout.decode().strip()
+# Opening the repository and resolving the revision belong to the git adapter, so every
+# command words a missing path, a file, an empty repository or a bad revision alike.
+_local_repo = open_repo
+_safe_url = safe_url
 
 
 def _object_type(gitdir: str, commit: str, path: str) -> str | None:
@@ -413,7 +403,7 @@ def render_kustomize(export: Path, rel: str, timeout: float) -> list[Document]:
             "but neither 'kustomize' nor 'kubectl' is on PATH"
         )
     text = _run_tool(argv, export, f"{argv[0]} build of {rel or '.'}", timeout)
-    docs = manifests_of(parse_documents(text, f"{argv[0]} output"))
+    docs = manifests_of(parse_documents(text, f"{argv[0]} output", stream=True))
     index = _index_sources(export)
     out: list[Document] = []
     for d in docs:
@@ -422,7 +412,13 @@ def render_kustomize(export: Path, rel: str, timeout: float) -> list[Document]:
         src = index.get((kind, str(meta.get("namespace") or ""), name)) or index.get(
             (kind, "", name)
         )
-        out.append(Document(d.obj, src.file, src.line, src.text) if src else Document(d.obj, "", 0))
+        # The source file is a best guess (by kind and name); the origin stays the
+        # document's position in the output, which is exact.
+        out.append(
+            Document(d.obj, src.file, src.line, src.text, d.origin)
+            if src
+            else Document(d.obj, "", 0, "", d.origin)
+        )
     return out
 
 
@@ -454,16 +450,16 @@ def render_helm(
         argv += ["--values", str(vf)]
     text = _run_tool(argv, export, f"helm template of {rel or '.'}", timeout)
     out: list[Document] = []
-    for _, chunk in _chunks(text):
-        m = next(filter(None, (_HELM_SOURCE.match(ln) for ln in chunk.splitlines())), None)
-        for d in manifests_of(parse_documents(chunk, "helm output")):
-            if m:
-                # "# Source: <chart>/templates/x.yaml": make it repository-relative.
-                inner = m.group(1).split("/", 1)[1] if "/" in m.group(1) else m.group(1)
-                file = (PurePosixPath(rel) / inner).as_posix() if rel else inner
-                out.append(Document(d.obj, file, 1, ""))
-            else:
-                out.append(Document(d.obj, "", 0, ""))
+    for doc in parse_documents(text, "helm output", stream=True):
+        m = next(filter(None, (_HELM_SOURCE.match(ln) for ln in doc.text.splitlines())), None)
+        file = ""
+        if m:
+            # "# Source: <chart>/templates/x.yaml": make it repository-relative.
+            inner = m.group(1).split("/", 1)[1] if "/" in m.group(1) else m.group(1)
+            file = (PurePosixPath(rel) / inner).as_posix() if rel else inner
+        origin = f"{doc.origin}, from {file}" if file else doc.origin
+        for d in manifests_of([Document(doc.obj, file, 1 if file else 0, "", origin)]):
+            out.append(d)
     return out
 
 
@@ -477,6 +473,8 @@ def render_git(
     helm_release: str = "",
     helm_namespace: str = "",
     helm_values: Sequence[str] = (),
+    default_namespace: str = "",
+    cluster_scoped: Collection[tuple[str, str]] = (),
 ) -> Rendered:
     """Render ``path`` of ``repo`` at ``revision`` from a temporary export.
 
@@ -489,12 +487,16 @@ def render_git(
         helm_release: release name for ``helm template`` (default: the chart folder).
         helm_namespace: namespace for ``helm template``.
         helm_values: values files, relative to the chart.
+        default_namespace: the namespace of a rendered object that names none (to
+            tell whether two documents declare the same object).
+        cluster_scoped: ``(group, kind)`` pairs known to be cluster-scoped.
 
     Returns:
         The rendered objects with their git locations.
 
     Raises:
         ExternalError: git, the revision, the path, YAML or a render tool failed.
+        DuplicateObjects: two documents declare the same object (a usage error).
         UsageError: a needed binary is missing, or the arguments are wrong.
     """
     if renderer not in RENDERERS:
@@ -533,10 +535,18 @@ def render_git(
                 namespace=helm_namespace,
                 values=helm_values,
             )
+    check_unique(
+        [d.obj for d in docs],
+        [d.origin for d in docs],
+        source=f"the manifests under {rel or '.'} at {revision} (commit {commit[:12]})",
+        default_namespace=default_namespace,
+        cluster_scoped=cluster_scoped,
+    )
     return Rendered(
         objects=[d.obj for d in docs],
         locations=[Location(d.file, d.line) if d.file else None for d in docs],
         texts=[d.text for d in docs],
+        origins=[d.origin for d in docs],
         repo=repo,
         revision=revision,
         commit=commit,

@@ -11,6 +11,7 @@ import typer
 from fracctl.cli import _app
 from fracctl.cli.render import PathOption, RendererOption, RepoOption, RevisionOption
 from fracctl.errors import UsageError
+from fracctl.redact import redact
 
 if TYPE_CHECKING:
     from fracctl.core.drift import DriftReport
@@ -37,6 +38,7 @@ def command(
             metavar="APP",
             help="Check every resource of this Argo CD application (desired from Argo CD).",
             show_default=False,
+            callback=_app.not_blank,
         ),
     ] = None,
     repo: RepoOption = None,
@@ -45,11 +47,19 @@ def command(
     renderer: RendererOption = None,
     kind: Annotated[
         str | None,
-        typer.Option(help="Only objects of this kind (with --all or --app).", show_default=False),
+        typer.Option(
+            help="Only objects of this kind (with --all or --app).",
+            show_default=False,
+            callback=_app.not_blank,
+        ),
     ] = None,
     name: Annotated[
         str | None,
-        typer.Option(help="Only objects of this name (with --all or --app).", show_default=False),
+        typer.Option(
+            help="Only objects of this name (with --all or --app).",
+            show_default=False,
+            callback=_app.not_blank,
+        ),
     ] = None,
     output: Annotated[
         str | None,
@@ -72,22 +82,27 @@ def command(
     """Compare the live cluster with git on immutable fields; ask the API server to judge.
 
     By default checks the configured object (target.kind/target.name); --all checks
-    every rendered object, --app every resource of an Argo CD application. Where live
-    and desired differ, the desired object is sent as a server-side dry-run apply
-    (dryRun=All, nothing changes) and the API server's answer is the verdict:
+    every rendered object, --app every resource of an Argo CD application. Every
+    desired object is first validated by the API server as a whole object (a dry-run
+    create, dryRun=All: nothing changes); where live and desired differ, it is then sent
+    as a server-side dry-run apply. The API server's answers are the verdict:
 
       in-sync            live matches git
       needs-recreate     the update is rejected as immutable: only delete + recreate
       applies-in-place   differs, and a sync would apply it
       missing-live       in git, not in the cluster
       missing-desired    in the cluster (or configured), not in git
-      rejected           the API server rejects the desired object for another reason
+      rejected           the API server rejects the desired object (a missing required
+                         field, a schema or CEL rule): no sync or recreate can apply it
 
     With argocd.app configured, also shows what Argo CD claims and flags
     "Argo CD reports Synced but the live object differs".
 
-    Exits 0 when in sync, 1 on any drift, 2 for bad options, 3 when the cluster, git or
-    Argo CD cannot be read.
+    Two documents in git (or in Argo CD's manifests) for one object are refused,
+    naming both places.
+
+    Exits 0 when in sync, 1 on any drift, 2 for bad options or two documents for one
+    object, 3 when the cluster, git or Argo CD cannot be read.
 
     Examples:
         fracctl drift
@@ -117,7 +132,7 @@ def command(
         from fracctl.core.report import to_junit
 
         try:
-            junit_file.write_text(to_junit(report), encoding="utf-8")
+            junit_file.write_text(redact(to_junit(report)), encoding="utf-8")
         except OSError as e:
             raise UsageError(f"--junit-file {junit_file}: cannot write: {e.strerror}") from None
     if fmt == "json":

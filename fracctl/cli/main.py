@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
+from types import TracebackType
 from typing import Annotated
 
 import typer
@@ -11,6 +13,7 @@ import typer
 from fracctl import __version__
 from fracctl.cli import _app
 from fracctl.errors import ExitCode, FracctlError
+from fracctl.redact import RedactingWriter, redact
 
 app = typer.Typer(
     name="fracctl",
@@ -63,7 +66,19 @@ _app.register(app)
 
 def _err(message: str) -> None:
     # Plain text on purpose: API messages contain brackets that markup would eat.
-    sys.stderr.write(message.rstrip("\n") + "\n")
+    with contextlib.suppress(OSError, ValueError):
+        sys.stdout.flush()  # what was printed before the error comes before it
+    sys.stderr.write(redact(message.rstrip("\n")) + "\n")
+    sys.stderr.flush()
+
+
+def _redacted_traceback(
+    kind: type[BaseException], exc: BaseException, tb: TracebackType | None
+) -> None:
+    """``sys.excepthook`` for ``--debug``: the traceback, with known secrets masked."""
+    import traceback
+
+    sys.stderr.write(redact("".join(traceback.format_exception(kind, exc, tb))))
     sys.stderr.flush()
 
 
@@ -80,9 +95,32 @@ def _click_usage(e: Exception) -> str | None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Run fracctl; the only place exceptions become exit codes."""
+    """Run fracctl; the only place exceptions become exit codes.
+
+    Everything written to stdout and stderr while it runs goes through
+    :func:`fracctl.redact.redact`, so no registered secret leaves in any form.
+    """
     args = sys.argv[1:] if argv is None else argv
     debug = "--debug" in args or os.environ.get("FRACCTL_DEBUG") == "1"
+    streams = sys.stdout, sys.stderr
+    out, err = RedactingWriter(streams[0]), RedactingWriter(streams[1])
+    sys.stdout, sys.stderr = out, err
+    try:
+        code = _run(args, debug)
+    except Exception:  # --debug: unexpected errors go on to the interpreter's traceback
+        if argv is None:
+            sys.excepthook = _redacted_traceback
+        raise
+    finally:
+        for wrapper in (out, err):
+            with contextlib.suppress(OSError, ValueError):
+                wrapper.flush()
+        sys.stdout, sys.stderr = streams
+    sys.exit(code)
+
+
+def _run(args: list[str], debug: bool) -> int:
+    """Run the command; its exit code. Only unexpected errors under ``--debug`` escape."""
     try:
         rc = app(args=args, prog_name="fracctl", standalone_mode=False)
         code = int(rc) if isinstance(rc, int) else 0
@@ -108,4 +146,4 @@ def main(argv: list[str] | None = None) -> None:
         else:
             _err(f"Unexpected error: {type(e).__name__}: {e}. Rerun with --debug for a traceback.")
             code = int(ExitCode.EXTERNAL)
-    sys.exit(code)
+    return code

@@ -22,6 +22,12 @@ app.add_typer(mps_app, name="mps")
 Output = Annotated[str, typer.Option("-o", "--output", help=_app.OUTPUT_HELP)]
 
 
+def _mib(value: str) -> int:
+    from fracctl.core.mps import parse_mib
+
+    return parse_mib(value)
+
+
 @app.command()
 def preflight(
     ctx: typer.Context,
@@ -93,7 +99,11 @@ def install(
     ] = None,
     protocol: Annotated[
         int | None,
-        typer.Option(help="MPS protocol: 3 (namespaces, r615+) or 2.", show_default=False),
+        typer.Option(
+            help="MPS protocol: 3 (namespaces, r615+) or 2.",
+            show_default=False,
+            callback=_app.setting("mps.protocol"),
+        ),
     ] = None,
     multi_user: Annotated[
         bool | None,
@@ -104,12 +114,19 @@ def install(
         ),
     ] = None,
     active_thread_percentage: Annotated[
-        int | None, typer.Option(help="Default active thread percentage.", show_default=False)
+        int | None,
+        typer.Option(
+            help="Default active thread percentage.",
+            show_default=False,
+            callback=_app.setting("mps.default_active_thread_percentage"),
+        ),
     ] = None,
     pinned_mem_limit: Annotated[
         list[str] | None,
         typer.Option(
-            help="Default pinned memory limit, <device>=<size>; repeatable.", show_default=False
+            help="Default pinned memory limit, <device>=<size>; repeatable.",
+            show_default=False,
+            callback=_app.setting("mps.pinned_mem_limits"),
         ),
     ] = None,
 ) -> None:
@@ -255,10 +272,14 @@ def probe_memory(
     limit: Annotated[
         str | None,
         typer.Option(
-            help="Pinned limit, e.g. 4096M (default: the configured one).", show_default=False
+            help="Pinned limit, e.g. 4096M (default: the configured one).",
+            show_default=False,
+            callback=_app.checked(_mib),
         ),
     ] = None,
-    step: Annotated[str, typer.Option(help="Allocation step.")] = "256M",
+    step: Annotated[
+        str, typer.Option(help="Allocation step.", callback=_app.checked(_mib))
+    ] = "256M",
     device: Annotated[int, typer.Option(help="CUDA device ordinal.")] = 0,
     output: Output = "table",
 ) -> None:
@@ -274,15 +295,11 @@ def probe_memory(
         fracctl node probe-memory --limit 4096M --step 256M
         CUDA_MPS_PIPE_DIRECTORY=/run/nvidia-mps fracctl node probe-memory -o json
     """
-    from fracctl.core.mps import parse_mib
     from fracctl.flows import node_checks
 
     _app.check_output(output)
-    try:
-        limit_mib = parse_mib(limit) if limit is not None else None
-        step_mib = parse_mib(step)
-    except ValueError as e:
-        raise UsageError(str(e)) from None
+    limit_mib = _mib(limit) if limit is not None else None  # checked by the callbacks
+    step_mib = _mib(step)
     c = _app.context(ctx)
     res = node_checks.probe_memory(c, limit_mib=limit_mib, step_mib=step_mib, device=device)
     r, info = res["result"], res["device"]

@@ -28,9 +28,13 @@ Output = Annotated[str, typer.Option("-o", "--output", help=_app.OUTPUT_HELP)]
 def check(ctx: typer.Context, output: Output = "table") -> None:
     """Show every GPU node's standing under the opt-in label policy.
 
-    A GPU node carries the class label or nvidia.com/gpu.present=true.
-    Allowed-class nodes should carry the opt-in label, denied-class
-    nodes never, and no opted-in node may be of an unknown class.
+    A GPU node carries the class label, a GPU product label
+    (nvidia.com/gpu.product) or nvidia.com/gpu.present=true.
+    Allowed-class nodes should carry the opt-in label, denied nodes
+    never, and no opted-in node may be of an unknown class. A node is
+    denied by its class label or by its GPU product label (H200 by
+    default), whichever says so; a class label that contradicts the
+    product is a finding of its own.
 
     Exits 0 when every node follows the policy, 1 when not.
 
@@ -50,12 +54,13 @@ def check(ctx: typer.Context, output: Output = "table") -> None:
     from rich.table import Table
     from rich.text import Text
 
-    table = Table("node", "class", "opt-in", "policy", "selected now", "readiness")
+    table = Table("node", "class", "product", "opt-in", "policy", "selected now", "readiness")
     for row in report.rows:
         s = row.standing
         table.add_row(
             Text(s.name),
             Text(s.gpu_class or "-"),
+            Text(s.product or "-"),
             Text("yes" if s.opted_in else "no"),
             Text(s.verdict.value, style="bold red" if s.verdict.problem else "green"),
             Text("-" if row.selected is None else "yes" if row.selected else "no"),
@@ -92,7 +97,9 @@ def label(
     """Put the opt-in label on nodes of an allowed GPU class.
 
     Refuses (exit 1, nothing changed) if any named node is of a denied
-    class, of a class that is not allowed, or has no class label.
+    class, of a class that is not allowed, has no class label, or has a
+    denied GPU product (nvidia.com/gpu.product) whatever its class label
+    says.
     Labelling a labelled node changes nothing; --dry-run asks the API
     server to validate the change without making it.
 
@@ -120,7 +127,7 @@ def unlabel(
     ] = False,
     output: Output = "table",
 ) -> None:
-    """Remove the opt-in label from nodes (the fix for a denied-class node carrying it).
+    """Remove the opt-in label from nodes (the fix for a denied node carrying it).
 
     When the live config selects by the opt-in label, removing it stops
     the node's daemons at once; if fractional pods run there this is

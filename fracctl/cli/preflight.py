@@ -18,14 +18,25 @@ SELECTOR_HELP = (
 )
 
 
-def selector_option(ctx: typer.Context, values: list[str] | None) -> dict[str, str] | None:
-    """Parse repeated ``KEY=VALUE`` flags into a selector (``None`` when not given)."""
-    if not values:
-        return None
+def _parse_selector(values: list[str]) -> dict[str, str]:
     from fracctl.core.policy import parse_selector
 
+    return parse_selector(values)
+
+
+# For a repeatable KEY=VALUE option: a bad value is reported as that flag's.
+check_selector = _app.checked(_parse_selector)
+
+
+def selector_option(ctx: typer.Context, values: list[str] | None) -> dict[str, str] | None:
+    """Parse repeated ``KEY=VALUE`` flags into a selector (``None`` when not given).
+
+    The option declares ``callback=check_selector``, which has already refused bad ones.
+    """
+    if not values:
+        return None
     try:
-        return parse_selector(values)
+        return _parse_selector(values)
     except ValueError as e:
         raise typer.BadParameter(str(e), ctx=ctx) from None
 
@@ -34,7 +45,9 @@ def command(
     ctx: typer.Context,
     selector: Annotated[
         list[str] | None,
-        typer.Option("--selector", "-l", help=SELECTOR_HELP, show_default=False),
+        typer.Option(
+            "--selector", "-l", help=SELECTOR_HELP, show_default=False, callback=check_selector
+        ),
     ] = None,
     output: Annotated[str, typer.Option("-o", "--output", help=_app.OUTPUT_HELP)] = "table",
 ) -> None:
@@ -42,8 +55,10 @@ def command(
 
     Guards: no fractional pod runs in any namespace (KAI reservation
     pods do not count); the opt-in label sits on every allowed-class
-    node and on no denied one; the desired selector selects every
-    opted-in node and no denied one.
+    node and on no denied one (denied by its class label or by its GPU
+    product label, such as an H200); no class label contradicts the
+    GPU product; the desired selector selects every opted-in node that
+    is not denied, and no denied one.
 
     Exits 0 when every guard passes, 1 when any refuses, 3 when the
     cluster cannot be read.

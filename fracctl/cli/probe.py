@@ -7,18 +7,7 @@ from typing import Annotated
 import typer
 
 from fracctl.cli import _app
-from fracctl.cli.preflight import selector_option
-
-
-def _duration(value: str | None) -> float | None:
-    if value is None:
-        return None
-    from fracctl.config import parse_duration
-
-    try:
-        return float(parse_duration(value))
-    except ValueError as e:
-        raise typer.BadParameter(str(e)) from None
+from fracctl.cli.preflight import check_selector, selector_option
 
 
 def command(
@@ -39,12 +28,16 @@ def command(
             "--pool",
             help="Node selector KEY=VALUE (repeatable); default: the opt-in label.",
             show_default=False,
+            callback=check_selector,
         ),
     ] = None,
     timeout: Annotated[
         str | None,
         typer.Option(
-            "--timeout", help="How long to watch (default timeouts.probe).", show_default=False
+            "--timeout",
+            help="How long to watch (default timeouts.probe).",
+            show_default=False,
+            callback=_app.setting("timeouts.probe"),
         ),
     ] = None,
     expect: Annotated[
@@ -59,10 +52,13 @@ def command(
     are good news: it ran (on which node), or it stayed Pending because
     the node "is not ready for fractional GPU scheduling" (the readiness
     gate holds on a pool whose daemons do not run yet). The probe is
-    deleted afterwards on every path, Ctrl-C included.
+    deleted afterwards on every path, Ctrl-C included. A pool that
+    selects a denied node (by its class label or its GPU product label)
+    is refused before anything is created.
 
     Exits 0 on a good (or the --expect'ed) answer, 1 on another
-    scheduling failure, 4 when no decision came in time.
+    scheduling failure or a refused pool, 4 when no decision came in
+    time.
 
     Examples:
         fracctl probe --memory 4Gi --pool example.org/gpu-class=b200
@@ -74,9 +70,8 @@ def command(
     if expect not in EXPECT:
         raise typer.BadParameter(f"must be one of {', '.join(EXPECT)}", param_hint="--expect")
     wanted = selector_option(ctx, pool)
-    seconds = _duration(timeout)
-    c = _app.context(ctx)
-    result = probe(c, memory=memory, fraction=fraction, pool=wanted, timeout=seconds)
+    c = _app.context(ctx, timeouts__probe=timeout)
+    result = probe(c, memory=memory, fraction=fraction, pool=wanted)
     if output == "json":
         _app.emit_json(result.to_dict())
     else:

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from fracctl.cli import _app
+from fracctl.errors import UsageError
 
 if TYPE_CHECKING:
     from fracctl.core.recreate import Plan
@@ -29,10 +30,11 @@ def _show_plan(
         console.print(f"  {i}. {STEP_TEXT.get(step, step)}", markup=False)
     if guards:
         blast = guards.get("blast_radius") or {}
-        nodes = blast.get("nodes") or []
-        if nodes:
-            names = ", ".join(n["name"] if isinstance(n, dict) else str(n) for n in nodes)
-            console.print(f"  MPS daemons restart on: {names}", markup=False)
+        nodes = [n for n in blast.get("nodes") or [] if isinstance(n, dict)]
+        for effect in ("restart", "stop", "start"):
+            names = ", ".join(n["name"] for n in nodes if n.get("effect") == effect)
+            if names:
+                console.print(f"  MPS daemons {effect} on: {names}", markup=False)
         for check in guards.get("checks") or []:
             mark = "ok " if check["ok"] else "NO "
             console.print(f"  [{mark}] {check['name']}: {check['evidence']}", markup=False)
@@ -48,10 +50,24 @@ def recreate(
     ] = False,
     backend: Annotated[
         str | None,
-        typer.Option(help="How to recreate: argocd, flux or apply.", show_default=False),
+        typer.Option(
+            help="How to recreate: argocd, flux or apply.",
+            show_default=False,
+            callback=_app.setting("recreate.backend"),
+        ),
     ] = None,
     revision: Annotated[
-        str | None, typer.Option(help="Git revision to render.", show_default=False)
+        str | None,
+        typer.Option(help="Git revision to render.", show_default=False, callback=_app.not_blank),
+    ] = None,
+    restore_from: Annotated[
+        str | None,
+        typer.Option(
+            "--restore-from",
+            help="Create the object again from this backup (written by an earlier run) "
+            "when it is missing; never deletes.",
+            show_default=False,
+        ),
     ] = None,
     output: Output = "table",
 ) -> None:
@@ -62,23 +78,38 @@ def recreate(
     Flux or a server-side apply, verifies the live object equals git (whatever the
     backend reported), waits until every selected node reports ready, and records an
     Event and an audit line. A rerun after any failure resumes from what the cluster
-    shows.
+    shows. Before anything changes it proves, read-only, that the backend can recreate
+    the object (token, application, permissions); --dry-run runs the same proofs.
+
+    If a step fails after the delete, the error names the backup; --restore-from puts
+    that backup back (server-side apply) when the object is missing.
 
     Examples:
         fracctl recreate --dry-run
         fracctl recreate --yes --backend apply
         fracctl recreate --yes --backend argocd
+        fracctl recreate --restore-from ~/.local/state/fracctl/backups/FILE.yaml --yes
     """
     from fracctl.flows import recreate as flow
 
     _app.check_output(output)
+    if restore_from is not None and (revision is not None or backend not in (None, "apply")):
+        raise UsageError(
+            "--restore-from creates the backed-up object directly; it takes neither "
+            "--revision nor a --backend other than apply"
+        )
     c = _app.context(ctx, git__revision=revision)
 
     def confirm(plan: Plan, guards: dict[str, Any] | None) -> bool:
         _show_plan(c, plan, guards, to_stderr=True)  # stdout stays clean for -o json
         return typer.confirm("Proceed?", default=False, err=True)
 
-    result = flow.recreate(c, dry_run=dry_run, yes=yes, backend=backend, confirm=confirm)
+    if restore_from is not None:
+        from fracctl.flows.restore import restore
+
+        result = restore(c, restore_from, dry_run=dry_run, yes=yes, confirm=confirm)
+    else:
+        result = flow.recreate(c, dry_run=dry_run, yes=yes, backend=backend, confirm=confirm)
     if output == "json":
         _app.emit_json(result.to_dict())
     else:
@@ -101,7 +132,9 @@ def wait(
     timeout: Annotated[
         str | None,
         typer.Option(
-            help="How long to wait, e.g. 10m (default timeouts.ready).", show_default=False
+            help="How long to wait, e.g. 10m (default timeouts.ready).",
+            show_default=False,
+            callback=_app.setting("timeouts.ready"),
         ),
     ] = None,
     output: Output = "table",

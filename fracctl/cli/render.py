@@ -26,7 +26,10 @@ def check_renderer(value: str | None) -> str | None:
 # The git source options, shared by render and drift.
 RepoOption = Annotated[str | None, typer.Option(help=REPO_HELP, show_default=False)]
 RevisionOption = Annotated[
-    str | None, typer.Option("--revision", "-r", help=REVISION_HELP, show_default=False)
+    str | None,
+    typer.Option(
+        "--revision", "-r", help=REVISION_HELP, show_default=False, callback=_app.not_blank
+    ),
 ]
 PathOption = Annotated[str | None, typer.Option(help=PATH_HELP, show_default=False)]
 RendererOption = Annotated[
@@ -47,13 +50,20 @@ def command(
             metavar="APP",
             help="Ask Argo CD for APP's rendered manifests instead of rendering git.",
             show_default=False,
+            callback=_app.not_blank,
         ),
     ] = None,
     kind: Annotated[
-        str | None, typer.Option(help="Only objects of this kind.", show_default=False)
+        str | None,
+        typer.Option(
+            help="Only objects of this kind.", show_default=False, callback=_app.not_blank
+        ),
     ] = None,
     name: Annotated[
-        str | None, typer.Option(help="Only objects of this name.", show_default=False)
+        str | None,
+        typer.Option(
+            help="Only objects of this name.", show_default=False, callback=_app.not_blank
+        ),
     ] = None,
     output: Annotated[
         str, typer.Option("-o", "--output", help="Output format: yaml or json.")
@@ -66,8 +76,11 @@ def command(
     kustomize or kubectl), or a Helm chart (with helm). With --from-argocd the
     manifests come from Argo CD's own rendering of the application.
 
-    Exits 0 on success, 2 for bad options or a missing render tool, 3 when git, the
-    revision, the path, the YAML or Argo CD cannot be read.
+    Two documents for one object (same group, kind, namespace and name) are refused,
+    naming both files and lines (for kustomize and helm, their positions in the output).
+
+    Exits 0 on success, 2 for bad options, a missing render tool or two documents for
+    one object, 3 when git, the revision, the path, the YAML or Argo CD cannot be read.
 
     Examples:
         fracctl render

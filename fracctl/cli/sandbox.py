@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from fracctl.cli import _app
+
+if TYPE_CHECKING:
+    from fracctl.flows.context import Context
 
 app = typer.Typer(
     help="A local real control plane seeded with a scenario (demo, rehearsal).",
@@ -27,7 +31,32 @@ StateDir = Annotated[
 def _root(ctx: typer.Context, state_dir: Path | None) -> Path:
     from fracctl.flows.sandbox import default_root
 
-    return state_dir or default_root(_app.context(ctx).env)
+    # Absolute: the paths end up in fracctl.yaml, in `sandbox env` and in the operator
+    # simulation, which runs in the sandbox folder, not here.
+    root = state_dir or default_root(dict(os.environ))
+    return Path(os.path.abspath(os.path.expanduser(root)))
+
+
+def _context(ctx: typer.Context, state_dir: Path | None) -> Context:
+    """The context of a sandbox command, also in a shell left pointing at a removed sandbox.
+
+    ``eval "$(fracctl sandbox env)"`` exports FRACCTL_CONFIG naming the sandbox's
+    fracctl.yaml, which ``down`` removes. The sandbox commands write that file, never
+    need it, so a FRACCTL_CONFIG naming a file that does not exist is left out (with a
+    warning unless it is this sandbox's own). A missing ``--config`` is still an error.
+    """
+    g = ctx.find_root().obj
+    named = os.environ.get("FRACCTL_CONFIG")
+    if not named or (g is not None and g.config) or Path(named).expanduser().is_file():
+        return _app.context(ctx)
+    from fracctl.flows.sandbox import Sandbox
+
+    env = {k: v for k, v in os.environ.items() if k != "FRACCTL_CONFIG"}
+    c = _app.context(ctx, env=env)
+    own = Sandbox(_root(ctx, state_dir)).config_file.resolve()
+    if Path(named).expanduser().resolve() != own:
+        c.warn(f"FRACCTL_CONFIG names {named}, which does not exist: ignored")
+    return c
 
 
 @app.command()
@@ -37,23 +66,39 @@ def up(
         Path | None, typer.Option(help="Scenario YAML (default: the incident).", show_default=False)
     ] = None,
     state_dir: StateDir = None,
+    argocd: Annotated[
+        bool,
+        typer.Option(
+            "--argocd",
+            help="Also run a real Argo CD (v3.2.11, built on first use) that owns the "
+            "target; recreate then syncs through it. Needs redis-server and git.",
+        ),
+    ] = False,
 ) -> None:
     """Start kube-apiserver + etcd in the background and seed the scenario.
 
     Examples:
         fracctl sandbox up
+        fracctl sandbox up --argocd
         eval "$(fracctl sandbox env)"
     """
     from fracctl.flows import sandbox
 
-    c = _app.context(ctx)
+    c = _context(ctx, state_dir)
     st = sandbox.up(
-        c, root=_root(ctx, state_dir), scenario_file=scenario or sandbox.DEFAULT_SCENARIO
+        c,
+        root=_root(ctx, state_dir),
+        scenario_file=scenario or sandbox.DEFAULT_SCENARIO,
+        argocd=argocd,
     )
     verb = "already running" if st.get("already_running") else "up"
     c.out.print(f"sandbox {verb}: {st['server']}", markup=False)
     c.out.print(f"  kubeconfig: {st['kubeconfig']}", markup=False)
     c.out.print(f"  config:     {st['config']}", markup=False)
+    if st.get("argocd"):
+        a = st["argocd"]
+        c.out.print(f"  argocd:     {a['server']} (Argo CD {a['version']})", markup=False)
+        c.out.print(f"  app:        {a['app']}, token file {a['token_file']}", markup=False)
     c.out.print('  next:       eval "$(fracctl sandbox env)"', markup=False)
 
 
@@ -62,7 +107,7 @@ def down(ctx: typer.Context, state_dir: StateDir = None) -> None:
     """Stop the sandbox's processes and remove its state (safe to repeat)."""
     from fracctl.flows import sandbox
 
-    c = _app.context(ctx)
+    c = _context(ctx, state_dir)
     found = sandbox.down(c, root=_root(ctx, state_dir))
     c.out.print("sandbox stopped" if found else "sandbox was not running", markup=False)
 
@@ -80,7 +125,7 @@ def status(
     from fracctl.flows import sandbox
 
     _app.check_output(output)
-    c = _app.context(ctx)
+    c = _context(ctx, state_dir)
     st = sandbox.status(c, root=_root(ctx, state_dir))
     if output == "json":
         _app.emit_json(st)
@@ -94,6 +139,10 @@ def status(
         c.out.print(
             f"{st['target']['name']} nodeSelector: {st['target']['nodeSelector']}", markup=False
         )
+        if st.get("argocd"):
+            a = st["argocd"]
+            state = "running" if a["running"] else "stopped"
+            c.out.print(f"Argo CD {a['version']}: {state} at {a['server']}", markup=False)
         table = Table("node", "class", "opt-in", "ready")
         cfg = c.config.labels
         for n in st["nodes"]:
@@ -117,11 +166,17 @@ def env(ctx: typer.Context, state_dir: StateDir = None) -> None:
 
 
 @app.command("operator-sim", hidden=True)
-def operator_sim(ctx: typer.Context) -> None:
+def operator_sim(
+    ctx: typer.Context,
+    ready_file: Annotated[
+        Path | None,
+        typer.Option(help="Written once the first reconcile succeeded.", show_default=False),
+    ] = None,
+) -> None:
     """Run the gpu-fractioning operator SIMULATION in the foreground."""
     from fracctl.flows import sandbox
 
-    sandbox.run_operator_simulation(_app.context(ctx))
+    sandbox.run_operator_simulation(_app.context(ctx), ready_file=ready_file)
 
 
 def register(root: typer.Typer) -> None:

@@ -3,12 +3,14 @@
 Deleting the config stops the node daemons (mpsd, fractiond) on every node the old
 selector matches; creating it again starts them on every node the new one matches. A
 node matched by both sees its daemons restart. Fractional pods on a node whose daemon
-stops or restarts lose their MPS server, and with it their CUDA context.
+stops or restarts lose their MPS server, and with it their CUDA context. Where the
+daemons go follows the selector alone, as the operator's does; a node the label policy
+denies (by class or GPU product) is marked, so the plan shows it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
@@ -42,6 +44,10 @@ class BlastNode:
     name: str
     effect: Effect
     pods: tuple[PodRef, ...] = ()
+    denied: bool = False  # the label policy denies this node fractions
+
+    def __str__(self) -> str:
+        return f"{self.name} (denied)" if self.denied else self.name
 
 
 @dataclass(frozen=True)
@@ -53,6 +59,9 @@ class BlastRadius:
     def names(self, *effects: Effect) -> list[str]:
         """Node names, optionally only those with one of ``effects``."""
         return [n.name for n in self.nodes if not effects or n.effect in effects]
+
+    def _shown(self, effect: Effect) -> list[str]:
+        return [str(n) for n in self.nodes if n.effect is effect]
 
     @property
     def pods(self) -> list[PodRef]:
@@ -69,7 +78,7 @@ class BlastRadius:
             (Effect.STOP, "stop"),
             (Effect.START, "start"),
         ):
-            names = self.names(effect)
+            names = self._shown(effect)
             if names:
                 shown = ", ".join(names[:5]) + (f" +{len(names) - 5}" if len(names) > 5 else "")
                 parts.append(f"daemons {verb} on {len(names)} node(s) ({shown})")
@@ -85,7 +94,12 @@ class BlastRadius:
         """Plain data for ``-o json``."""
         return {
             "nodes": [
-                {"name": n.name, "effect": n.effect.value, "pods": [str(p) for p in n.pods]}
+                {
+                    "name": n.name,
+                    "effect": n.effect.value,
+                    "pods": [str(p) for p in n.pods],
+                    "denied": n.denied,
+                }
                 for n in self.nodes
             ],
             "pods": [str(p) for p in self.pods],
@@ -98,6 +112,7 @@ def blast_radius(
     old: Mapping[str, str] | None,
     new: Mapping[str, str] | None,
     pods_by_node: Mapping[str, Sequence[PodRef]],
+    denied: Collection[str] = (),
 ) -> BlastRadius:
     """The nodes a delete + recreate touches, and the pods that lose their daemon.
 
@@ -106,6 +121,7 @@ def blast_radius(
         old: the live selector (``None`` when no config exists: nothing stops).
         new: the desired selector (``None`` when unknown: treated as selecting nothing).
         pods_by_node: the fractional pods running on each node.
+        denied: the nodes the label policy denies fractions, marked in the result.
 
     Returns:
         The touched nodes; pods are listed only where a daemon stops or restarts.
@@ -119,5 +135,5 @@ def blast_radius(
             continue
         effect = Effect.RESTART if was and will else Effect.STOP if was else Effect.START
         pods = tuple(sorted(pods_by_node.get(name, ()), key=str)) if was else ()
-        out.append(BlastNode(name, effect, pods))
+        out.append(BlastNode(name, effect, pods, name in denied))
     return BlastRadius(tuple(out))

@@ -93,6 +93,7 @@ class ObjectDrift:
     location: Location | None = None
     argocd: dict[str, Any] | None = None  # what Argo CD claims about this resource
     note: str = ""
+    next_step: str = ""  # what to do about it, when it depends on more than the verdict
 
     @property
     def key(self) -> str:
@@ -347,6 +348,15 @@ def is_immutable_rejection(causes: Iterable[Cause], message: str, rules: Iterabl
     return False
 
 
+def is_field_path(path: str) -> bool:
+    """Whether a cause's ``field`` names a field (``spec.x``, ``items[0].y``).
+
+    Causes about the whole object have none, or Go's ``<nil>`` (CEL: "some validation
+    rules were not checked because the object was invalid").
+    """
+    return bool(path) and not path.startswith("<") and " " not in path
+
+
 def fields_from_causes(
     causes: Iterable[Cause],
     live: Mapping[str, Any],
@@ -358,7 +368,9 @@ def fields_from_causes(
     out: list[FieldDiff] = []
     for c in causes:
         path = c.field
-        if not path or path in have or any(path.startswith(h + ".") for h in have):
+        if not is_field_path(path):
+            continue
+        if path in have or any(path.startswith(h + ".") for h in have):
             continue
         if any(h.startswith(path + ".") for h in have):
             continue
@@ -374,6 +386,45 @@ def fields_from_causes(
             )
         )
     return out
+
+
+def recreate_step(o: ObjectDrift, target: tuple[str, str, str]) -> str:
+    """What to do about a ``needs-recreate`` object; ``target`` is (group, kind, name).
+
+    ``fracctl recreate`` handles only the configured target; any other object is
+    deleted and recreated by the GitOps engine.
+    """
+    if (o.group, o.kind, o.name) == target and not o.namespace:
+        return "only delete + recreate can change it (fracctl recreate runs it guarded)"
+    return (
+        f"only delete + recreate can change it, and fracctl recreate handles only "
+        f"{target[1]}/{target[2]}: delete {o.key} and sync, so that the GitOps engine "
+        "creates it again from git, or have Argo CD do both with the sync option "
+        "Force=true,Replace=true on the resource; either way what it runs is interrupted"
+    )
+
+
+def unapplied(after: Mapping[str, Any], fields: Iterable[FieldDiff]) -> list[FieldDiff]:
+    """The guarded fields an accepted apply left different from git.
+
+    A server-side apply keeps the values other field managers own: a key that git
+    dropped from a selector map stays, and the apply "succeeds" without the change.
+    """
+    return [f for f in fields if not subset_equal(get_path(after, f.path), f.desired)]
+
+
+def json_pointer(path: str) -> str:
+    """``spec.items[2].name`` as the JSON pointer ``/spec/items/2/name``."""
+    parts = re.findall(r"[^.\[\]]+|\[\d+\]", path)
+    escaped = (
+        p[1:-1] if p.startswith("[") else p.replace("~", "~0").replace("/", "~1") for p in parts
+    )
+    return "".join("/" + p for p in escaped)
+
+
+def set_fields_patch(fields: Iterable[FieldDiff]) -> list[dict[str, Any]]:
+    """A JSON patch (RFC 6902) that sets each field to git's value, nothing else."""
+    return [{"op": "add", "path": json_pointer(f.path), "value": f.desired} for f in fields]
 
 
 def object_identity(

@@ -13,6 +13,8 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from fracctl.core.policy import product_matches
+
 MIB = 1024 * 1024
 
 CONTROL_SOCKET = "control"
@@ -369,6 +371,7 @@ class PreflightSettings:
     protocol: int
     control_binary: str
     pinned_limits: Mapping[int, int] = field(default_factory=dict)
+    denied_products: Sequence[str] = ()  # labels.denied_products: never MPS on these GPUs
 
 
 def evaluate_preflight(facts: HostFacts, settings: PreflightSettings) -> list[Check]:
@@ -388,7 +391,32 @@ def evaluate_preflight(facts: HostFacts, settings: PreflightSettings) -> list[Ch
     checks.append(_containerd(facts))
     checks.append(_memory(facts))
     checks.append(_compute_mode(facts, settings))
+    if settings.denied_products and facts.gpus:
+        checks.append(_product(facts, settings))
     return checks
+
+
+def _product(facts: HostFacts, s: PreflightSettings) -> Check:
+    """The driver's own GPU names against the denied products: no node label is trusted.
+
+    A wrong class label, or an opt-in label on the wrong node, can bring the daemon to a
+    host the policy denies; the driver cannot be mislabelled.
+    """
+    gpus = facts.gpus or []
+    denied = [
+        (i, name) for i, name, _ in gpus if any(product_matches(name, p) for p in s.denied_products)
+    ]
+    if denied:
+        return Check(
+            "gpu-product",
+            "fail",
+            "denied GPU product on this host: "
+            + ", ".join(f"GPU {i}: {name}" for i, name in denied)
+            + f" (labels.denied_products: {', '.join(s.denied_products)})",
+            "do not run the MPS daemon here; take the opt-in label off this node "
+            "(fracctl nodes unlabel NODE) and correct its class label",
+        )
+    return Check("gpu-product", "ok", "no GPU of a denied product (labels.denied_products)")
 
 
 def _driver(facts: HostFacts, s: PreflightSettings) -> Check:

@@ -2,10 +2,25 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import re
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 Obj = dict[str, Any]
+
+# A node's name is a DNS subdomain (RFC 1123), as the API server validates it.
+_NODE_NAME = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+
+
+def node_name_problems(names: Iterable[str]) -> list[str]:
+    """Why given node names cannot name a node (empty when they all can)."""
+    out = []
+    for name in names:
+        if not name.strip():
+            out.append("a node name cannot be empty")
+        elif len(name) > 253 or not _NODE_NAME.fullmatch(name):
+            out.append(f"{name!r} is not a node name (lower-case letters, digits, '-' and '.')")
+    return list(dict.fromkeys(out))
 
 
 def labels_of(obj: Mapping[str, Any]) -> dict[str, str]:

@@ -14,7 +14,7 @@ from fracctl.core import drift as d
 _VALUE_LIMIT = 300
 
 NEXT_STEP = {
-    d.NEEDS_RECREATE: "only delete + recreate can change it (fracctl recreate runs it guarded)",
+    d.NEEDS_RECREATE: "only delete + recreate can change it",
     d.APPLIES_IN_PLACE: "a sync would apply it in place; the live object is behind git",
     d.MISSING_LIVE: "create it (sync), or check the namespace and the CRD",
     d.MISSING_DESIRED: "git no longer renders it; prune it or add it back to git",
@@ -49,7 +49,7 @@ def describe(o: d.ObjectDrift) -> str:
         lines.append(o.note)
     if o.argocd_claims_synced:
         lines.append("Argo CD reports Synced but the live object differs")
-    step = NEXT_STEP.get(o.verdict)
+    step = o.next_step or NEXT_STEP.get(o.verdict)
     if step:
         lines.append(f"Next: {step}")
     return "\n".join(lines)

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from urllib.parse import quote
 
+from fracctl.errors import UsageError
+
 
 @dataclass(frozen=True)
 class ResourceRef:
@@ -24,12 +26,20 @@ class ResourceRef:
     def path(
         self, *, namespace: str | None = None, name: str | None = None, subresource: str = ""
     ) -> str:
-        """The request path for a collection, an object, or a subresource."""
+        """The request path for a collection (``name=None``), an object, or a subresource.
+
+        Raises:
+            UsageError: ``name`` is given but cannot name an object: an empty name must
+                never turn a call on one object into a call on the whole collection
+                (a DELETE there deletes every object), nor a ``/`` reach a subresource.
+        """
         base = f"/apis/{self.group}/{self.version}" if self.group else f"/api/{self.version}"
         if self.namespaced and namespace:
             base += f"/namespaces/{quote(namespace, safe='')}"
         base += f"/{self.plural}"
-        if name:
+        if name is not None:
+            if not name.strip() or name in (".", "..") or "/" in name or "%" in name:
+                raise UsageError(f"{name!r} cannot name a {self.kind}")
             base += f"/{quote(name, safe='')}"
             if subresource:
                 base += f"/{subresource}"

@@ -11,9 +11,11 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from functools import lru_cache
+from typing import TYPE_CHECKING, Any
 
 from fracctl.config import Config
+from fracctl.redact import redact
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -70,18 +72,14 @@ class Context:
     def out(self) -> Console:
         """Console for results (stdout)."""
         if self._out is None:
-            from rich.console import Console
-
-            self._out = Console(highlight=False, soft_wrap=False)
+            self._out = redacting_console(highlight=False, soft_wrap=False)
         return self._out
 
     @property
     def err(self) -> Console:
         """Console for progress and warnings (stderr)."""
         if self._err is None:
-            from rich.console import Console
-
-            self._err = Console(stderr=True, highlight=False)
+            self._err = redacting_console(stderr=True, highlight=False)
         return self._err
 
     def warn(self, message: str) -> None:
@@ -95,3 +93,42 @@ class Context:
     def expand(self, path: str) -> str:
         """Expand ``~`` and variables in a configured path."""
         return os.path.expandvars(os.path.expanduser(path))
+
+
+def redacting_console(**options: Any) -> Console:
+    """A rich ``Console`` that masks every registered secret in what it prints.
+
+    Text is redacted before rich lays it out: a long token in a table cell or a wrapped
+    line would otherwise be cut over several lines and no longer be recognised whole.
+    """
+    return _redacting_console_class()(**options)
+
+
+@lru_cache(maxsize=1)
+def _redacting_console_class() -> type[Console]:
+    from collections.abc import Iterable
+
+    from rich.console import Console, ConsoleOptions, RenderableType
+    from rich.segment import Segment
+    from rich.text import Text
+
+    class RedactingConsole(Console):
+        def render(
+            self, renderable: RenderableType, options: ConsoleOptions | None = None
+        ) -> Iterable[Segment]:
+            if isinstance(renderable, str):
+                renderable = redact(renderable)
+            elif isinstance(renderable, Text):
+                masked = redact(renderable.plain)
+                if masked != renderable.plain:  # the styles inside are lost with the secret
+                    renderable = Text(
+                        masked,
+                        style=renderable.style,
+                        justify=renderable.justify,
+                        overflow=renderable.overflow,
+                        no_wrap=renderable.no_wrap,
+                        end=renderable.end,
+                    )
+            return super().render(renderable, options)
+
+    return RedactingConsole

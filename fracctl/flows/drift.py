@@ -1,15 +1,23 @@
 """``fracctl drift``: does the live cluster hold what git wants, and can it get there?
 
 For each object: read the live one (one LIST per kind, or one GET when a kind has a
-single object), compare it with the desired one, and where they differ send the
-desired object as a server-side apply with ``dryRun=All``. The API server's answer is
-the verdict: rejected as immutable means ``needs-recreate`` (its message kept
-verbatim), accepted with a change means ``applies-in-place``, accepted without one
-means the difference was only server defaults (``in-sync``).
+single object), then ask the API server twice, both with ``dryRun=All``:
+
+1. Would it accept the desired object at all? A dry-run create validates it as a
+   whole object (required fields, schema, CEL rules, admission); ``AlreadyExists``
+   after validation means yes. A refusal is ``rejected``, before any other verdict:
+   a server-side apply merges into the live object and keeps fields git dropped, so a
+   comparison or an apply alone can call an object "in sync" that neither a sync nor a
+   recreate could ever write.
+2. Where live and desired differ, would it accept the update? The desired object is
+   sent as a server-side apply. Rejected as immutable means ``needs-recreate`` (its
+   message kept verbatim), accepted with a change means ``applies-in-place``, accepted
+   without one means the difference was only server defaults (``in-sync``).
 """
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -22,8 +30,9 @@ from fracctl.core.immutability import (
     is_builtin_group,
     rules_from_crd,
 )
+from fracctl.core.manifests import Identity, check_unique_keys
 from fracctl.core.resources import ResourceRef, split_api_version
-from fracctl.errors import ApiError, Forbidden, NotFound, UsageError
+from fracctl.errors import ApiError, Conflict, Forbidden, NotFound, UsageError
 from fracctl.flows.context import Context
 from fracctl.flows.render import Desired
 
@@ -138,6 +147,41 @@ class _Judge:
 
     # --- one verdict ------------------------------------------------------------------
 
+    def validate(self, ref: ResourceRef, body: Obj, it: _Item) -> ApiError | None:
+        """The API server's refusal of the desired object as a whole object, if any.
+
+        A dry-run create: the API server validates the object (schema, required fields,
+        CEL rules, admission) before it looks for an existing one, so ``AlreadyExists``
+        means the object itself is acceptable. Transition rules (``oldSelf``) do not
+        run on a create; the server-side apply that follows judges the update.
+
+        Raises:
+            NotFound: the object's namespace does not exist.
+            Forbidden: this identity may not send the dry run (RBAC).
+        """
+        try:
+            self.kube.create(ref, body, namespace=it.namespace or None, dry_run=True)
+        except Conflict:
+            return None  # it exists, and passed validation to get that far
+        except Forbidden as e:
+            if _rbac_denied(e):
+                raise Forbidden(
+                    e.status,
+                    hint=f"drift validates every desired object with a dry-run create: "
+                    f"grant the create verb on {ref.plural}.{ref.group or 'core'} "
+                    "(a ValidatingAdmissionPolicy can keep it to dry runs, see "
+                    "examples/argocd/drift-postsync.yaml)",
+                ) from e
+            if it.live is not None and "exceeded quota" in e.status.message:
+                # The quota counts the existing object twice; a recreate frees it first.
+                return None
+            return e  # an admission policy or webhook refuses the object
+        except ApiError as e:
+            if e.status.code in (400, 422):
+                return e
+            raise
+        return None
+
     def judge(self, it: _Item) -> d.ObjectDrift:
         out = d.ObjectDrift(
             api_version=it.api_version,
@@ -159,40 +203,100 @@ class _Judge:
             if it.live is None:
                 out.note = "neither the desired manifests nor the cluster have it"
             return out
+        if it.ref is None:  # unresolved kinds were answered above
+            return out
+        body = d.apply_body(it.desired, it.namespace)
+        missing_namespace = ""
+        try:
+            rejection = self.validate(it.ref, body, it)
+        except NotFound as e:
+            # Only a namespace can be missing here (the kind was resolved); an object
+            # in it cannot be judged before the namespace exists.
+            missing_namespace = e.status.message
+            rejection = None
+        if rejection is not None:
+            out.verdict = d.REJECTED
+            out.message = rejection.status.message
+            out.causes = list(rejection.status.causes)
+            out.note = (
+                "the API server rejects the desired object itself: neither a sync nor "
+                "a recreate can write it"
+            )
+            return out
         if it.live is None:
             out.verdict = d.MISSING_LIVE
             out.note = "the desired object does not exist in the cluster"
-            return out
-        if it.ref is None:  # unresolved kinds were answered above
+            if missing_namespace:
+                out.note += f" ({missing_namespace})"
             return out
         rules = self.rules(it.ref)
         immutable = d.immutable_diffs(it.live, it.desired, rules)
         if not immutable and not d.changed_fields(it.live, it.desired):
             return out
-        body = d.apply_body(it.desired, it.namespace)
         try:
             after = self.kube.apply(it.ref, body, dry_run=True, force=True)
         except ApiError as e:
-            if e.status.code not in (400, 422):
-                raise
-            out.message = e.status.message
-            out.causes = list(e.status.causes)
-            if d.is_immutable_rejection(e.status.causes, e.status.message, rules):
-                out.verdict = d.NEEDS_RECREATE
-                out.fields = immutable + d.fields_from_causes(
-                    e.status.causes, it.live, it.desired, immutable
-                )
-            else:
-                out.verdict = d.REJECTED
-                out.note = "the API server rejects the desired object; recreating would not help"
-            return out
+            return self._rejected_update(out, e, it, rules, immutable)
         changes = d.update_changes(it.live, after)
+        left = d.unapplied(after, immutable)
+        if left:
+            # The apply kept values that other field managers own, so its answer says
+            # nothing about these fields: ask about them alone.
+            from fracctl.adapters.kube import JSON_PATCH
+
+            try:
+                after = self.kube.patch(
+                    it.ref,
+                    it.name,
+                    d.set_fields_patch(left),
+                    namespace=it.namespace or None,
+                    content_type=JSON_PATCH,
+                    dry_run=True,
+                )
+            except ApiError as e:
+                return self._rejected_update(out, e, it, rules, immutable)
+            have = {c.path for c in changes}
+            changes += [c for c in d.update_changes(it.live, after) if c.path not in have]
+            out.note = (
+                f"{', '.join(f.path for f in left)}: other field managers own the live "
+                "values, so an apply keeps them; a sync by their owner changes them"
+            )
         if changes:
             out.verdict = d.APPLIES_IN_PLACE
             out.changes = changes
         else:
             out.note = "differences are server-side defaults only"
         return out
+
+    def _rejected_update(
+        self,
+        out: d.ObjectDrift,
+        e: ApiError,
+        it: _Item,
+        rules: list[Rule],
+        immutable: list[d.FieldDiff],
+    ) -> d.ObjectDrift:
+        """The verdict for an update the API server refused (dry run)."""
+        if e.status.code not in (400, 422) or it.live is None or it.desired is None:
+            raise e
+        out.message = e.status.message
+        out.causes = list(e.status.causes)
+        if d.is_immutable_rejection(e.status.causes, e.status.message, rules):
+            out.verdict = d.NEEDS_RECREATE
+            out.fields = immutable + d.fields_from_causes(
+                e.status.causes, it.live, it.desired, immutable
+            )
+            t = self.ctx.config.target
+            out.next_step = d.recreate_step(out, (t.group, t.kind, t.name))
+        else:
+            out.verdict = d.REJECTED
+            out.note = "the API server rejects the desired object; recreating would not help"
+        return out
+
+
+def _rbac_denied(e: ApiError) -> bool:
+    """Whether a 403 is RBAC refusing the identity (not admission refusing the object)."""
+    return re.search(r"\bcannot \w+ resource\b", e.status.message) is not None
 
 
 def _items_from(
@@ -220,9 +324,29 @@ def _items_from(
     return items
 
 
+def _check_unique(items: Sequence[_Item]) -> None:
+    """Two desired objects for one live object: refuse rather than judge one of them.
+
+    Runs after :meth:`_Judge.resolve`, so a namespace written on a cluster-scoped
+    object no longer hides a duplicate.
+    """
+    keys: list[Identity | None] = [
+        (split_api_version(it.api_version)[0], it.kind, it.namespace, it.name)
+        if it.desired is not None
+        else None
+        for it in items
+    ]
+    origins = [
+        f"{it.location.file}:{it.location.line}" if it.location else f"desired object #{i + 1}"
+        for i, it in enumerate(items)
+    ]
+    check_unique_keys(keys, origins, source="the desired objects")
+
+
 def _judge_all(ctx: Context, items: list[_Item]) -> list[d.ObjectDrift]:
     judge = _Judge(ctx)
     judge.resolve(items)
+    _check_unique(items)
     judge.read_live(items)
     return [judge.judge(it) for it in items]
 
@@ -284,7 +408,17 @@ def _check_target(
     else:
         desired = desired or render(ctx)
         objects = desired.objects
-    index = next((i for i, o in enumerate(objects) if ctx.config.target.matches(o)), None)
+    found = [i for i, o in enumerate(objects) if t.matches(o)]
+    if len(found) > 1:
+        # Never judge (or recreate from) the first of two: which one git "means" is
+        # for its author to say.
+        have = desired if desired_objects is None else None
+        check_unique_keys(
+            [(t.group, t.kind, "", t.name)] * len(found),
+            [_origin(have, i) for i in found],
+            source="the desired objects",
+        )
+    index = found[0] if found else None
     ref = t.ref
     item = _Item(t.api_version, t.kind, "", t.name, None, ref=ref)
     if index is not None:
@@ -300,6 +434,11 @@ def _check_target(
     )
     _add_field_lines(report, [item])
     return report
+
+
+def _origin(desired: Desired | None, index: int) -> str:
+    loc = desired.location_of(index) if desired is not None else None
+    return f"{loc.file}:{loc.line}" if loc else f"desired object #{index + 1}"
 
 
 def _add_field_lines(report: d.DriftReport, items: Sequence[_Item]) -> None:
@@ -404,13 +543,14 @@ def check_app(
 
     Resources Argo CD would prune (live, no longer rendered) are ``missing-desired``.
     """
-    from fracctl.flows.render import select
+    from fracctl.flows.render import check_argocd_unique, select
 
     with _argocd(ctx) as client:
         application = client.get_application(app)
         manifests = [m for m in client.manifests(app, revision=revision) if isinstance(m, dict)]
     dest_ns = ((application.get("spec") or {}).get("destination") or {}).get("namespace") or ""
     ns = dest_ns or ctx.config.git.namespace
+    check_argocd_unique(ctx, manifests, app=app, default_namespace=ns)
     chosen = [manifests[i] for i in select(manifests, kind=kind, name=name)]
     items = _items_from(chosen, ns)
     have = {(split_api_version(it.api_version)[0], it.kind, it.namespace, it.name) for it in items}

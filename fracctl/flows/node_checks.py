@@ -54,7 +54,10 @@ def preflight(ctx: Context, *, host: Host | None = None) -> list[Check]:
         gpus=host.gpus(),
     )
     settings = PreflightSettings(
-        protocol=cfg.protocol, control_binary=cfg.control_binary, pinned_limits=limits
+        protocol=cfg.protocol,
+        control_binary=cfg.control_binary,
+        pinned_limits=limits,
+        denied_products=ctx.config.labels.denied_products,
     )
     return evaluate_preflight(facts, settings)
 

@@ -1,7 +1,8 @@
 """``fracctl nodes``: the opt-in policy table, and the node-join labelling step.
 
 Labelling follows the policy in ``labels``: the opt-in label goes only on nodes of an
-allowed GPU class. A request that names any other node changes nothing at all.
+allowed GPU class whose GPU product is not denied. A request that names any other node
+changes nothing at all.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fracctl.core.fractional import PodKind, classify, unfinished_selector
-from fracctl.core.nodes import describe_condition, labels_of, matches
+from fracctl.core.nodes import describe_condition, labels_of, matches, node_name_problems
 from fracctl.core.policy import (
     Finding,
     LabelPolicy,
@@ -42,6 +43,8 @@ class NodeRow:
         return {
             "name": s.name,
             "class": s.gpu_class,
+            "product": s.product,
+            "denied": s.denied,
             "opted_in": s.opted_in,
             "verdict": s.verdict.value,
             "selected": self.selected,
@@ -125,8 +128,12 @@ class LabelReport:
 
 
 def _unique(names: Sequence[str]) -> list[str]:
+    """The names, once each, checked before anything is read or changed."""
     if not names:
         raise UsageError("name at least one node")
+    problems = node_name_problems(names)
+    if problems:
+        raise UsageError("; ".join(problems) + " (nothing was changed)")
     return list(dict.fromkeys(names))
 
 
@@ -160,8 +167,9 @@ def label(ctx: Context, *, nodes: Sequence[str], dry_run: bool = False) -> Label
     """Put the opt-in label on nodes of an allowed class; refuse any other, changing nothing.
 
     Raises:
-        Refused: a node is of a denied, unknown or missing class (exit 1).
-        UsageError: a node does not exist.
+        Refused: a node is of a denied, unknown or missing class, or of a denied GPU
+            product whatever its class label says (exit 1).
+        UsageError: a node name is empty or invalid, or the node does not exist.
     """
     policy = ctx.config.labels
     names = _unique(nodes)
@@ -171,7 +179,9 @@ def label(ctx: Context, *, nodes: Sequence[str], dry_run: bool = False) -> Label
     if refused:
         raise Refused(
             "refusing to label, nothing was changed: " + "; ".join(d.reason for d in refused),
-            hint="label only nodes of an allowed class: " + ", ".join(policy.allowed_classes),
+            hint="label only nodes of an allowed class ("
+            + ", ".join(policy.allowed_classes)
+            + ") whose GPU product is not denied",
         )
     changes: list[Change] = []
     for d in decisions:
@@ -212,7 +222,7 @@ def unlabel(
 
     Raises:
         Refused: fractional pods would lose their daemon (exit 1).
-        UsageError: a node does not exist.
+        UsageError: a node name is empty or invalid, or the node does not exist.
     """
     policy = ctx.config.labels
     names = _unique(nodes)

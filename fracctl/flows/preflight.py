@@ -3,8 +3,10 @@
 * no fractional pod runs anywhere (recreating restarts the MPS daemons; running
   fractional pods lose their CUDA context), found by a paged, metadata-only scan of
   every namespace, so a cluster of 100k pods is never held in memory;
-* the node opt-in label follows the policy (allowed classes carry it, denied never);
-* the desired selector selects no denied node and every opted-in node;
+* the node opt-in label follows the policy (allowed classes carry it, denied nodes
+  never, a node being denied by its class label or by its GPU product label), and no
+  class label contradicts the GPU product;
+* the desired selector selects no denied node and every opted-in node that is not denied;
 * the blast radius: which nodes' daemons stop, restart or start, and the pods they carry.
 """
 
@@ -24,7 +26,7 @@ from fracctl.core.fractional import (
 )
 from fracctl.core.immutability import get_path
 from fracctl.core.nodes import selector_string
-from fracctl.core.policy import Rule, node_findings, selector_findings, standings
+from fracctl.core.policy import Rule, is_denied, node_findings, selector_findings, standings
 from fracctl.core.resources import NODES, PODS
 from fracctl.errors import ConfigError, FracctlError
 from fracctl.flows.context import Context
@@ -213,12 +215,19 @@ def _pods_check(ctx: Context, scan: FractionalScan) -> Check:
 
 _PASSING = {
     Rule.MISSING_OPT_IN: ("opt-in-missing", "every allowed-class node carries {label}"),
-    Rule.DENIED_OPTED_IN: ("opt-in-denied", "no denied-class node carries {label}"),
+    Rule.DENIED_OPTED_IN: (
+        "opt-in-denied",
+        "no node denied by class or GPU product carries {label}",
+    ),
     Rule.UNKNOWN_CLASS: ("opt-in-unknown-class", "every node with {label} has an allowed class"),
+    Rule.CLASS_CONTRADICTS_PRODUCT: (
+        "class-product",
+        "no node's class label contradicts its GPU product label",
+    ),
     Rule.SELECTOR_DENIED: ("selector-denied", "the desired selector {sel} selects no denied node"),
     Rule.SELECTOR_MISSES: (
         "selector-coverage",
-        "the desired selector {sel} selects all {n} opted-in node(s)",
+        "the desired selector {sel} selects all {n} opted-in node(s) that are not denied",
     ),
 }
 
@@ -254,7 +263,7 @@ def run_guards(
     findings = dict(node_findings(nodes, policy))
     if desired_selector is not None:
         findings.update(selector_findings(desired_selector, nodes, policy))
-    opted = sum(1 for s in standings(nodes, policy) if s.opted_in)
+    opted = sum(1 for s in standings(nodes, policy) if s.opted_in and not s.denied)
     sel = (selector_string(desired_selector) or "{}") if desired_selector is not None else ""
     for rule, finding in findings.items():
         name, passing = _PASSING[rule]
@@ -273,7 +282,11 @@ def run_guards(
         )
 
     radius = blast_radius(
-        nodes, old=live_selector, new=desired_selector, pods_by_node=scan.by_node()
+        nodes,
+        old=live_selector,
+        new=desired_selector,
+        pods_by_node=scan.by_node(),
+        denied={n for n, labels in nodes.items() if is_denied(labels, policy)},
     )
     checks.append(Check("blast-radius", True, radius.summary()))
     return PreflightReport(checks, radius, scan, desired_selector, live_selector)

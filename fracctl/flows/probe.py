@@ -6,6 +6,10 @@ scheduling": the readiness gate holds on a pool whose daemons do not run yet, so
 fractional pod can land there without a memory limit. Anything else (another
 scheduling failure, no decision in time) is a finding.
 
+A pool that holds a denied node (by its class label or its GPU product label) is
+refused before anything is created: a fractional probe that ran there would be the
+very thing the policy forbids, and a class label alone does not prove the hardware.
+
 The probe pod is deleted on every path: success, timeout, errors, Ctrl-C and SIGTERM.
 It is deleted with a grace period of 0, because a pod bound to a node otherwise waits
 for a kubelet to confirm it stopped.
@@ -13,7 +17,6 @@ for a kubelet to confirm it stopped.
 
 from __future__ import annotations
 
-import math
 import re
 import secrets
 import signal
@@ -24,9 +27,20 @@ from enum import Enum
 from typing import Any
 
 from fracctl.config import Config
+from fracctl.core.nodes import selector_string
+from fracctl.core.policy import denied_selected, describe
 from fracctl.core.resources import PODS
-from fracctl.errors import ApiError, ExitCode, ExternalError, FracctlError, NotFound, UsageError
+from fracctl.errors import (
+    ApiError,
+    ExitCode,
+    ExternalError,
+    FracctlError,
+    NotFound,
+    Refused,
+    UsageError,
+)
 from fracctl.flows.context import Context
+from fracctl.flows.preflight import node_labels
 from fracctl.flows.signals import interrupt_on_sigterm as _interrupt_on_sigterm
 from fracctl.flows.signals import main_thread as _main_thread
 
@@ -258,6 +272,7 @@ def probe(
 
     Raises:
         UsageError: bad request values.
+        Refused: the pool holds a denied node (exit 1; nothing was created).
         ExternalError: the probe could not be created, watched or deleted.
     """
     request = fraction_request(memory=memory, fraction=fraction)
@@ -266,6 +281,7 @@ def probe(
     wait = float(ctx.config.timeouts.probe if timeout is None else timeout)
     if wait <= 0:
         raise UsageError("--timeout must be positive")
+    _refuse_denied_pool(ctx, pool)
     namespace = ctx.config.probe.namespace
     name = f"fracctl-probe-{secrets.token_hex(4)}"
     body = probe_pod(
@@ -293,39 +309,56 @@ def probe(
     return result
 
 
+def _refuse_denied_pool(ctx: Context, pool: Mapping[str, str]) -> None:
+    """Refuse a pool that selects a node denied by its class or its GPU product."""
+    policy = ctx.config.labels
+    nodes = node_labels(ctx)
+    by_opt_in, by_other = denied_selected(pool, nodes, policy)
+    if not (by_opt_in or by_other):
+        return
+    fixes = []
+    if by_opt_in:
+        fixes.append("fracctl nodes unlabel " + " ".join(by_opt_in))
+    if by_other:
+        fixes.append(
+            f"narrow --pool to leave out {', '.join(by_other)} (the default pool is the "
+            "opt-in label), or correct their labels (fracctl nodes check)"
+        )
+    denied = sorted(by_opt_in + by_other)
+    raise Refused(
+        f"refusing to probe, nothing was created: the pool {selector_string(pool) or '{}'} "
+        "selects denied node(s), where no fractional pod may run: "
+        + "; ".join(describe(n, nodes[n], policy) for n in denied[:10])
+        + (f" and {len(denied) - 10} more" if len(denied) > 10 else ""),
+        hint="; ".join(fixes),
+    )
+
+
 def _watch(ctx: Context, pod: dict[str, Any], result: ProbeResult, *, deadline: float) -> None:
     namespace, name = result.namespace, result.name
-    rv = pod["metadata"].get("resourceVersion")
-    while True:
-        verdict = decide(pod)
-        result.node = (pod.get("spec") or {}).get("nodeName") or None
-        if verdict is not None:
-            result.outcome, result.reason, result.message = verdict
-            return
-        remaining = deadline - ctx.clock.monotonic()
-        if remaining <= 0:
-            result.outcome = Outcome.SCHEDULED if result.node else Outcome.TIMEOUT
-            return
-        try:
-            for kind, obj in ctx.kube.watch(
-                PODS,
-                namespace=namespace,
-                field_selector=f"metadata.name={name}",
-                resource_version=rv,
-                timeout_seconds=max(1, math.ceil(remaining)),
-            ):
-                rv = (obj.get("metadata") or {}).get("resourceVersion") or rv
-                if kind == "DELETED":
-                    raise ExternalError(f"probe {namespace}/{name} was deleted by someone else")
-                if kind in ("ADDED", "MODIFIED"):
-                    pod = obj
-                    if decide(pod) is not None or ctx.clock.monotonic() >= deadline:
-                        break
-        except ApiError as e:
-            if e.status.code != 410:  # the resourceVersion expired: read afresh
-                raise
-            pod = ctx.kube.get(PODS, name, namespace)
-            rv = pod["metadata"].get("resourceVersion")
+    key = f"{namespace}/{name}"
+
+    def settled(view: dict[str, Any]) -> bool:
+        return key not in view or decide(view[key]) is not None
+
+    view, _finished = ctx.kube.watch_until(
+        PODS,
+        settled,
+        deadline=deadline,
+        monotonic=ctx.clock.monotonic,
+        sleep=ctx.clock.sleep,
+        namespace=namespace,
+        field_selector=f"metadata.name={name}",
+    )
+    if key not in view:
+        raise ExternalError(f"probe {namespace}/{name} was deleted by someone else")
+    pod = view[key]
+    result.node = (pod.get("spec") or {}).get("nodeName") or None
+    verdict = decide(pod)
+    if verdict is not None:
+        result.outcome, result.reason, result.message = verdict
+    else:
+        result.outcome = Outcome.SCHEDULED if result.node else Outcome.TIMEOUT
 
 
 def _delete(ctx: Context, namespace: str, name: str, *, strict: bool) -> bool:

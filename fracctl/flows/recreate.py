@@ -24,16 +24,16 @@ from fracctl.core.nodes import is_ready, selector_of, selector_string
 from fracctl.core.recreate import Plan
 from fracctl.core.resources import EVENTS, NODES
 from fracctl.errors import (
-    ApiError,
     Conflict,
     ExternalError,
     FracctlError,
     NotFound,
     Refused,
     TimedOut,
-    Unreachable,
     UsageError,
 )
+from fracctl.flows import backends
+from fracctl.flows.backends import Backend
 from fracctl.flows.context import Context
 from fracctl.flows.lock import LeaseLock, identity
 from fracctl.flows.signals import interrupt_on_sigterm
@@ -41,7 +41,6 @@ from fracctl.flows.wait import ReadyResult, wait_ready
 
 Obj = dict[str, Any]
 Boundary = Callable[[str], None]
-BACKENDS = ("argocd", "flux", "apply")
 
 # Step boundaries, in order; tests interrupt the flow at each.
 BOUNDARIES = (
@@ -70,6 +69,7 @@ class RecreateResult:
     ready: ReadyResult | None = None
     audit_file: str | None = None
     notes: list[str] = field(default_factory=list)
+    proofs: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         """Plain data for JSON output."""
@@ -82,6 +82,7 @@ class RecreateResult:
             "ready": self.ready.to_dict() if self.ready else None,
             "audit_file": self.audit_file,
             "notes": self.notes,
+            "proofs": self.proofs,
         }
 
 
@@ -94,19 +95,11 @@ def state_dir(ctx: Context) -> Path:
     return Path(ctx.expand(ctx.config.recreate.state_dir))
 
 
-def check_backend(ctx: Context, backend: str) -> None:
-    """Fail early (exit 2), before any change, when the backend cannot work."""
-    if backend not in BACKENDS:
-        raise UsageError(f"unknown backend {backend!r} (use {', '.join(BACKENDS)})")
-    if backend == "argocd":
-        if not ctx.config.argocd.app:
-            raise UsageError(
-                "the argocd backend needs the application name",
-                hint="set argocd.app in fracctl.yaml or FRACCTL_ARGOCD_APP, or use --backend apply",
-            )
-        from fracctl.adapters.argocd import ArgoCD
-
-        ArgoCD.from_config(ctx.config.argocd, ctx.env).close()  # validates server and token
+def check_backend(ctx: Context, backend: str) -> Backend:
+    """The backend called ``backend``, its configuration checked (exit 2) before any I/O."""
+    chosen = backends.get(backend)
+    chosen.validate(ctx)
+    return chosen
 
 
 # --- steps ---------------------------------------------------------------------------
@@ -137,6 +130,8 @@ def backup(ctx: Context, live: Obj) -> str:
 def _write_backup(folder: Path, live: Obj, meta: dict[str, Any]) -> str:
     from ruamel.yaml import YAML
 
+    from fracctl.redact import redact_data
+
     folder.mkdir(parents=True, exist_ok=True)
     stem = f"{live.get('kind', 'object').lower()}-{meta.get('name')}-{str(meta.get('uid', ''))[:8]}"
     existing = sorted(folder.glob(f"{stem}-*.yaml"))
@@ -149,7 +144,7 @@ def _write_backup(folder: Path, live: Obj, meta: dict[str, Any]) -> str:
     yaml.default_flow_style = False
     with open(tmp, "w", encoding="utf-8") as f:
         f.write(f"# Backup of {live.get('kind')}/{meta.get('name')} taken by fracctl at {stamp}\n")
-        yaml.dump(live, f)
+        yaml.dump(redact_data(live), f)  # before dumping: YAML folds long strings
     os.replace(tmp, path)  # a backup is either whole or absent
     return str(path)
 
@@ -182,41 +177,25 @@ def delete(ctx: Context, live: Obj) -> None:
 def wait_gone(ctx: Context, uid: str, *, timeout: float | None = None) -> None:
     """Watch until the object with ``uid`` is gone (its finalizers released)."""
     t = ctx.config.target
-    ref = ctx.config.target.ref
     timeout = ctx.config.timeouts.delete if timeout is None else timeout
-    deadline = ctx.clock.monotonic() + timeout
-    last: Obj | None = None
-    while True:
-        page = next(ctx.kube.list_pages(ref, field_selector=f"metadata.name={t.name}"))
-        rv = (page.get("metadata") or {}).get("resourceVersion", "")
-        current = next(iter(page.get("items") or []), None)
-        if current is None or current["metadata"].get("uid") != uid:
-            return
-        last = current
-        remaining = deadline - ctx.clock.monotonic()
-        if remaining <= 0:
-            break
-        try:
-            for kind, obj in ctx.kube.watch(
-                ref,
-                field_selector=f"metadata.name={t.name}",
-                resource_version=rv,
-                timeout_seconds=max(1, min(int(remaining + 0.999), 60)),
-            ):
-                if kind == "BOOKMARK":
-                    continue
-                if kind == "DELETED" or obj["metadata"].get("uid") != uid:
-                    return
-                last = obj
-                if ctx.clock.monotonic() >= deadline:
-                    break
-        except ApiError as e:
-            if e.status.code != 410:  # 410 Gone: list again from a fresh resourceVersion
-                raise
-        except Unreachable:
-            ctx.clock.sleep(1.0)  # a dropped watch: list again
-        if ctx.clock.monotonic() >= deadline:
-            break
+    seen: list[Obj] = []
+
+    def gone(view: dict[str, Obj]) -> bool:
+        this = [o for o in view.values() if o["metadata"].get("uid") == uid]
+        seen[:] = this or seen
+        return not this
+
+    _view, finished = ctx.kube.watch_until(
+        t.ref,
+        gone,
+        deadline=ctx.clock.monotonic() + timeout,
+        monotonic=ctx.clock.monotonic,
+        sleep=ctx.clock.sleep,
+        field_selector=f"metadata.name={t.name}",
+    )
+    if finished:
+        return
+    last = seen[-1] if seen else None
     finalizers = ", ".join((last or {}).get("metadata", {}).get("finalizers") or []) or "none"
     raise TimedOut(
         f"{t.kind}/{t.name} is still terminating after {timeout:.0f}s; finalizers left: "
@@ -227,43 +206,7 @@ def wait_gone(ctx: Context, uid: str, *, timeout: float | None = None) -> None:
     )
 
 
-def _clean_desired(desired: Obj) -> Obj:
-    body = {k: v for k, v in desired.items() if k != "status"}
-    meta = dict(body.get("metadata") or {})
-    for key in ("resourceVersion", "uid", "creationTimestamp", "managedFields", "generation"):
-        meta.pop(key, None)
-    body["metadata"] = meta
-    return body
-
-
-def recreate_object(ctx: Context, desired: Obj, backend: str) -> str:
-    """Have the backend create the object; returns a one-line account of what it said."""
-    t = ctx.config.target
-    if backend == "apply":
-        ctx.kube.apply(ctx.config.target.ref, _clean_desired(desired))
-        return "server-side apply (field manager fracctl) accepted the object"
-    if backend == "argocd":
-        from fracctl.adapters.argocd import ArgoCD
-
-        app = str(ctx.config.argocd.app)
-        with ArgoCD.from_config(ctx.config.argocd, ctx.env) as client:
-            op = client.sync_resource_and_wait(
-                app,
-                resource={"group": t.group, "kind": t.kind, "name": t.name, "namespace": ""},
-                timeout=ctx.config.timeouts.sync,
-                clock=ctx.clock,
-                notify=ctx.info,
-            )
-        return f"Argo CD sync of {app}: {op.get('phase')} ({op.get('message', '')})"
-    from fracctl.adapters.flux import Flux
-
-    flux = Flux(ctx.kube, ctx.config.flux.namespace, ctx.config.flux.kustomization)
-    requested = flux.request_reconcile(_now())
-    status = flux.wait_ready(requested, timeout=ctx.config.timeouts.sync, clock=ctx.clock)
-    return f"Flux applied revision {status.get('lastAppliedRevision', '?')}"
-
-
-def verify(ctx: Context, desired_selector: dict[str, str], backend: str, said: str) -> Obj:
+def verify(ctx: Context, desired_selector: dict[str, str], backend: Backend, said: str) -> Obj:
     """Read the live object back: it must exist and carry git's selector."""
     t = ctx.config.target
     live = ctx.kube.get_or_none(ctx.config.target.ref, t.name)
@@ -274,11 +217,7 @@ def verify(ctx: Context, desired_selector: dict[str, str], backend: str, said: s
         and not live["metadata"].get("deletionTimestamp")
     ):
         return live
-    claim = {
-        "argocd": "Argo CD reported Succeeded but the live object differs",
-        "flux": "Flux reported Ready but the live object differs",
-        "apply": "the apply was accepted but the live object differs",
-    }[backend]
+    claim = backend.claim
     state = "is absent" if live is None else f"has nodeSelector {got}"
     raise ExternalError(
         f"{claim}: {t.kind}/{t.name} {state}, git wants {desired_selector} "
@@ -289,12 +228,14 @@ def verify(ctx: Context, desired_selector: dict[str, str], backend: str, said: s
 
 def record(ctx: Context, *, live: Obj | None, entry: dict[str, Any]) -> str:
     """Append the audit line, and put an Event on the new object (best effort)."""
+    from fracctl.redact import redact
+
     folder = state_dir(ctx)
     path = folder / "audit.log"
     try:
         folder.mkdir(parents=True, exist_ok=True)
         with open(path, "a", encoding="utf-8") as f:
-            f.write(json.dumps(entry, sort_keys=True) + "\n")
+            f.write(redact(json.dumps(entry, sort_keys=True)) + "\n")
     except OSError as e:  # the cluster work is done; losing the log line must not undo that
         ctx.warn(f"could not write the audit line to {path}: {e.strerror}")
     if live is not None:
@@ -314,7 +255,7 @@ def record(ctx: Context, *, live: Obj | None, entry: dict[str, Any]) -> str:
                         "uid": meta["uid"],
                     },
                     "reason": "Recreated" if entry["outcome"] == "recreated" else "RecreateChecked",
-                    "message": (
+                    "message": redact(
                         f"fracctl ({entry['who']}): {entry['outcome']}; nodeSelector "
                         f"{entry['before']} -> {entry['after']}"
                     )[:1000],
@@ -335,6 +276,42 @@ def record(ctx: Context, *, live: Obj | None, entry: dict[str, Any]) -> str:
 # --- the flow ------------------------------------------------------------------------
 
 
+def way_back(state: str, backup: str | None) -> str:
+    """What to tell after a failure that left the original deleted: state, backup, commands."""
+    restore = (
+        f"restore the original: fracctl recreate --restore-from {backup} --yes; "
+        if backup
+        else "no backup of the original was found under recreate.state_dir; "
+    )
+    return f"{state}. {restore}or fix the cause and resume: fracctl recreate --yes"
+
+
+def _amend(error: FracctlError, more: str) -> None:
+    """Add to an error's message in place, so its class and exit code stay as they are."""
+    error.message = f"{error.message}. {more}"
+    error.args = (error.message,)
+
+
+def _state_after_failure(ctx: Context, desired_sel: dict[str, str]) -> str:
+    """One phrase for what the cluster holds now, read fresh (best effort)."""
+    t = ctx.config.target
+    try:
+        live = ctx.kube.get_or_none(t.ref, t.name)
+    except FracctlError:
+        return f"{t.kind}/{t.name} was deleted and may not have been recreated"
+    if live is None:
+        return (
+            f"{t.kind}/{t.name} WAS DELETED and is not recreated: the cluster has none, "
+            "so no node gets MPS daemons"
+        )
+    if live["metadata"].get("deletionTimestamp"):
+        return f"{t.kind}/{t.name} WAS DELETED and is still terminating"
+    got = selector_of(live, t.selector_field)
+    if got != desired_sel:
+        return f"{t.kind}/{t.name} WAS DELETED and came back with nodeSelector {got}, not git's"
+    return f"{t.kind}/{t.name} was deleted and recreated with git's nodeSelector"
+
+
 def recreate(
     ctx: Context,
     *,
@@ -346,6 +323,11 @@ def recreate(
     desired_objects: list[Obj] | None = None,
 ) -> RecreateResult:
     """Run (or plan) the guarded delete → recreate → wait.
+
+    Everything that can be proven read-only is proven before the first change: the
+    guards, the Kubernetes identity's right to delete, and the backend's credentials,
+    permissions and objects (:func:`fracctl.flows.backends.prove`). ``--dry-run`` runs the
+    same proofs and fails the same way.
 
     Args:
         ctx: the context.
@@ -362,7 +344,7 @@ def recreate(
 
     at = boundary or (lambda _step: None)
     backend = backend or ctx.config.recreate.backend
-    check_backend(ctx, backend)
+    chosen = check_backend(ctx, backend)
     if not dry_run and not yes and (confirm is None or not ctx.interactive):
         raise UsageError(
             "refusing to recreate without confirmation: stdin is not a terminal",
@@ -417,6 +399,12 @@ def recreate(
         if not plan.steps:
             return result
 
+        if plan_mod.RECREATE in plan.steps and desired is not None:
+            result.proofs = backends.prove(
+                ctx, chosen, desired, deletes=plan_mod.DELETE in plan.steps
+            )
+            for line in result.proofs:
+                ctx.info(f"proven: {line}")
         if plan_mod.GUARDS in plan.steps:
             report = run_guards(ctx, desired_selector=desired_sel, live_selector=live_sel)
             result.guards = report.to_dict()
@@ -433,6 +421,9 @@ def recreate(
         if not yes and confirm is not None and not confirm(plan, result.guards):
             raise Refused("not confirmed; nothing changed")
 
+        # Whether the original is gone (deleted now, or by an earlier run) and git's
+        # object not yet verified: a failure then must say so and how to get back.
+        gone = plan.reason in (plan_mod.RESUME_GONE, plan_mod.RESUME_MISSING)
         try:
             for step in plan.steps:
                 if step in (plan_mod.DELETE, plan_mod.RECREATE):
@@ -443,14 +434,28 @@ def recreate(
                     result,
                     live=live,
                     desired=desired,
-                    backend=backend,
+                    backend=chosen,
                     at=at,
                     entry=entry,
                 )
+                if step == plan_mod.DELETE:
+                    gone = True
+                elif step == plan_mod.VERIFY:
+                    gone = False
             result.outcome = "recreated" if plan.changes_cluster else "ready"
         except (FracctlError, KeyboardInterrupt) as e:
-            entry.update(outcome=f"failed: {e}" if isinstance(e, FracctlError) else "interrupted")
-            entry["time"] = _now()
+            backup_path = result.backup or (latest_backup(ctx) if gone else None)
+            if gone:
+                said = way_back(_state_after_failure(ctx, desired_sel), backup_path)
+                if isinstance(e, FracctlError):
+                    _amend(e, said)
+                else:  # interrupted: the CLI only says "Interrupted.", so say the rest here
+                    ctx.warn(said)
+            entry.update(
+                outcome=f"failed: {e}" if isinstance(e, FracctlError) else "interrupted",
+                time=_now(),
+                backup=backup_path,
+            )
             with contextlib.suppress(Exception):
                 record(ctx, live=None, entry=entry)
             raise
@@ -465,7 +470,7 @@ def _run_step(
     *,
     live: Obj | None,
     desired: Obj | None,
-    backend: str,
+    backend: Backend,
     at: Boundary,
     entry: dict[str, Any],
 ) -> Obj | None:
@@ -489,7 +494,7 @@ def _run_step(
             result.backup = latest_backup(ctx)
             if result.backup:
                 result.notes.append(f"the backup of the original object is {result.backup}")
-        said = recreate_object(ctx, desired, backend)
+        said = backend.recreate(ctx, desired)
         result.notes.append(said)
         ctx.info(said)
         at("recreated")

@@ -13,6 +13,25 @@ if TYPE_CHECKING:
 
 Obj = dict[str, Any]
 
+# Kinds every cluster serves cluster-scoped: a namespace written on them means nothing.
+CLUSTER_SCOPED_BUILTINS = frozenset(
+    {
+        ("", "Namespace"),
+        ("", "Node"),
+        ("", "PersistentVolume"),
+        ("rbac.authorization.k8s.io", "ClusterRole"),
+        ("rbac.authorization.k8s.io", "ClusterRoleBinding"),
+        ("apiextensions.k8s.io", "CustomResourceDefinition"),
+        ("storage.k8s.io", "StorageClass"),
+        ("scheduling.k8s.io", "PriorityClass"),
+        ("node.k8s.io", "RuntimeClass"),
+        ("admissionregistration.k8s.io", "ValidatingWebhookConfiguration"),
+        ("admissionregistration.k8s.io", "MutatingWebhookConfiguration"),
+        ("admissionregistration.k8s.io", "ValidatingAdmissionPolicy"),
+        ("admissionregistration.k8s.io", "ValidatingAdmissionPolicyBinding"),
+    }
+)
+
 
 @dataclass
 class Desired:
@@ -44,6 +63,7 @@ def render(
 
     Raises:
         ExternalError: git, the revision, the path, YAML or a render tool failed.
+        DuplicateObjects: two documents declare the same object (a usage error).
         UsageError: a needed binary is missing.
     """
     from fracctl.adapters.render import render_git
@@ -58,6 +78,8 @@ def render(
         helm_release=g.helm_release,
         helm_namespace=g.helm_namespace,
         helm_values=g.helm_values,
+        default_namespace=g.namespace,
+        cluster_scoped=cluster_scoped(ctx),
     )
     return Desired(
         objects=out.objects,
@@ -93,11 +115,36 @@ def render_from_argocd(ctx: Context, *, app: str, revision: str | None = None) -
         ctx.config.argocd, ctx.env, timeout=float(ctx.config.timeouts.request)
     ) as client:
         objects = [o for o in client.manifests(app, revision=revision) if isinstance(o, dict)]
+    check_argocd_unique(ctx, objects, app=app)
     return Desired(
         objects=objects,
         locations=[None] * len(objects),
         texts=[""] * len(objects),
         source={"argocd_app": app, "revision": revision or ""},
+    )
+
+
+def cluster_scoped(ctx: Context) -> set[tuple[str, str]]:
+    """``(group, kind)`` pairs known to be cluster-scoped without asking the server."""
+    t = ctx.config.target
+    return {(t.group, t.kind), *CLUSTER_SCOPED_BUILTINS}
+
+
+def check_argocd_unique(
+    ctx: Context, objects: Sequence[Obj], *, app: str, default_namespace: str = ""
+) -> None:
+    """Raise when Argo CD's rendering of ``app`` holds two documents for one object.
+
+    Argo CD itself only warns (``RepeatedResourceWarning``) and applies one of them.
+    """
+    from fracctl.core.manifests import check_unique
+
+    check_unique(
+        objects,
+        [f"manifest {i + 1} of Argo CD's rendering" for i in range(len(objects))],
+        source=f"the manifests of Argo CD application {app}",
+        default_namespace=default_namespace,
+        cluster_scoped=cluster_scoped(ctx),
     )
 
 

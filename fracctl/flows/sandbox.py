@@ -16,18 +16,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from fracctl.adapters import controlplane
+from fracctl.adapters import argocd_local, controlplane
 from fracctl.adapters.git import init_repo
 from fracctl.adapters.kube import Kube
 from fracctl.config import Config
 from fracctl.core.crd import fractioning_crd
 from fracctl.core.nodes import condition
 from fracctl.core.resources import CRDS, NAMESPACES, NODES, split_api_version
-from fracctl.errors import Conflict, TimedOut, UsageError
+from fracctl.errors import Conflict, ExternalError, NotFound, TimedOut, UsageError
 from fracctl.flows.context import Context
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_SCENARIO = REPO_ROOT / "examples" / "sandbox" / "incident.yaml"
+SANDBOX_APP = "gpu-fractioning"  # the Argo CD application and project of `up --argocd`
 
 
 @dataclass
@@ -57,9 +58,19 @@ class Sandbox:
         return self.root / "operator-sim.pid"
 
     @property
+    def sim_ready_file(self) -> Path:
+        """Written by the operator simulation once its first reconcile succeeded."""
+        return self.root / "operator-sim.ready"
+
+    @property
     def kubeconfig(self) -> Path:
         """The admin kubeconfig."""
         return self.cp_dir / "kubeconfig"
+
+    @property
+    def argocd_dir(self) -> Path:
+        """State of the real Argo CD started with ``up --argocd``."""
+        return self.root / "argocd"
 
 
 def default_root(env: dict[str, str]) -> Path:
@@ -76,7 +87,8 @@ def load_scenario(path: Path) -> dict[str, Any]:
     from ruamel.yaml.error import YAMLError
 
     if not path.is_file():
-        raise UsageError(f"{path}: scenario file not found")
+        what = "is a directory, not a scenario file" if path.is_dir() else "scenario file not found"
+        raise UsageError(f"{path}: {what}")
     try:
         doc = YAML(typ="safe").load(path.read_text())
     except YAMLError as e:
@@ -171,11 +183,21 @@ def sandbox_config(box: Sandbox, gitops_path: str) -> str:
     )
 
 
-def up(ctx: Context, *, root: Path, scenario_file: Path) -> dict[str, Any]:
-    """Start the sandbox (or report the running one) and seed the scenario."""
+def up(ctx: Context, *, root: Path, scenario_file: Path, argocd: bool = False) -> dict[str, Any]:
+    """Start the sandbox (or report the running one) and seed the scenario.
+
+    With ``argocd`` a real Argo CD runs beside it and owns the target (see
+    :func:`start_argocd`).
+    """
+    root = Path(os.path.abspath(root))  # written into fracctl.yaml; the simulation runs there
     box = Sandbox(root)
     cp = controlplane.ControlPlane.load(box.cp_dir)
     if cp is not None and cp.alive():
+        if argocd and not _argocd_running(box):
+            raise UsageError(
+                "the sandbox runs without Argo CD",
+                hint="stop it with 'fracctl sandbox down', then 'fracctl sandbox up --argocd'",
+            )
         return {**status(ctx, root=root), "already_running": True}
     scenario = load_scenario(scenario_file)
     if cp is not None:  # a dead leftover: clear it out first
@@ -184,6 +206,28 @@ def up(ctx: Context, *, root: Path, scenario_file: Path) -> dict[str, Any]:
     binaries = controlplane.find_binaries()
     ctx.info(f"starting kube-apiserver and etcd from {binaries}")
     cp = controlplane.start(box.cp_dir, binaries=binaries, detach=True)
+    try:
+        gitops_path = _populate(ctx, box, cp, scenario, scenario_file)
+        start_simulation(box)
+        if argocd:
+            start_argocd(ctx, box, gitops_path)
+    except BaseException:
+        _stop(box)  # a failed start leaves nothing running; its logs stay for a look
+        raise
+    return status(ctx, root=root)
+
+
+def _populate(
+    ctx: Context,
+    box: Sandbox,
+    cp: controlplane.ControlPlane,
+    scenario: dict[str, Any],
+    scenario_file: Path,
+) -> str:
+    """Install the CRD, seed the scenario, write the gitops repository and fracctl.yaml.
+
+    Returns the manifests' path inside the gitops repository.
+    """
     kube = Kube.connect(kubeconfig=cp.kubeconfig)
     install_crd(kube, ctx.config)
     seed(kube, scenario)
@@ -197,17 +241,109 @@ def up(ctx: Context, *, root: Path, scenario_file: Path) -> dict[str, Any]:
         if not (box.gitops / ".git").exists():
             init_repo(box.gitops, message="desired state: select the opt-in label")
     box.config_file.write_text(sandbox_config(box, gitops_path))
+    return gitops_path
 
-    with open(root / "operator-sim.log", "ab") as log:
-        argv = [sys.executable, "-m", "fracctl", "--config", str(box.config_file)]
-        sim = controlplane.spawn([*argv, "sandbox", "operator-sim"], log, detach=True)
+
+# How long the operator simulation may take to connect and finish its first pass, and
+# how long it must then stay up, before `up` counts it as started.
+SIM_START_TIMEOUT = 30.0
+SIM_SETTLE = 0.5
+
+
+def simulation_argv(box: Sandbox) -> list[str]:
+    """The command line of the operator simulation.
+
+    Not ``python -m fracctl``: that imports ``fracctl`` from the working directory
+    first, so a folder of that name there would be run instead. The package is taken
+    from where this one was loaded, and the working directory is left off the path.
+    """
+    boot = (
+        "import sys; "
+        f"sys.path[:] = [{str(REPO_ROOT)!r}, *(p for p in sys.path if p)]; "
+        "from fracctl.cli.main import main; main()"
+    )
+    return [
+        sys.executable,
+        "-c",
+        boot,
+        "--config",
+        str(box.config_file),
+        "sandbox",
+        "operator-sim",
+        "--ready-file",
+        str(box.sim_ready_file),
+    ]
+
+
+def _simulation_env() -> dict[str, str]:
+    # The simulation reads the sandbox's own fracctl.yaml; the caller's shell may still
+    # point at another cluster (or at a sandbox that is gone).
+    return {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("FRACCTL_CONFIG", "KUBECONFIG") and not k.startswith("FRACCTL_KUBE_")
+    }
+
+
+def start_simulation(box: Sandbox) -> None:
+    """Start the operator simulation detached, and return once it has started.
+
+    Started means: it connected and finished a first reconcile (it writes its ready
+    file then) and is still running a moment later.
+
+    Raises:
+        ExternalError: it exited (the last lines of its log say why) or did not get
+            ready in time; it is stopped either way.
+    """
+    box.sim_ready_file.unlink(missing_ok=True)
+    log_path = box.root / "operator-sim.log"
+    with open(log_path, "ab") as log:
+        sim = controlplane.spawn(
+            simulation_argv(box), log, detach=True, cwd=box.root, env=_simulation_env()
+        )
     box.sim_pid_file.write_text(str(sim.pid))
-    return status(ctx, root=root)
+    deadline = time.monotonic() + SIM_START_TIMEOUT
+    settled: float | None = None
+    while True:
+        code = sim.poll()
+        if code is not None:
+            raise ExternalError(
+                f"the operator simulation exited at start (exit {code}): {_tail(log_path)}",
+                hint=f"see {log_path}",
+            )
+        now = time.monotonic()
+        if settled is None and box.sim_ready_file.is_file():
+            settled = now + SIM_SETTLE
+        if settled is not None and now >= settled:
+            return
+        if settled is None and now >= deadline:
+            controlplane.terminate(sim.pid, 5.0)
+            raise ExternalError(
+                f"the operator simulation did not get ready within {SIM_START_TIMEOUT:g}s",
+                hint=f"see {log_path}",
+            )
+        time.sleep(0.1)
+
+
+def _tail(path: Path, lines: int = 3) -> str:
+    try:
+        text = path.read_text(errors="replace")
+    except OSError:
+        return "no log"
+    last = [ln.strip() for ln in text.strip().splitlines() if ln.strip()][-lines:]
+    return " | ".join(last) or "no output"
 
 
 def down(ctx: Context, *, root: Path) -> bool:
     """Stop everything the sandbox started and remove its state. Idempotent."""
-    box = Sandbox(root)
+    found = _stop(Sandbox(root))
+    if root.exists():
+        shutil.rmtree(root, ignore_errors=True)
+    return found
+
+
+def _stop(box: Sandbox) -> bool:
+    """Stop every process the sandbox started (by recorded PID); whether any was found."""
     found = False
     if box.sim_pid_file.is_file():
         found = True
@@ -215,12 +351,14 @@ def down(ctx: Context, *, root: Path) -> bool:
             controlplane.terminate(int(box.sim_pid_file.read_text().strip()), 5.0)
         except ValueError:
             pass
+    local = argocd_local.LocalArgoCD.load(box.argocd_dir)
+    if local is not None:  # before the control plane it talks to
+        found = True
+        local.stop()
     cp = controlplane.ControlPlane.load(box.cp_dir)
     if cp is not None:
         found = True
         cp.stop()
-    if root.exists():
-        shutil.rmtree(root, ignore_errors=True)
     return found
 
 
@@ -261,6 +399,7 @@ def status(ctx: Context, *, root: Path) -> dict[str, Any]:
             "name": f"{t.kind}/{t.name}",
             "nodeSelector": (obj or {}).get("spec", {}).get("nodeSelector") if obj else None,
         },
+        "argocd": _argocd_status(box),
     }
 
 
@@ -270,18 +409,107 @@ def env_lines(root: Path) -> list[str]:
     cp = controlplane.ControlPlane.load(box.cp_dir)
     if cp is None or not cp.alive():
         raise UsageError("the sandbox is not running; start it with 'fracctl sandbox up'")
-    return [f"export KUBECONFIG={box.kubeconfig}", f"export FRACCTL_CONFIG={box.config_file}"]
+    lines = [f"export KUBECONFIG={box.kubeconfig}", f"export FRACCTL_CONFIG={box.config_file}"]
+    local = argocd_local.LocalArgoCD.load(box.argocd_dir)
+    if local is not None and local.alive():
+        lines += [
+            f"export ARGOCD_SERVER={local.address}",
+            f"export FRACCTL_ARGOCD_TOKEN_FILE={local.token_file()}",
+            "export ARGOCD_OPTS=--plaintext",
+        ]
+    return lines
 
 
-def run_operator_simulation(ctx: Context) -> None:
-    """Run the operator simulation in the foreground until SIGTERM."""
+# --- the real Argo CD beside the sandbox ----------------------------------------------
+
+
+def start_argocd(ctx: Context, box: Sandbox, gitops_path: str) -> argocd_local.LocalArgoCD:
+    """Start the real Argo CD beside the sandbox and point fracctl.yaml at it.
+
+    Argo CD is built on first use. The sandbox's fracctl.yaml gets an ``argocd:``
+    section and ``recreate.backend: argocd``.
+
+    The application ``gpu-fractioning`` in project ``gpu-fractioning`` deploys the
+    sandbox's git repository (``file://``); fracctl uses the CI account's token, which
+    may only get and sync applications in that project.
+    """
+    binaries = argocd_local.locate() or argocd_local.build("build-argocd.sh")
+    kustomize = argocd_local.locate_kustomize() or argocd_local.build("build-kustomize.sh")
+    ctx.info(f"starting Argo CD {argocd_local.VERSION} from {binaries}")
+    local = argocd_local.start(
+        box.argocd_dir,
+        kubeconfig=str(box.kubeconfig),
+        binaries=binaries,
+        kustomize=kustomize,
+        project=SANDBOX_APP,
+        detach=True,
+    )
+    kube = Kube.connect(kubeconfig=str(box.kubeconfig))
+    argocd_local.put_application(
+        kube,
+        argocd_local.application(
+            SANDBOX_APP,
+            project=SANDBOX_APP,
+            repo_url=f"file://{box.gitops}",
+            path=gitops_path,
+        ),
+    )
+    argocd_local.wait_compared(local, SANDBOX_APP)
+    text = box.config_file.read_text().replace("  backend: apply\n", "  backend: argocd\n")
+    text += (
+        "argocd:\n"
+        f"  server: {local.address}\n"
+        "  plaintext: true\n"
+        f"  app: {SANDBOX_APP}\n"
+        f"  token_file: {local.token_file()}\n"
+    )
+    box.config_file.write_text(text)
+    return local
+
+
+def _argocd_running(box: Sandbox) -> bool:
+    local = argocd_local.LocalArgoCD.load(box.argocd_dir)
+    return local is not None and local.alive()
+
+
+def _argocd_status(box: Sandbox) -> dict[str, Any] | None:
+    local = argocd_local.LocalArgoCD.load(box.argocd_dir)
+    if local is None:
+        return None
+    return {
+        "server": local.url,
+        "version": local.version,
+        "app": SANDBOX_APP,
+        "token_file": local.token_file(),
+        "running": local.alive(),
+        "pids": dict(local.pids),
+    }
+
+
+def run_operator_simulation(ctx: Context, *, ready_file: Path | None = None) -> None:
+    """Run the operator simulation in the foreground until SIGTERM.
+
+    A first reconcile runs before anything else: a failure there (no cluster, no CRD,
+    bad credentials) ends the process with the error. Then ``ready_file`` is written.
+    """
     import threading
 
     from fracctl.flows.operator_sim import OperatorSimulation
 
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    OperatorSimulation(ctx.kube, ctx.config, delay=2.0).run(stop)
+    sim = OperatorSimulation(ctx.kube, ctx.config, delay=2.0)
+    for attempt in range(10):
+        try:
+            sim.reconcile()
+            break
+        except (Conflict, NotFound):  # raced with a writer: the next pass sees the new state
+            if attempt == 9:
+                raise
+            time.sleep(0.2)
+    if ready_file is not None:
+        ready_file.write_text(f"{os.getpid()}\n")
+    sim.run(stop)
 
 
 def dump(data: dict[str, Any]) -> str:

@@ -12,7 +12,7 @@ from typing import Any
 
 from fracctl.core.nodes import describe_condition, is_ready, selector_of, selector_string
 from fracctl.core.resources import NODES
-from fracctl.errors import ApiError, Refused, TimedOut, Unreachable
+from fracctl.errors import Refused, TimedOut
 from fracctl.flows.context import Context
 
 Obj = dict[str, Any]
@@ -87,69 +87,31 @@ def wait_ready(
     """
     cond = ctx.config.condition
     timeout = ctx.config.timeouts.ready if timeout is None else timeout
-    kube = ctx.kube
     label_selector = selector_string(selector)
     start = ctx.clock.monotonic()
-    deadline = start + timeout
     progress = None if quiet else _Progress(ctx, cond)
-    nodes: dict[str, Obj] = {}
-    rv = ""
 
-    def relist() -> str:
-        nodes.clear()
-        version = ""
-        for page in kube.list_pages(NODES, label_selector=label_selector or None):
-            version = (page.get("metadata") or {}).get("resourceVersion", "")
-            for item in page.get("items") or []:
-                nodes[item["metadata"]["name"]] = item
-        return version
-
-    def done() -> bool:
-        return all(is_ready(o, cond) for o in nodes.values())
+    def all_ready(view: dict[str, Obj]) -> bool:
+        return all(is_ready(o, cond) for o in view.values())
 
     try:
-        rv = relist()
-        if progress:
-            progress.show(nodes)
-        if not nodes:
-            ctx.warn(f"no node matches {label_selector or 'the selector'}; nothing to wait for")
-        while not done():
-            remaining = deadline - ctx.clock.monotonic()
-            if remaining <= 0:
-                break
-            try:
-                for kind, obj in kube.watch(
-                    NODES,
-                    label_selector=label_selector or None,
-                    resource_version=rv,
-                    timeout_seconds=max(1, min(int(remaining + 0.999), 60)),
-                ):
-                    rv = obj.get("metadata", {}).get("resourceVersion", rv)
-                    if kind == "BOOKMARK":
-                        continue
-                    name = obj["metadata"]["name"]
-                    if kind == "DELETED":
-                        nodes.pop(name, None)
-                    else:
-                        nodes[name] = obj
-                    if progress:
-                        progress.show(nodes)
-                    if done() or ctx.clock.monotonic() >= deadline:
-                        break
-            except ApiError as e:
-                if e.status.code != 410:  # 410 Gone: our resourceVersion is too old
-                    raise
-                rv = relist()
-            except Unreachable:
-                if ctx.clock.monotonic() >= deadline:
-                    break
-                rv = relist()
+        nodes, finished = ctx.kube.watch_until(
+            NODES,
+            all_ready,
+            deadline=start + timeout,
+            monotonic=ctx.clock.monotonic,
+            sleep=ctx.clock.sleep,
+            label_selector=label_selector or None,
+            on_change=progress.show if progress else None,
+        )
     finally:
         if progress:
             progress.stop()
+    if not nodes:
+        ctx.warn(f"no node matches {label_selector or 'the selector'}; nothing to wait for")
     elapsed = ctx.clock.monotonic() - start
     states = {n: describe_condition(o, cond) for n, o in sorted(nodes.items())}
-    if not done():
+    if not finished:
         waiting = "; ".join(f"{n}: {s}" for n, s in states.items() if not s.startswith("True"))
         raise TimedOut(
             f"not every node reports {cond}=True after {timeout:.0f}s: {waiting}",

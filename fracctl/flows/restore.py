@@ -1,0 +1,168 @@
+"""``fracctl recreate --restore-from BACKUP``: put a deleted object back as it was.
+
+The way back when a recreate failed after its delete: the backup that ``recreate`` wrote
+before deleting is created again directly (server-side apply), under the same lock,
+after the same read-only proofs, then read back and waited on like a recreate. It only
+ever creates a missing object; it never deletes one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from fracctl.core import recreate as plan_mod
+from fracctl.core.nodes import selector_of
+from fracctl.core.recreate import Plan
+from fracctl.errors import ConfigError, FracctlError, Refused, UsageError
+from fracctl.flows import backends
+from fracctl.flows.context import Context
+from fracctl.flows.lock import LeaseLock, identity
+from fracctl.flows.recreate import RecreateResult, _now, record, verify, wait_gone
+from fracctl.flows.signals import interrupt_on_sigterm
+from fracctl.flows.wait import wait_ready
+
+Obj = dict[str, Any]
+
+RESTORE = "restore"
+RESTORED = "restored"
+
+
+def read_backup(ctx: Context, path: str) -> Obj:
+    """The object in a backup file; a usage error unless it is the configured target."""
+    from ruamel.yaml import YAML
+    from ruamel.yaml.error import YAMLError
+
+    file = Path(path).expanduser()
+    if not file.is_file():
+        raise UsageError(f"--restore-from {path}: no such file")
+    try:
+        docs = [d for d in YAML(typ="safe").load_all(file.read_text(encoding="utf-8")) if d]
+    except (OSError, UnicodeDecodeError) as e:
+        raise UsageError(f"--restore-from {path}: cannot read it: {e}") from None
+    except YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        line = f":{mark.line + 1}" if mark is not None else ""
+        raise ConfigError(f"{path}{line}: not a YAML backup: {getattr(e, 'problem', e)}") from None
+    t = ctx.config.target
+    if len(docs) != 1 or not isinstance(docs[0], dict):
+        raise UsageError(f"{path}: a backup holds exactly one object, found {len(docs)}")
+    obj: Obj = docs[0]
+    meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
+    found = f"{obj.get('apiVersion')} {obj.get('kind')}/{(meta or {}).get('name')}"
+    if (
+        obj.get("apiVersion") != t.api_version
+        or obj.get("kind") != t.kind
+        or (meta or {}).get("name") != t.name
+    ):
+        raise UsageError(
+            f"{path} holds {found}, not the target {t.api_version} {t.kind}/{t.name}",
+            hint="pass a backup that fracctl recreate wrote under recreate.state_dir/backups",
+        )
+    if not isinstance(selector_of(obj, t.selector_field), dict):
+        raise UsageError(f"{path}: the backed-up object has no {t.selector_field}")
+    return obj
+
+
+def _restorable(obj: Obj) -> Obj:
+    """The backup without what the server or the operator sets again."""
+    body = backends.clean_desired(obj)
+    meta = dict(body["metadata"])
+    meta.pop("finalizers", None)  # the operator adds its own finalizer to what it manages
+    meta.pop("ownerReferences", None)
+    body["metadata"] = meta
+    return body
+
+
+def restore(
+    ctx: Context,
+    path: str,
+    *,
+    dry_run: bool = False,
+    yes: bool = False,
+    confirm: Callable[[Plan, dict[str, Any] | None], bool] | None = None,
+) -> RecreateResult:
+    """Create the target again from a backup, if (and only if) it is missing.
+
+    Args:
+        ctx: the context.
+        path: a backup file written by ``recreate``.
+        dry_run: prove and plan, change nothing.
+        yes: do not ask for confirmation.
+        confirm: asks the operator; required when not ``yes`` on a terminal.
+    """
+    t = ctx.config.target
+    obj = read_backup(ctx, path)
+    want = selector_of(obj, t.selector_field) or {}
+    if not dry_run and not yes and (confirm is None or not ctx.interactive):
+        raise UsageError(
+            "refusing to restore without confirmation: stdin is not a terminal",
+            hint="review the plan with --dry-run, then pass --yes",
+        )
+    lock: contextlib.AbstractContextManager[Any] = (
+        contextlib.nullcontext() if dry_run else LeaseLock(ctx)
+    )
+    entry: dict[str, Any] = {
+        "time": _now(),
+        "who": getattr(lock, "me", None) or identity(),
+        "action": "restore",
+        "object": f"{t.kind}/{t.name}",
+        "backend": "apply",
+        "backup": str(path),
+    }
+    with interrupt_on_sigterm(), lock:
+        live = ctx.kube.get_or_none(t.ref, t.name)
+        live_sel = selector_of(live, t.selector_field)
+        terminating = bool(live and live["metadata"].get("deletionTimestamp"))
+        entry.update(before=live_sel, after=want)
+        if live is not None and not terminating:
+            if live_sel == want:
+                plan = Plan(
+                    plan_mod.NOTHING_TO_DO,
+                    [],
+                    "the live object already has the backup's nodeSelector",
+                    live_sel,
+                    want,
+                )
+                return RecreateResult(plan=plan, outcome=plan.reason, backend="apply")
+            raise Refused(
+                f"{t.kind}/{t.name} exists with nodeSelector {live_sel}; --restore-from only "
+                f"creates a missing object and never deletes one (the backup has {want})",
+                hint="to change the live object, change git and run fracctl recreate",
+            )
+        steps = [plan_mod.WAIT_GONE] if terminating else []
+        steps += [RESTORE, plan_mod.VERIFY, plan_mod.WAIT_READY, plan_mod.RECORD]
+        plan = Plan(
+            RESTORE,
+            steps,
+            f"the object is {'terminating' if terminating else 'absent'}: create it from {path}",
+            live_sel,
+            want,
+        )
+        result = RecreateResult(plan=plan, outcome=plan.reason, backend="apply", backup=path)
+        applier = backends.ApplyBackend()
+        result.proofs = backends.prove(ctx, applier, _restorable(obj), deletes=False)
+        if dry_run:
+            result.outcome = "dry-run"
+            return result
+        if not yes and confirm is not None and not confirm(plan, None):
+            raise Refused("not confirmed; nothing changed")
+        try:
+            if terminating and live is not None:
+                wait_gone(ctx, live["metadata"]["uid"])
+            said = applier.recreate(ctx, _restorable(obj))
+            result.notes.append(f"restored from {path}: {said}")
+            ctx.info(result.notes[-1])
+            verify(ctx, want, applier, said)
+            result.ready = wait_ready(ctx, selector=want)
+        except (FracctlError, KeyboardInterrupt) as e:
+            entry.update(time=_now(), outcome=f"failed: {e}" if str(e) else "interrupted")
+            with contextlib.suppress(Exception):
+                record(ctx, live=None, entry=entry)
+            raise
+        result.outcome = RESTORED
+        final = ctx.kube.get_or_none(t.ref, t.name)
+        result.audit_file = record(ctx, live=final, entry={**entry, "outcome": RESTORED})
+        return result
