@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Union
 
+from fracctl.core.backends import NAMES as backend_names
+from fracctl.core.backends import choices as backend_choices
 from fracctl.core.policy import product_words
 from fracctl.core.resources import ResourceRef, split_api_version, target_ref
 from fracctl.errors import ConfigError
@@ -238,15 +240,15 @@ class FluxConfig:
 class RecreateConfig:
     """How ``fracctl recreate`` locks, recreates and records."""
 
-    backend: str = "argocd"  # argocd | flux | apply
+    backend: str = "argocd"  # a name from fracctl.core.backends.REGISTRY
     lock_namespace: str = "default"
     lock_name: str = "fracctl-recreate"
     state_dir: str = "~/.local/state/fracctl"
 
     def __post_init__(self) -> None:
         _names_given(self, "lock_namespace", "lock_name")
-        if self.backend not in ("argocd", "flux", "apply"):
-            raise ValueError(f"backend must be argocd, flux or apply, got {self.backend!r}")
+        if self.backend not in backend_names:
+            raise ValueError(f"backend must be {backend_choices()}, got {self.backend!r}")
 
 
 _TOLERATION = re.compile(
@@ -632,10 +634,3 @@ def check_value(dotted: str, raw: Any) -> Any:
         if m:
             raise ValueError(m.group(1)) from None
     return value
-
-
-def as_dict(config: Config) -> dict[str, Any]:
-    """The effective configuration as plain data (for ``fracctl config show``)."""
-    data = dataclasses.asdict(config)
-    data.pop("source", None)
-    return data

@@ -292,11 +292,6 @@ class RedactingWriter:
         self._stream = stream
         self._pending = ""
 
-    @property
-    def wrapped(self) -> IO[str]:
-        """The stream written to."""
-        return self._stream
-
     def write(self, text: str) -> int:
         """Write ``text`` (held until :meth:`flush`, then redacted)."""
         if not isinstance(text, str):

@@ -205,6 +205,7 @@ def start_session(cp: ControlPlane, state_dir: Path) -> Iterator[RealArgoCD]:
     try:
         yield real
     finally:
+        real.kube.close()
         local.stop()
         if RECORD_FILE and real.records:
             Path(RECORD_FILE).write_text(json.dumps(real.records, indent=2) + "\n")

@@ -1,4 +1,4 @@
-"""Shared test helpers: the in-process CLI runner and object builders."""
+"""Shared test helpers: the in-process CLI runner, the fake clock and object builders."""
 
 from __future__ import annotations
 
@@ -6,8 +6,10 @@ import contextlib
 import io
 import json
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
+from fracctl.adapters.git import git
 from fracctl.adapters.kube import Kube
 from fracctl.config import Config
 from fracctl.core.resources import LEASES, NAMESPACES, NODES, PODS, ResourceRef
@@ -43,6 +45,45 @@ def run_cli(*args: str) -> Result:
         except SystemExit as e:
             code = int(e.code or 0)
     return Result(code, out.getvalue(), err.getvalue())
+
+
+def commit_all(path: Path, *, message: str) -> str:
+    """Commit every change in the repository at ``path``; return the commit."""
+    git(["add", "-A"], cwd=path)
+    git(["commit", "-q", "--allow-empty", "-m", message], cwd=path)
+    return git(["rev-parse", "HEAD"], cwd=path).stdout.strip()
+
+
+def parse_env_file(text: str) -> dict[str, str]:
+    """Read an ``EnvironmentFile=`` body back the way systemd does (quoted values)."""
+    out: dict[str, str] = {}
+    for line in text.splitlines():
+        if not line.strip() or line.lstrip().startswith("#") or "=" not in line:
+            continue
+        key, value = line.split("=", 1)
+        if len(value) >= 2 and value[0] == value[-1] == '"':
+            value = value[1:-1].replace('\\"', '"').replace("\\\\", "\\")
+        out[key.strip()] = value
+    return out
+
+
+class FakeClock:
+    """A clock that moves only when slept on; every sleep is recorded."""
+
+    def __init__(self, *, start: float = 0.0, epoch: float = 1_767_225_600.0) -> None:
+        self.t = start  # monotonic seconds
+        self.epoch = epoch  # wall-clock seconds at t == 0 (2026-01-01T00:00:00Z)
+        self.sleeps: list[float] = []
+
+    def now(self) -> float:
+        return self.epoch + self.t
+
+    def monotonic(self) -> float:
+        return self.t
+
+    def sleep(self, seconds: float) -> None:
+        self.sleeps.append(seconds)
+        self.t += seconds
 
 
 def ref_for(config: Config) -> ResourceRef:

@@ -17,7 +17,6 @@ from fracctl.adapters.argocd import (
     ArgoCDForbidden,
     ArgoCDServerError,
     ArgoCDUnauthorized,
-    Backoff,
     OperationInProgress,
     SyncFailed,
     check_operation,
@@ -36,6 +35,7 @@ from fracctl.errors import (
     Unreachable,
     UsageError,
 )
+from tests.helpers import FakeClock
 
 SERVER = "https://argocd.example.org"
 TOKEN = "TOKEN-d2b1f0c4-do-not-leak"
@@ -46,19 +46,6 @@ RESOURCE = {
     "name": "default",
     "namespace": "",
 }
-
-
-class FakeClock:
-    def __init__(self) -> None:
-        self.t = 0.0
-        self.sleeps: list[float] = []
-
-    def monotonic(self) -> float:
-        return self.t
-
-    def sleep(self, seconds: float) -> None:
-        self.sleeps.append(seconds)
-        self.t += seconds
 
 
 def client(**kwargs: Any) -> ArgoCD:
@@ -426,11 +413,6 @@ def test_wait_operation_times_out_with_the_last_phase() -> None:
     assert e.value.exit_code == ExitCode.TIMEOUT
     assert clock.t == pytest.approx(10)
     assert max(clock.sleeps) <= 5.0
-
-
-def test_backoff_is_capped() -> None:
-    b = Backoff(first=1, factor=2, cap=5)
-    assert [b.next() for _ in range(5)] == [1, 2, 4, 5, 5]
 
 
 @respx.mock

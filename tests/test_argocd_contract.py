@@ -25,7 +25,12 @@ from typing import Any
 import httpx
 import pytest
 
-from fracctl.adapters.argocd import ArgoCD, ArgoCDForbidden, ArgoCDUnauthorized
+from fracctl.adapters.argocd import (
+    ArgoCD,
+    ArgoCDForbidden,
+    ArgoCDUnauthorized,
+    resource_result,
+)
 from tests.argocd_real import TARGET, RealArgoCD
 from tests.argocd_standin import ArgoCDStandIn
 from tests.helpers import Cluster
@@ -161,6 +166,18 @@ def test_read_only_account_gets_but_cannot_sync(server_for: Factory, incident: I
     assert "applications, sync" in e.value.message
 
 
+def test_post_and_delete_need_a_json_content_type(server_for: Factory, incident: Incident) -> None:
+    """Even without a body: fracctl's client always sends it on POST and DELETE."""
+    with server_for(incident) as server:
+        auth = {"Authorization": f"Bearer {server.token}"}
+        base = f"http://{server.address}/api/v1/applications/{server.app}"
+        post = httpx.post(f"{base}/sync", content=b"{}", headers=auth)
+        delete = httpx.delete(f"{base}/operation", headers=auth)
+    for resp in (post, delete):
+        assert resp.status_code == 415
+        assert resp.text.strip() == "Invalid content type"
+
+
 # --- the shapes fracctl's client and flows read ---------------------------------------------
 
 
@@ -182,6 +199,9 @@ def test_rejected_selector_sync_fails_with_the_api_servers_message(
     (res,) = [r for r in state["syncResult"]["resources"] if r["kind"] == TARGET["kind"]]
     assert res["status"] == "SyncFailed"
     assert CEL in res["message"]
+    # A cluster-scoped object: the real server reports the app's destination namespace
+    # here ("default"), the stand-in none; fracctl finds the entry either way.
+    assert resource_result(state, TARGET) == res
     assert {"group", "version", "kind", "name", "namespace", "status", "message"} <= set(res)
     assert "operation" not in app
     assert app["status"]["operationState"]["phase"] == "Failed"

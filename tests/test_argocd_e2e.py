@@ -14,11 +14,10 @@ from typing import Any
 import pytest
 
 from fracctl.adapters.argocd import ArgoCDForbidden
-from fracctl.adapters.git import commit_all
 from fracctl.errors import ExitCode
 from fracctl.flows.drift import SYNCED_BUT_DIFFERS
 from tests.argocd_real import TARGET, RealArgoCD, require_built
-from tests.helpers import Cluster, run_cli
+from tests.helpers import Cluster, commit_all, run_cli
 from tests.recreate_fixtures import NEW, OLD, Incident, make_incident
 
 pytestmark = pytest.mark.e2e

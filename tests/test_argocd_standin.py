@@ -24,22 +24,11 @@ from fracctl.adapters.controlplane import ControlPlane
 from fracctl.config import ArgoCDConfig
 from fracctl.errors import Unreachable
 from tests.argocd_standin import TRACKING_ANNOTATION, ArgoCDStandIn
-from tests.helpers import Cluster
+from tests.helpers import Cluster, FakeClock
 
 OLD = {"example.org/gpu-class": "rtx-pro-6000"}
 NEW = {"example.org/gpu-fractions": "enabled"}
 TOKEN = "standin-TOKEN-7f3e9a-never-print"
-
-
-class FakeClock:
-    def __init__(self) -> None:
-        self.t = 0.0
-
-    def monotonic(self) -> float:
-        return self.t
-
-    def sleep(self, seconds: float) -> None:
-        self.t += seconds
 
 
 def manifest(cluster: Cluster, selector: dict[str, str]) -> dict[str, Any]:

@@ -16,13 +16,12 @@ from typing import Any
 import pytest
 
 from fracctl import config as cfg
-from fracctl.adapters.git import commit_all
 from fracctl.adapters.kube import Kube
 from fracctl.core import drift as d
 from fracctl.errors import ExitCode, Forbidden
 from fracctl.flows import drift as flow
 from fracctl.flows.context import Context
-from tests.helpers import Cluster, run_cli
+from tests.helpers import Cluster, commit_all, run_cli
 from tests.recreate_fixtures import NEW, OLD, Incident, make_incident
 
 REQUIRED = "spec.nodeSelector: Required value"

@@ -15,14 +15,14 @@ from junitparser import JUnitXml
 
 from fracctl import config as cfg
 from fracctl.adapters.controlplane import ControlPlane
-from fracctl.adapters.git import commit_all, init_repo
+from fracctl.adapters.git import init_repo
 from fracctl.adapters.kube import Kube
 from fracctl.core import drift as d
 from fracctl.core.resources import ResourceRef
 from fracctl.errors import ExitCode, NotFound
 from fracctl.flows import drift as flow
 from fracctl.flows.context import Context
-from tests.helpers import Cluster, run_cli
+from tests.helpers import Cluster, commit_all, run_cli
 
 REPO = Path(__file__).resolve().parents[1]
 GITOPS = REPO / "examples" / "gitops"

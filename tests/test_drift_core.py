@@ -336,7 +336,7 @@ def test_report_counts_and_json() -> None:
     assert r.drifted
     assert r.counts()["needs-recreate"] == 1
     assert r.counts()["in-sync"] == 1
-    data = json.loads(json.dumps(r.as_dict()))
+    data = json.loads(json.dumps(r.to_dict()))
     assert data["objects"][0]["fields"][0]["path"] == "spec.nodeSelector"
     assert data["objects"][0]["file"] == "gpu-fractioning/gpufractioningconfig.yaml"
     assert r.objects[0].key == "GpuFractioningConfig/default"

@@ -13,9 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from fracctl.adapters.git import commit_all
 from fracctl.errors import ExitCode
-from tests.helpers import Cluster, run_cli
+from tests.helpers import Cluster, commit_all, run_cli
 from tests.recreate_fixtures import NEW, Incident, make_incident
 
 H200_DOC = """\

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any, get_args
 
 import pytest
+import typer
 
 from fracctl import config as cfg
+from fracctl.cli.main import app
 from fracctl.errors import ConfigError, ExitCode
 from tests.helpers import Result, run_cli
 
@@ -38,9 +42,12 @@ FLAG_CASES = [
     (["probe", "--memory", "4Gi", "--timeout", "0s"], "--timeout", "must be a positive"),
     (["probe", "--memory", "4Gi", "--pool", "nokey"], "--pool", "KEY=VALUE"),
     (["preflight", "--selector", "nokey"], "--selector", "KEY=VALUE"),
-    (["recreate", "--dry-run", "--backend", "bogus"], "--backend", "must be argocd, flux"),
+    (["recreate", "--dry-run", "--backend", "bogus"], "--backend", "must be one of argocd, flux"),
     (["node", "probe-memory", "--limit", "abc"], "--limit", "expected a size"),
     (["node", "probe-memory", "--step", "0"], "--step", "positive whole number"),
+    (["probe", "--memory", "4G"], "--memory", "expected a size like 4Gi"),
+    (["probe", "--fraction", "1.5"], "--fraction", "between 0 and 1 (exclusive), got 1.5"),
+    (["probe", "--memory", "4Gi", "--expect", "maybe"], "--expect", "must be one of any"),
     (
         ["node", "mps", "install", "--systemd", "--dry-run", "--protocol", "5"],
         "--protocol",
@@ -174,3 +181,118 @@ def test_config_path_errors_say_what_and_where(
     monkeypatch.setenv("FRACCTL_CONFIG", str(tmp_path / "gone.yaml"))
     err = usage(run_cli("nodes", "check"))
     assert "gone.yaml: config file not found (named by FRACCTL_CONFIG)" in err
+
+
+# --- one message per mistake, from every command that takes the flag --------------------
+
+
+def _leaf_commands() -> list[tuple[list[str], Any]]:
+    """Every runnable command as (its path, its click command), from the real CLI."""
+
+    def walk(group: Any, path: list[str]) -> Iterator[tuple[list[str], Any]]:
+        for name, cmd in sorted(group.commands.items()):
+            if hasattr(cmd, "commands"):
+                yield from walk(cmd, [*path, name])
+            else:
+                yield [*path, name], cmd
+
+    return list(walk(typer.main.get_command(app), []))
+
+
+# The choices of -o where a command's differ from table, json.
+OUTPUT_CHOICES = {"render": "yaml, json", "drift": "table, json, junit, github"}
+
+# (the flag, a bad value, what every command taking it says; {choices}: OUTPUT_CHOICES)
+SAME_MISTAKES = [
+    ("--output", "xml", "must be one of {choices}; got 'xml'"),
+    ("--timeout", "abc", "expected a duration like 10m or 600s, got 'abc'"),
+    ("--timeout", "0", "must be a positive duration, got 0s"),
+    ("--backend", "nope", "must be one of argocd, flux, apply; got 'nope'"),
+    ("--renderer", "jsonnet", "must be one of auto, plain, kustomize, helm; got 'jsonnet'"),
+    ("--expect", "maybe", "must be one of any, running, not-ready; got 'maybe'"),
+    ("--revision", " ", "cannot be empty"),
+    ("--kind", "", "cannot be empty"),
+    ("--name", "", "cannot be empty"),
+    ("--selector", "nokey", "expected KEY=VALUE, got 'nokey'"),
+    ("--pool", "nokey", "expected KEY=VALUE, got 'nokey'"),
+    ("--limit", "abc", "expected a size like 4096M or 4G, got 'abc'"),
+    ("--memory", "4G", "expected a size like 4Gi or 4096Mi, got '4G'"),
+    ("--fraction", "1.5", "must be between 0 and 1 (exclusive), got 1.5"),
+]
+
+
+def _cases() -> list[Any]:
+    cases = []
+    for flag, value, said in SAME_MISTAKES:
+        takers = [
+            (path, param)
+            for path, cmd in _leaf_commands()
+            for param in cmd.params
+            if flag in param.opts
+        ]
+        assert takers, f"no command takes {flag}"
+        for path, param in takers:
+            name = " ".join(path)
+            case_id = f"{name} {flag}={value!r}"
+            cases.append(pytest.param(path, param.opts, flag, value, said, id=case_id))
+    return cases
+
+
+@pytest.mark.parametrize(("path", "opts", "flag", "value", "said"), _cases())
+def test_the_same_mistake_reads_the_same_from_every_command(
+    path: list[str], opts: list[str], flag: str, value: str, said: str
+) -> None:
+    name = " ".join(path)
+    nodes = ["x"] if path[0] == "nodes" and path[1] != "check" else []  # a required argument
+    err = usage(run_cli("--kubeconfig", "/nonexistent/kubeconfig", *path, *nodes, flag, value))
+    hint = " / ".join(f"'{o}'" for o in opts)
+    reason = said.format(choices=OUTPUT_CHOICES.get(name, "table, json"))
+    assert err == f"Error: Invalid value for {hint}: {reason} (see 'fracctl {name} --help')\n"
+
+
+def test_every_command_that_prints_takes_the_same_output_flag() -> None:
+    takers = {" ".join(p) for p, cmd in _leaf_commands() for x in cmd.params if "-o" in x.opts}
+    assert len(takers) >= 13, takers
+    for path, cmd in _leaf_commands():
+        for param in cmd.params:
+            if "--output" in param.opts or "-o" in param.opts:
+                assert param.opts == ["-o", "--output"], (path, param.opts)
+
+
+def test_choices_come_from_where_the_flows_read_them() -> None:
+    from fracctl.adapters.render import RENDERERS
+    from fracctl.cli import probe as probe_cli
+    from fracctl.cli import render as render_cli
+    from fracctl.flows.backends import BACKENDS
+    from fracctl.flows.probe import EXPECT
+
+    assert get_args(render_cli.Renderer) == RENDERERS
+    assert get_args(probe_cli.Expect) == EXPECT
+    r = run_cli("recreate", "--help")
+    assert f"<{'|'.join(BACKENDS)}>" in r.stdout, r.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "key", "var"),
+    [
+        (["wait", "--timeout", "1s"], "timeouts:\n  ready: abc\n", "FRACCTL_TIMEOUTS_READY"),
+        (
+            ["probe", "--memory", "4Gi", "--timeout", "1s"],
+            "timeouts:\n  probe: abc\n",
+            "FRACCTL_TIMEOUTS_PROBE",
+        ),
+        (
+            ["node", "mps", "install", "--systemd", "--dry-run", "--protocol", "2"],
+            "mps:\n  protocol: 7\n",
+            "FRACCTL_MPS_PROTOCOL",
+        ),
+    ],
+)
+def test_a_flag_beats_the_environment_and_the_file(
+    args: list[str], key: str, var: str, config_file: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config_file.write_text(key)
+    monkeypatch.setenv(var, "abc")
+    r = run_cli("--kubeconfig", "/nonexistent/kubeconfig", *args)
+    assert var not in r.stderr, r.stderr
+    assert "fracctl.yaml" not in r.stderr, r.stderr

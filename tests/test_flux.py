@@ -12,21 +12,10 @@ import fracctl.adapters.flux as flux_module
 from fracctl.adapters.flux import REQUESTED_AT, Flux, FluxReconcileFailed, revision_matches
 from fracctl.errors import ExitCode, NotFound, Refused, TimedOut
 from tests.flux_standin import FluxStandIn
-from tests.helpers import Cluster
+from tests.helpers import Cluster, FakeClock
 
 OLD = {"example.org/gpu-class": "rtx-pro-6000"}
 NEW = {"example.org/gpu-fractions": "enabled"}
-
-
-class FakeClock:
-    def __init__(self) -> None:
-        self.t = 0.0
-
-    def monotonic(self) -> float:
-        return self.t
-
-    def sleep(self, seconds: float) -> None:
-        self.t += seconds
 
 
 def now_iso() -> str:

@@ -12,7 +12,7 @@ from fracctl.core.immutability import (
     IMMUTABLE,
     TRANSITION,
     WHEN_IMMUTABLE_FLAG,
-    Rule,
+    FieldRule,
     builtin_rules,
     expand,
     get_path,
@@ -54,7 +54,7 @@ def test_the_fractioning_crd_yields_exactly_the_selector_rule() -> None:
     )
     rules = rules_from_crd(crd)
     assert rules == [
-        Rule("spec.nodeSelector", IMMUTABLE, SELECTOR_MESSAGE, "self == oldSelf"),
+        FieldRule("spec.nodeSelector", IMMUTABLE, SELECTOR_MESSAGE, "self == oldSelf"),
     ]
 
 
@@ -254,7 +254,7 @@ def test_without_drops_the_exempt_sub_paths() -> None:
     assert without({"a": 1}, "spec", ["other.a"]) == {"a": 1}
 
 
-def test_rule_as_dict_is_plain_data() -> None:
+def test_rule_to_dict_is_plain_data() -> None:
     (r,) = builtin_rules("apps", "Deployment")
-    assert r.as_dict()["path"] == "spec.selector"
-    assert r.as_dict()["source"] == "built-in"
+    assert r.to_dict()["path"] == "spec.selector"
+    assert r.to_dict()["source"] == "built-in"

@@ -4,7 +4,9 @@ import pytest
 
 from fracctl import config as cfg
 from fracctl.core import mps
+from fracctl.core.clock import Backoff
 from fracctl.errors import ConfigError
+from tests.helpers import parse_env_file
 
 # --- sizes ------------------------------------------------------------------------------
 
@@ -124,12 +126,14 @@ def test_parse_namespaces_without_header() -> None:
 # --- backoff ------------------------------------------------------------------------------
 
 
-def test_backoff_doubles_and_caps() -> None:
-    assert [mps.backoff_delay(n, base=1, cap=10) for n in range(0, 7)] == [0, 1, 2, 4, 8, 10, 10]
+def policy(*, max_retries: int = 3) -> mps.RestartPolicy:
+    return mps.RestartPolicy(
+        backoff=Backoff(first=1, factor=2, cap=60), max_retries=max_retries, stable_threshold=60
+    )
 
 
 def test_restart_policy_gives_up_after_max_retries() -> None:
-    p = mps.RestartPolicy(base=1, cap=60, max_retries=3, stable_threshold=60)
+    p = policy()
     decisions = [p.failed(ran_for=1) for _ in range(4)]
     assert [d.restart for d in decisions] == [True, True, True, False]
     assert [d.delay for d in decisions[:3]] == [1, 2, 4]
@@ -137,7 +141,7 @@ def test_restart_policy_gives_up_after_max_retries() -> None:
 
 
 def test_restart_policy_resets_after_a_stable_run() -> None:
-    p = mps.RestartPolicy(base=1, cap=60, max_retries=3, stable_threshold=60)
+    p = policy()
     p.failed(ran_for=1)
     p.failed(ran_for=1)
     d = p.failed(ran_for=61)  # the third run was stable: counting starts over
@@ -145,7 +149,7 @@ def test_restart_policy_resets_after_a_stable_run() -> None:
 
 
 def test_restart_policy_reset_while_running() -> None:
-    p = mps.RestartPolicy(base=1, cap=60, max_retries=3, stable_threshold=60)
+    p = policy()
     p.failed(ran_for=1)
     assert not p.reset_if_stable(59)
     assert p.reset_if_stable(60)
@@ -154,7 +158,7 @@ def test_restart_policy_reset_while_running() -> None:
 
 
 def test_zero_retries_never_restarts() -> None:
-    p = mps.RestartPolicy(base=1, cap=60, max_retries=0, stable_threshold=60)
+    p = policy(max_retries=0)
     assert not p.failed(ran_for=1).restart
 
 
@@ -184,7 +188,7 @@ def test_env_file_round_trip_and_injection() -> None:
     values = {"A": "plain", "B": 'with "quotes" and \\ and $VAR', "C": ""}
     text = mps.render_env_file(values, header="line one\nline two")
     assert text.startswith("# line one\n# line two\n")
-    assert mps.parse_env_file(text) == values
+    assert parse_env_file(text) == values
     with pytest.raises(ValueError, match="newline"):
         mps.render_env_file({"A": "x\nLD_PRELOAD=/evil.so"}, header="")
     with pytest.raises(ValueError, match="name"):
@@ -254,7 +258,7 @@ def good_facts(**kw: object) -> mps.HostFacts:
 SETTINGS = mps.PreflightSettings(protocol=3, control_binary="nvidia-cuda-mps-control")
 
 
-def by_name(checks: list[mps.Check]) -> dict[str, mps.Check]:
+def by_name(checks: list[mps.HostCheck]) -> dict[str, mps.HostCheck]:
     return {c.name: c for c in checks}
 
 
@@ -350,12 +354,12 @@ def test_probe_result_the_incident() -> None:
     )
     assert (r.usable_mib, r.failed_at_mib, r.failed_step, r.overhead_mib) == (3328, 3584, 14, 768)
     assert r.enforced
-    assert r.as_dict()["overhead_mib"] == 768
+    assert r.to_dict()["overhead_mib"] == 768
 
 
 def test_probe_result_not_enforced() -> None:
     r = mps.probe_result(device=0, limit_mib=4096, step_mib=256, successes=17, error=None)
-    assert not r.enforced and r.usable_mib == 4352 and r.as_dict()["overhead_mib"] is None
+    assert not r.enforced and r.usable_mib == 4352 and r.to_dict()["overhead_mib"] is None
 
 
 # --- config section -----------------------------------------------------------------------

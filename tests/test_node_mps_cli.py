@@ -25,7 +25,7 @@ from tests.fake_mps import (
     wait_for,
     wrapper,
 )
-from tests.helpers import run_cli
+from tests.helpers import parse_env_file, run_cli
 
 UNIT = "/etc/systemd/system/fracctl-mps.service"
 ENV_FILE = "/etc/fracctl/mps.env"
@@ -218,8 +218,6 @@ def test_rendered_unit_passes_systemd_analyze_verify(fake: FakeMPS, tmp_path: Pa
 def test_env_file_values_are_read_back_by_the_supervisor(fake: FakeMPS) -> None:
     ctx, _ = fake.context(pinned_mem_limits=["0=4096M"], health_interval=2.5, multi_user=False)
     files = node_agent.render_systemd_files(ctx)
-    from fracctl.core.mps import parse_env_file
-
     env = parse_env_file(files[ENV_FILE])
     loaded = cfg.load(None, env=env).mps
     assert loaded.pinned_mem_limits == ["0=4096M"]

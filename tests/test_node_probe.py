@@ -13,6 +13,7 @@ from fracctl.adapters.cuda import CudaDriver, CudaError, DeviceInfo
 from fracctl.core.mps import MIB
 from fracctl.errors import ExitCode, ExternalError, UsageError
 from fracctl.flows import node_checks
+from fracctl.flows.node_checks import MemoryProbeReport
 from tests.fake_mps import FakeMPS, fake_mps
 from tests.helpers import run_cli
 
@@ -65,7 +66,7 @@ def fake() -> Iterator[FakeMPS]:
         yield f
 
 
-def probe(fake: FakeMPS, alloc: FakeAllocator, **kw: object) -> dict[str, object]:
+def probe(fake: FakeMPS, alloc: FakeAllocator, **kw: object) -> MemoryProbeReport:
     ctx, _ = fake.context()
     args: dict[str, object] = {"limit_mib": 4096, "step_mib": 256, "device": 0, **kw}
     return node_checks.probe_memory(ctx, allocator=alloc, **args)  # type: ignore[arg-type]
@@ -74,31 +75,31 @@ def probe(fake: FakeMPS, alloc: FakeAllocator, **kw: object) -> dict[str, object
 def test_the_incident_figures(fake: FakeMPS) -> None:
     alloc = FakeAllocator()
     res = probe(fake, alloc)
-    r = res["result"]
-    assert (r.usable_mib, r.failed_step, r.failed_at_mib, r.error) == (3328, 14, 3584, OOM)  # type: ignore[attr-defined]
-    assert r.overhead_mib == 768 and r.enforced  # type: ignore[attr-defined]
+    r = res.result
+    assert (r.usable_mib, r.failed_step, r.failed_at_mib, r.error) == (3328, 14, 3584, OOM)
+    assert r.overhead_mib == 768 and r.enforced
     assert alloc.closed and alloc.live_mib == 0 and alloc.opened == 0
     assert alloc.env["CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"] == "0=4096M"
     assert alloc.env["CUDA_MPS_PIPE_DIRECTORY"] == str(fake.pipe)
-    assert res["mps"] is False
+    assert res.mps_client is False
 
 
 def test_device_and_step_are_respected(fake: FakeMPS) -> None:
     alloc = FakeAllocator(limit_mib=8192, overhead_mib=500)
-    r = probe(fake, alloc, limit_mib=8192, step_mib=1024, device=1)["result"]
-    assert r.usable_mib == 7168 and r.failed_step == 8 and r.device == 1  # type: ignore[attr-defined]
+    r = probe(fake, alloc, limit_mib=8192, step_mib=1024, device=1).result
+    assert r.usable_mib == 7168 and r.failed_step == 8 and r.device == 1
     assert alloc.env["CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"] == "1=8192M"
 
 
 def test_first_step_failing_means_the_context_ate_the_limit(fake: FakeMPS) -> None:
-    r = probe(fake, FakeAllocator(overhead_mib=4000))["result"]
-    assert r.usable_mib == 0 and r.failed_step == 1 and r.overhead_mib == 4096  # type: ignore[attr-defined]
+    r = probe(fake, FakeAllocator(overhead_mib=4000)).result
+    assert r.usable_mib == 0 and r.failed_step == 1 and r.overhead_mib == 4096
 
 
 def test_limit_not_enforced_stops_one_step_past_it(fake: FakeMPS) -> None:
     alloc = FakeAllocator(limit_mib=None)
-    r = probe(fake, alloc)["result"]
-    assert not r.enforced and r.usable_mib == 4352 and r.error is None  # type: ignore[attr-defined]
+    r = probe(fake, alloc).result
+    assert not r.enforced and r.usable_mib == 4352 and r.error is None
     assert alloc.steps == 17 and alloc.closed
 
 
@@ -121,7 +122,7 @@ def test_no_device_is_exit_3_and_cleans_up(fake: FakeMPS) -> None:
 def test_limit_comes_from_config_or_must_be_given(fake: FakeMPS) -> None:
     ctx, _ = fake.context(pinned_mem_limits=["0=2048M"])
     alloc = FakeAllocator(limit_mib=2048, overhead_mib=768)
-    r = node_checks.probe_memory(ctx, limit_mib=None, step_mib=256, allocator=alloc)["result"]
+    r = node_checks.probe_memory(ctx, limit_mib=None, step_mib=256, allocator=alloc).result
     assert r.limit_mib == 2048 and r.usable_mib == 1280
     ctx, _ = fake.context()
     with pytest.raises(UsageError, match="pass --limit"):

@@ -407,23 +407,53 @@ def test_bad_values_are_usage_errors(
     assert fake.daemon_pids() == []
 
 
-NODE_ADAPTERS = ["host.py", "mps.py", "systemd.py", "cuda.py"]
+ARGV_CALLS = {"subprocess": {"run", "Popen", "call", "check_call", "check_output"}}
+SHELL_CALLS = {"subprocess": {"getoutput", "getstatusoutput"}, "os": {"system", "popen"}}
 
 
-@pytest.mark.parametrize("name", NODE_ADAPTERS)
-def test_subprocess_calls_use_argument_lists(name: str) -> None:
-    tree = ast.parse((REPO / "fracctl" / "adapters" / name).read_text())
-    calls = [
+def _process_calls(path: Path, kinds: dict[str, set[str]]) -> list[ast.Call]:
+    """The ``module.function(...)`` calls of ``kinds`` in one source file."""
+    tree = ast.parse(path.read_text())
+    return [
         n
         for n in ast.walk(tree)
         if isinstance(n, ast.Call)
         and isinstance(n.func, ast.Attribute)
         and isinstance(n.func.value, ast.Name)
-        and n.func.value.id in ("subprocess", "os")
-        and n.func.attr in ("run", "Popen", "call", "check_output", "system", "popen")
+        and n.func.attr in kinds.get(n.func.value.id, set())
     ]
+
+
+def _imports_subprocess(path: Path) -> bool:
+    for n in ast.walk(ast.parse(path.read_text())):
+        if isinstance(n, ast.Import) and any(a.name == "subprocess" for a in n.names):
+            return True
+        if isinstance(n, ast.ImportFrom) and n.module == "subprocess":
+            return True
+    return False
+
+
+MODULES = sorted((REPO / "fracctl").rglob("*.py"))
+STARTS_PROCESSES = [p.relative_to(REPO).as_posix() for p in MODULES if _imports_subprocess(p)]
+
+
+def test_the_node_adapters_that_start_processes_are_among_those_checked() -> None:
+    assert {"fracctl/adapters/host.py", "fracctl/adapters/mps.py"} <= set(STARTS_PROCESSES)
+
+
+@pytest.mark.parametrize("name", STARTS_PROCESSES)
+def test_subprocess_calls_use_argument_lists(name: str) -> None:
+    calls = _process_calls(REPO / name, ARGV_CALLS)
+    assert calls, f"{name} imports subprocess, but no subprocess.<call>(...) was found to check"
     for call in calls:
-        assert call.func.attr not in ("system", "popen"), ast.unparse(call)  # type: ignore[attr-defined]
         assert not any(k.arg == "shell" for k in call.keywords), ast.unparse(call)
-        first = call.args[0]
+        first = (
+            call.args[0] if call.args else next(k.value for k in call.keywords if k.arg == "args")
+        )
         assert not isinstance(first, (ast.Constant, ast.JoinedStr)), ast.unparse(call)
+
+
+@pytest.mark.parametrize("path", MODULES, ids=lambda p: p.relative_to(REPO).as_posix())
+def test_no_module_runs_a_shell_command_line(path: Path) -> None:
+    shells = _process_calls(path, SHELL_CALLS)
+    assert not shells, [ast.unparse(c) for c in shells]

@@ -8,7 +8,7 @@ from fracctl import config as cfg
 from fracctl.config import LabelsConfig
 from fracctl.core.nodes import node_name_problems
 from fracctl.core.policy import (
-    Rule,
+    PolicyRule,
     Verdict,
     denied_selected,
     is_denied,
@@ -74,17 +74,17 @@ def test_findings_name_nodes_and_the_fix() -> None:
         "odd-0": node("a100", on=True),
     }
     f = node_findings(nodes, P)
-    missing = f[Rule.MISSING_OPT_IN]
+    missing = f[PolicyRule.MISSING_OPT_IN]
     assert missing is not None
     assert missing.nodes == ("b200-0", "b200-1")
     assert missing.fix == "fracctl nodes label b200-0 b200-1"
     assert "b200-0 (b200)" in missing.message
-    denied = f[Rule.DENIED_OPTED_IN]
+    denied = f[PolicyRule.DENIED_OPTED_IN]
     assert denied is not None
     assert denied.nodes == ("h200-0",)
     assert "h200-0 (h200)" in denied.message
     assert denied.fix == "fracctl nodes unlabel h200-0"
-    unknown = f[Rule.UNKNOWN_CLASS]
+    unknown = f[PolicyRule.UNKNOWN_CLASS]
     assert unknown is not None
     assert "odd-0 (example.org/gpu-class=a100)" in unknown.message
     assert "fracctl nodes unlabel odd-0" in unknown.fix
@@ -92,7 +92,7 @@ def test_findings_name_nodes_and_the_fix() -> None:
 
 def test_long_lists_are_cut() -> None:
     nodes = {f"b200-{i:02}": node("b200") for i in range(13)}
-    missing = node_findings(nodes, P)[Rule.MISSING_OPT_IN]
+    missing = node_findings(nodes, P)[PolicyRule.MISSING_OPT_IN]
     assert missing is not None
     assert missing.message.endswith("and 3 more")
     assert len(missing.nodes) == 13  # the fix still names every node
@@ -107,23 +107,23 @@ def test_selector_by_opt_in_label_is_clean() -> None:
 def test_selector_that_selects_a_denied_node() -> None:
     nodes = {"rtx-0": node("rtx-pro-6000", on=True), "h200-0": node("h200", **{"gpu": "y"})}
     f = selector_findings({"gpu": "y"}, nodes, P)
-    denied = f[Rule.SELECTOR_DENIED]
+    denied = f[PolicyRule.SELECTOR_DENIED]
     assert denied is not None and denied.nodes == ("h200-0",)
     assert "gpu=y" in denied.message
-    missed = f[Rule.SELECTOR_MISSES]
+    missed = f[PolicyRule.SELECTOR_MISSES]
     assert missed is not None and missed.nodes == ("rtx-0",)
 
 
 def test_empty_selector_selects_everything() -> None:
     nodes = {"h200-0": node("h200")}
-    denied = selector_findings({}, nodes, P)[Rule.SELECTOR_DENIED]
+    denied = selector_findings({}, nodes, P)[PolicyRule.SELECTOR_DENIED]
     assert denied is not None
     assert "every node" in denied.message
 
 
 def test_class_selector_misses_an_opted_in_node() -> None:
     nodes = {"rtx-0": node("rtx-pro-6000", on=True), "b200-0": node("b200", on=True)}
-    missed = selector_findings({CLASS: "rtx-pro-6000"}, nodes, P)[Rule.SELECTOR_MISSES]
+    missed = selector_findings({CLASS: "rtx-pro-6000"}, nodes, P)[PolicyRule.SELECTOR_MISSES]
     assert missed is not None and missed.nodes == ("b200-0",)
 
 
@@ -237,14 +237,14 @@ def test_an_h200_labelled_b200_is_a_finding_and_never_advised_a_label() -> None:
         "gpu-9": gpu(None, "NVIDIA-H200", on=True),
     }
     f = node_findings(nodes, P)
-    assert f[Rule.MISSING_OPT_IN] is None  # never "fracctl nodes label gpu-8"
-    assert f[Rule.UNKNOWN_CLASS] is None  # never "set the class to an allowed one"
-    denied = f[Rule.DENIED_OPTED_IN]
+    assert f[PolicyRule.MISSING_OPT_IN] is None  # never "fracctl nodes label gpu-8"
+    assert f[PolicyRule.UNKNOWN_CLASS] is None  # never "set the class to an allowed one"
+    denied = f[PolicyRule.DENIED_OPTED_IN]
     assert denied is not None
     assert denied.nodes == ("gpu-7", "gpu-9")
     assert denied.fix == "fracctl nodes unlabel gpu-7 gpu-9"
     assert "gpu-7 (class b200, product NVIDIA-H200)" in denied.message
-    contra = f[Rule.CLASS_CONTRADICTS_PRODUCT]
+    contra = f[PolicyRule.CLASS_CONTRADICTS_PRODUCT]
     assert contra is not None
     assert contra.nodes == ("gpu-7", "gpu-8")
     assert "gpu-8 (class b200, product NVIDIA-H200-NVL)" in contra.message
@@ -255,13 +255,15 @@ def test_an_h200_labelled_b200_is_a_finding_and_never_advised_a_label() -> None:
 
 
 def test_a_denied_class_on_other_hardware_is_a_contradiction_too() -> None:
-    contra = node_findings({"x": gpu("h200", "NVIDIA-B200")}, P)[Rule.CLASS_CONTRADICTS_PRODUCT]
+    contra = node_findings({"x": gpu("h200", "NVIDIA-B200")}, P)[
+        PolicyRule.CLASS_CONTRADICTS_PRODUCT
+    ]
     assert contra is not None
     assert contra.fix == "check the hardware of x and correct example.org/gpu-class"
 
 
 def test_unknown_class_fix_is_unchanged_where_the_product_is_fine() -> None:
-    unknown = node_findings({"x": gpu("a100", "NVIDIA-A100", on=True)}, P)[Rule.UNKNOWN_CLASS]
+    unknown = node_findings({"x": gpu("a100", "NVIDIA-A100", on=True)}, P)[PolicyRule.UNKNOWN_CLASS]
     assert unknown is not None
     assert "set example.org/gpu-class to an allowed class" in unknown.fix
 
@@ -293,7 +295,7 @@ def test_product_checks_follow_the_configuration() -> None:
 
 def test_selector_denied_fix_is_unlabel_when_the_opt_in_label_selects_it() -> None:
     nodes = {"rtx-0": node("rtx-pro-6000", on=True), "h200-0": node("h200", on=True)}
-    denied = selector_findings(OPT, nodes, P)[Rule.SELECTOR_DENIED]
+    denied = selector_findings(OPT, nodes, P)[PolicyRule.SELECTOR_DENIED]
     assert denied is not None
     assert denied.fix == "fracctl nodes unlabel h200-0"
     assert "git" not in denied.fix
@@ -301,7 +303,7 @@ def test_selector_denied_fix_is_unlabel_when_the_opt_in_label_selects_it() -> No
 
 def test_selector_denied_fix_is_git_when_other_labels_select_it() -> None:
     nodes = {"h200-0": node("h200", gpu="y"), "h200-1": node("h200", on=True, gpu="y")}
-    denied = selector_findings({"gpu": "y"}, nodes, P)[Rule.SELECTOR_DENIED]
+    denied = selector_findings({"gpu": "y"}, nodes, P)[PolicyRule.SELECTOR_DENIED]
     assert denied is not None and denied.nodes == ("h200-0", "h200-1")
     assert denied.fix.startswith("select by the opt-in label in git")
     assert "h200-0, h200-1 by other labels" in denied.fix
@@ -324,7 +326,7 @@ def test_an_opt_in_key_with_another_value_is_not_fixed_by_unlabel() -> None:
 def test_selector_checks_see_the_product() -> None:
     nodes = {"gpu-7": gpu("b200", "NVIDIA-H200", on=True), "b200-0": gpu("b200", "NVIDIA-B200")}
     f = selector_findings({CLASS: "b200"}, nodes, P)
-    denied = f[Rule.SELECTOR_DENIED]
+    denied = f[PolicyRule.SELECTOR_DENIED]
     assert denied is not None and denied.nodes == ("gpu-7",)
     assert "gpu-7 (class b200, product NVIDIA-H200)" in denied.message
     assert "by other labels" in denied.fix  # the class selector picks it: fix git
@@ -334,8 +336,8 @@ def test_coverage_does_not_ask_to_select_a_denied_node() -> None:
     nodes = {"rtx-0": node("rtx-pro-6000", on=True), "h200-0": node("h200", on=True),
              "gpu-7": gpu("b200", "NVIDIA-H200", on=True)}  # fmt: skip
     f = selector_findings({CLASS: "rtx-pro-6000"}, nodes, P)
-    assert f[Rule.SELECTOR_MISSES] is None
-    missed = selector_findings({CLASS: "h200"}, nodes, P)[Rule.SELECTOR_MISSES]
+    assert f[PolicyRule.SELECTOR_MISSES] is None
+    missed = selector_findings({CLASS: "h200"}, nodes, P)[PolicyRule.SELECTOR_MISSES]
     assert missed is not None and missed.nodes == ("rtx-0",)
     assert missed.fix.endswith("fracctl nodes unlabel rtx-0")
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from fracctl.core.blast import BlastRadius, Effect, PodRef, blast_radius
-from fracctl.flows.preflight import Check, FractionalScan, PreflightReport
+from fracctl.flows.preflight import FractionalScan, GuardCheck, PreflightReport
 
 NODES = {
     "rtx-0": {"class": "rtx", "opt": "on"},
@@ -14,6 +14,10 @@ NODES = {
 POD = PodRef("ml", "train")
 
 
+def names(r: BlastRadius, *effects: Effect) -> list[str]:
+    return [n.name for n in r.nodes if not effects or n.effect in effects]
+
+
 def test_class_to_label_migration() -> None:
     r = blast_radius(NODES, old={"class": "rtx"}, new={"opt": "on"}, pods_by_node={"rtx-0": [POD]})
     assert [(n.name, n.effect) for n in r.nodes] == [
@@ -21,7 +25,7 @@ def test_class_to_label_migration() -> None:
         ("rtx-0", Effect.RESTART),
     ]
     assert r.pods == [POD]
-    assert r.names(Effect.RESTART) == ["rtx-0"]
+    assert names(r, Effect.RESTART) == ["rtx-0"]
     s = r.summary()
     assert "daemons restart on 1 node(s) (rtx-0)" in s
     assert "daemons start on 1 node(s) (b200-0)" in s
@@ -51,7 +55,7 @@ def test_nothing_matched() -> None:
 
 def test_report_ok_and_json() -> None:
     report = PreflightReport(
-        [Check("a", True, "fine"), Check("b", False, "bad", "do this")],
+        [GuardCheck("a", True, "fine"), GuardCheck("b", False, "bad", "do this")],
         BlastRadius(),
         FractionalScan(scanned=3, pages=1),
         {"opt": "on"},
@@ -69,6 +73,6 @@ def test_report_ok_and_json() -> None:
 
 def test_denied_nodes_are_marked() -> None:
     r = blast_radius(NODES, old=None, new={}, pods_by_node={}, denied={"h200-0"})
-    assert r.names() == ["b200-0", "cpu-0", "h200-0", "rtx-0"]
+    assert names(r) == ["b200-0", "cpu-0", "h200-0", "rtx-0"]
     assert "h200-0 (denied)" in r.summary()
     assert [n["denied"] for n in r.to_dict()["nodes"]] == [False, False, True, False]

@@ -9,7 +9,7 @@ from fracctl.errors import ExitCode, UsageError
 from fracctl.flows.probe import (
     NOT_READY,
     Outcome,
-    ProbeResult,
+    PodProbeResult,
     decide,
     fraction_request,
     parse_memory,
@@ -113,6 +113,6 @@ def test_decide() -> None:
     ],
 )
 def test_exit_codes(outcome: Outcome, expect: str, code: ExitCode) -> None:
-    r = ProbeResult("p", "default", {}, {}, outcome)
+    r = PodProbeResult("p", "default", {}, {}, outcome)
     assert r.exit_code(expect) == code
     assert r.summary()

@@ -275,7 +275,7 @@ def test_dry_run_prints_the_plan_and_changes_nothing(incident: Incident) -> None
     data = r.json
     assert data["outcome"] == "dry-run"
     steps = [s["step"] for s in data["plan"]["steps"]]
-    assert steps[:4] == ["guards", "backup", "delete", "wait-gone"]
+    assert steps[:5] == ["prove", "guards", "backup", "delete", "wait-gone"]
     assert data["plan"]["before"] == OLD and data["plan"]["after"] == NEW
     assert data["guards"]["checks"]
     after = incident.cluster.live_target()
@@ -299,7 +299,7 @@ def test_declined_confirmation_changes_nothing(incident: Incident) -> None:
     ctx = incident.context()
     ctx.interactive = True
     with pytest.raises(Refused, match="not confirmed"):
-        recreate(ctx, confirm=lambda plan, guards: False)
+        recreate(ctx, confirm=lambda planned: False)
     assert deletes(incident) == 0
     assert incident.cluster.kube.list(LEASES, namespace="fracctl-test") == []
 

@@ -21,6 +21,7 @@ def test_immutable_change_plans_the_full_path() -> None:
     )
     assert plan.reason == r.FULL
     assert plan.steps == [
+        r.PROVE,
         r.GUARDS,
         r.BACKUP,
         r.DELETE,
@@ -43,7 +44,7 @@ def test_terminating_object_resumes_by_waiting_never_deletes_again() -> None:
     )
     assert plan.reason == r.RESUME_GONE
     assert r.DELETE not in plan.steps and r.BACKUP not in plan.steps
-    assert plan.steps[:2] == [r.GUARDS, r.WAIT_GONE]
+    assert plan.steps[:3] == [r.PROVE, r.GUARDS, r.WAIT_GONE]
 
 
 def test_missing_object_resumes_at_recreate() -> None:

@@ -12,7 +12,7 @@ import httpx
 import pytest
 import respx
 
-from fracctl.adapters.git import commit_all, init_repo
+from fracctl.adapters.git import init_repo
 from fracctl.adapters.render import (
     detect_renderer,
     field_line,
@@ -21,7 +21,7 @@ from fracctl.adapters.render import (
     render_git,
 )
 from fracctl.errors import ExitCode, ExternalError, UsageError
-from tests.helpers import run_cli
+from tests.helpers import commit_all, run_cli
 
 REPO = Path(__file__).resolve().parents[1]
 GITOPS = REPO / "examples" / "gitops"

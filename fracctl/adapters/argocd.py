@@ -17,12 +17,12 @@ does not mean the live object converged. Callers must read the live object after
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, urlsplit
 
+from fracctl.core.clock import Backoff, Clock, SystemClock
 from fracctl.errors import ConfigError, ExternalError, TimedOut, Unreachable, UsageError
 from fracctl.redact import header_problem, redact, register
 
@@ -36,10 +36,8 @@ Obj = dict[str, Any]
 #: Operation phases after which nothing more happens.
 TERMINAL_PHASES = frozenset({"Succeeded", "Failed", "Error"})
 #: gRPC status codes as they appear in the grpc-gateway error body's ``code``.
-GRPC_INVALID_ARGUMENT = 3
 GRPC_NOT_FOUND = 5
 GRPC_PERMISSION_DENIED = 7
-GRPC_FAILED_PRECONDITION = 9
 GRPC_UNAUTHENTICATED = 16
 IN_PROGRESS_MESSAGE = "another operation is already in progress"
 _NO_OPERATION_MESSAGE = "no operation is in progress"
@@ -141,23 +139,6 @@ class SyncFailed(ArgoCDError):
         self.operation_state = operation_state
 
 
-# --- time -----------------------------------------------------------------------------
-
-
-class ClockLike(Protocol):
-    """What the waits need from a clock (``fracctl.flows.context.Clock`` fits)."""
-
-    @property
-    def monotonic(self) -> Callable[[], float]:
-        """Seconds from an arbitrary origin, never going back."""
-        ...  # pragma: no cover
-
-    @property
-    def sleep(self) -> Callable[[float], None]:
-        """Block for a number of seconds."""
-        ...  # pragma: no cover
-
-
 class _Secret:
     """A string that shows as ``***`` in every repr (locals dumps, debuggers, vars())."""
 
@@ -173,34 +154,6 @@ class _Secret:
         return "<secret>"
 
     __str__ = __repr__
-
-
-class SystemClock:
-    """The real clock."""
-
-    def monotonic(self) -> float:
-        """``time.monotonic()``."""
-        return time.monotonic()
-
-    def sleep(self, seconds: float) -> None:
-        """``time.sleep()``."""
-        time.sleep(seconds)
-
-
-class Backoff:
-    """Capped exponential delays: ``first``, ``first*factor``, … up to ``cap``."""
-
-    def __init__(self, first: float = 0.25, factor: float = 1.6, cap: float = 5.0) -> None:
-        self.first = first
-        self.factor = factor
-        self.cap = cap
-        self._next = first
-
-    def next(self) -> float:
-        """The next delay."""
-        delay = self._next
-        self._next = min(self.cap, self._next * self.factor)
-        return delay
 
 
 # --- server and token -----------------------------------------------------------------
@@ -371,8 +324,13 @@ class ArgoCD:
         return f"ArgoCD(url={self.url!r}, insecure={self.insecure})"
 
     def close(self) -> None:
-        """Close the connection pool."""
-        self._client.close()
+        """Close the connection pool (also done when the client is garbage collected)."""
+        client = getattr(self, "_client", None)
+        if client is not None:
+            client.close()
+
+    def __del__(self) -> None:
+        self.close()
 
     def __enter__(self) -> ArgoCD:
         return self
@@ -601,7 +559,7 @@ class ArgoCD:
         name: str,
         *,
         timeout: float,
-        clock: ClockLike | None = None,
+        clock: Clock | None = None,
         backoff: Backoff | None = None,
     ) -> Obj:
         """Poll the application until its operation reaches a terminal phase.
@@ -651,7 +609,7 @@ class ArgoCD:
         revision: str | None = None,
         timeout: float,
         busy_timeout: float | None = None,
-        clock: ClockLike | None = None,
+        clock: Clock | None = None,
         check: bool = True,
         sync_options: list[str] | None = None,
         notify: Callable[[str], None] | None = None,

@@ -196,15 +196,20 @@ def start(
     for sub in ("logs", "tokens", "tmp", "tls", "ssh", "gnupg", "gpg-source", "redis"):
         (state / sub).mkdir(parents=True, exist_ok=True)
     (state / "gnupg").chmod(0o700)
-    kube = Kube.connect(kubeconfig=kubeconfig)
-    install_crds(kube, binaries / "crds")
-    _ensure(
-        kube, NAMESPACES, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}}
-    )
     password = secrets.token_urlsafe(18)
     _write_secret_file(state / "admin.password", password)
-    _settings(kube, binaries / "argocd", password, project)
-    ensure_project(kube, project)
+    kube = Kube.connect(kubeconfig=kubeconfig)
+    try:
+        install_crds(kube, binaries / "crds")
+        _ensure(
+            kube,
+            NAMESPACES,
+            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}},
+        )
+        _settings(kube, binaries / "argocd", password, project)
+        ensure_project(kube, project)
+    finally:
+        kube.close()
 
     argocd = LocalArgoCD(str(state), kubeconfig, controlplane.free_port(), project=project)
     ports = {

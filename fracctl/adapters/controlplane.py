@@ -37,6 +37,12 @@ class ControlPlane:
     port: int
     admin_token: str
     viewer_token: str
+    etcd_port: int = 0
+
+    @property
+    def etcd_url(self) -> str:
+        """The client URL of etcd (plain HTTP on loopback)."""
+        return f"http://127.0.0.1:{self.etcd_port}"
 
     @property
     def url(self) -> str:
@@ -202,12 +208,17 @@ def start(state_dir: str | Path, *, binaries: Path, detach: bool = False) -> Con
                 "--enable-priority-and-fairness=false",
                 "--max-requests-inflight=1000",
                 "--storage-media-type=application/json",
+                # ConfigMaps are watched straight from etcd, not from the watch cache, so
+                # that compacting etcd makes a real 410 Gone for a watch (tests rely on it).
+                "--watch-cache-sizes=configmaps#0",
                 "--v=0",
             ],
             api_log,
             detach,
         )
-    cp = ControlPlane(str(state), etcd.pid, apiserver.pid, api_port, admin_token, viewer_token)
+    cp = ControlPlane(
+        str(state), etcd.pid, apiserver.pid, api_port, admin_token, viewer_token, etcd_port
+    )
     cp.save()
     try:
         _wait_ready(cp, apiserver)

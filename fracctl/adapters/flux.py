@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from fracctl.adapters.argocd import Backoff, ClockLike, SystemClock
 from fracctl.adapters.kube import Kube
+from fracctl.core.clock import Backoff, Clock, SystemClock
 from fracctl.core.resources import ResourceRef
 from fracctl.errors import ExternalError, NotFound, Refused, TimedOut
 
@@ -110,7 +110,7 @@ class Flux:
         requested_at: str,
         *,
         timeout: float,
-        clock: ClockLike | None = None,
+        clock: Clock | None = None,
         revision: str | None = None,
     ) -> Obj:
         """Wait until the controller handled ``requested_at`` and ``Ready`` settled.

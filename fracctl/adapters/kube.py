@@ -16,6 +16,7 @@ from collections import Counter
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
+from fracctl.core.clock import Backoff, Clock
 from fracctl.core.resources import CRDS, ResourceRef, split_api_version
 from fracctl.errors import (
     ApiError,
@@ -390,8 +391,7 @@ class Kube:
         done: Callable[[dict[str, Obj]], bool],
         *,
         deadline: float,
-        monotonic: Callable[[], float],
-        sleep: Callable[[float], None],
+        clock: Clock,
         namespace: str | None = None,
         label_selector: str | None = None,
         field_selector: str | None = None,
@@ -409,9 +409,8 @@ class Kube:
         Args:
             ref: the resource type.
             done: called with the view after the list and after each event.
-            deadline: when to give up, on the ``monotonic`` clock.
-            monotonic: the clock.
-            sleep: pauses before resuming after a dropped connection.
+            deadline: when to give up, on ``clock.monotonic()``.
+            clock: reads the time, and pauses before resuming after a dropped connection.
             namespace: limit to one namespace.
             label_selector: limit by labels.
             field_selector: limit by fields (``metadata.name=X`` for one object).
@@ -449,9 +448,9 @@ class Kube:
             return version
 
         rv = relist()
-        pause = 0.2
+        backoff = Backoff(first=0.2, factor=2.0, cap=5.0)
         while not done(view):
-            remaining = deadline - monotonic()
+            remaining = deadline - clock.monotonic()
             if remaining <= 0:
                 return view, False
             try:
@@ -468,18 +467,17 @@ class Kube:
                         view.pop(key(obj), None)
                     else:
                         view[key(obj)] = obj
-                    pause = 0.2
+                    backoff.reset()
                     if on_change:
                         on_change(view)
-                    if done(view) or monotonic() >= deadline:
+                    if done(view) or clock.monotonic() >= deadline:
                         break
             except ApiError as e:
                 if e.status.code != 410:
                     raise
                 rv = relist()
             except Unreachable:
-                sleep(min(pause, max(0.0, deadline - monotonic())))
-                pause = min(pause * 2, 5.0)
+                clock.sleep(min(backoff.next(), max(0.0, deadline - clock.monotonic())))
         return view, True
 
     # --- discovery --------------------------------------------------------------------

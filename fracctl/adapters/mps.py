@@ -94,10 +94,6 @@ class Pending:
     def __init__(self, proc: subprocess.Popen[bytes]) -> None:
         self.proc = proc
 
-    def done(self) -> bool:
-        """Whether the client has returned."""
-        return self.proc.poll() is not None
-
     def kill(self) -> None:
         """Stop waiting for it."""
         if self.proc.poll() is None:

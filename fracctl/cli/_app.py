@@ -1,12 +1,21 @@
-"""Shared CLI plumbing: global options, the context, rendering helpers, registration."""
+"""Shared CLI plumbing: global options, the context, flag parsing, rendering helpers.
+
+Every flag value is checked where typer parses it, by one of three means, so a bad value
+is always reported as that flag's (``Invalid value for '--timeout': …``, exit 2) and in
+the same words whichever command takes the flag:
+
+- a choice is declared ``Literal[...]`` with ``parser=one_of(...)`` (:data:`Output`);
+- a flag that sets a configuration key has ``callback=setting("section.key")``;
+- any other parsed value (a size, a share, ``KEY=VALUE``) has ``callback=checked(parse)``.
+"""
 
 from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Annotated, Any, Literal, get_args
 
 import typer
 
@@ -46,6 +55,11 @@ def context(
         names = {"kube.kubeconfig": "--kubeconfig", "kube.context": "--context"}
         names.update(ctx.meta.get(_FLAGS, {}))
         g.built = Context.build(cfg.load(g.config, env=env, overrides=values, flags=names))
+        ctx.find_root().call_on_close(g.built.close)  # its clients, however the command ends
+        if g.built.err.is_terminal:
+            from fracctl.cli.progress import LiveNodeTable
+
+            g.built.node_progress = LiveNodeTable
     return g.built
 
 
@@ -107,32 +121,43 @@ def emit_json(data: Any) -> None:
     sys.stdout.write(redact(json.dumps(data, indent=2, sort_keys=False, default=str)) + "\n")
 
 
-OUTPUT_HELP = "Output format: table or json."
+def one_of(choices: Any) -> Callable[[Any], str]:
+    """The parser of a choice flag: its value must be one of ``choices``.
 
-
-def check_output(value: str, allowed: tuple[str, ...] = ("table", "json")) -> str:
-    """Validate an ``-o`` value."""
-    if value not in allowed:
-        raise typer.BadParameter(
-            f"must be one of {', '.join(allowed)}", param_hint="'-o' / '--output'"
-        )
-    return value
-
-
-def not_blank(value: str | None) -> str | None:
-    """Refuse an empty or blank value for an option that names something.
-
-    Left alone, ``--name ''`` would read as "no filter" and ``--app ''`` as "no
-    application": the command would quietly do something other than what was asked.
+    ``choices`` is the flag's ``Literal[...]`` type (or the names themselves). Declare the
+    flag as ``Annotated[Choice, typer.Option(..., parser=one_of(Choice))]``: typer lists
+    the choices in ``--help`` and completes them, and a bad value is reported in the same
+    words for every flag of every command (``Invalid value for '-o' / '--output': must be
+    one of table, json; got 'yaml'``, exit 2).
     """
-    if value is not None and not value.strip():
-        raise typer.BadParameter("cannot be empty")
-    return value
+    allowed = tuple(str(c) for c in (get_args(choices) or choices))
+
+    def parse(value: Any) -> str:
+        text = str(value)
+        if text not in allowed:
+            # Raised as is (typer names the flag); a ValueError would come back reworded.
+            raise typer.BadParameter(f"must be one of {', '.join(allowed)}; got {text!r}")
+        return text
+
+    return parse
 
 
-def register(app: typer.Typer) -> None:
-    """Add every command group to the root app (the one place commands are listed)."""
-    from fracctl.cli import drift, node, nodes, preflight, probe, recreate, render, sandbox
+def literal(names: Iterable[str]) -> Any:
+    """``Literal[...]`` of names known only at run time (a registry), for a choice flag."""
+    return Literal.__getitem__(tuple(names))
 
-    for module in (render, drift, preflight, recreate, nodes, node, probe, sandbox):
-        module.register(app)
+
+Format = Literal["table", "json"]
+OUTPUT_HELP = "Output format."
+# The -o of every command that prints a table or JSON.
+Output = Annotated[Format, typer.Option("-o", "--output", help=OUTPUT_HELP, parser=one_of(Format))]
+
+
+def _not_blank(value: str) -> None:
+    if not value.strip():
+        raise ValueError("cannot be empty")
+
+
+# For an option that names something: left alone, ``--name ''`` would read as "no filter"
+# and ``--app ''`` as "no application", quietly doing something other than what was asked.
+not_blank = checked(_not_blank)

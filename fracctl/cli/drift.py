@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Literal
 
 import typer
 
@@ -17,10 +17,10 @@ if TYPE_CHECKING:
     from fracctl.core.drift import DriftReport
     from fracctl.flows.context import Context
 
-FORMATS = ("table", "json", "junit", "github")
+DriftFormat = Literal["table", "json", "junit", "github"]
 
 
-def _default_format(env: dict[str, str]) -> str:
+def _default_format(env: dict[str, str]) -> DriftFormat:
     if not sys.stdout.isatty() and env.get("GITHUB_ACTIONS") == "true":
         return "github"
     return "table"
@@ -62,12 +62,13 @@ def command(
         ),
     ] = None,
     output: Annotated[
-        str | None,
+        DriftFormat | None,
         typer.Option(
             "-o",
             "--output",
-            help="table, json, junit or github (default: table; github inside GitHub Actions).",
+            help="Output format (default: table; github inside GitHub Actions).",
             show_default=False,
+            parser=_app.one_of(DriftFormat),
         ),
     ] = None,
     junit_file: Annotated[
@@ -115,7 +116,6 @@ def command(
 
     c = _app.context(ctx)
     fmt = output or _default_format(c.env)
-    _app.check_output(fmt, FORMATS)
     report = flow.run(
         c,
         all_objects=all_objects,
@@ -136,7 +136,7 @@ def command(
         except OSError as e:
             raise UsageError(f"--junit-file {junit_file}: cannot write: {e.strerror}") from None
     if fmt == "json":
-        _app.emit_json(report.as_dict())
+        _app.emit_json(report.to_dict())
     elif fmt == "junit":
         from fracctl.core.report import to_junit
 

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from fracctl.cli import _app
 from fracctl.errors import UsageError
+
+if TYPE_CHECKING:
+    from fracctl.flows.context import Context
+    from fracctl.flows.node_agent import MPSStatus
 
 app = typer.Typer(
     help="On a GPU host: preflight, the MPS control daemon, the memory probe.",
@@ -19,8 +23,6 @@ mps_app = typer.Typer(
 )
 app.add_typer(mps_app, name="mps")
 
-Output = Annotated[str, typer.Option("-o", "--output", help=_app.OUTPUT_HELP)]
-
 
 def _mib(value: str) -> int:
     from fracctl.core.mps import parse_mib
@@ -31,7 +33,7 @@ def _mib(value: str) -> int:
 @app.command()
 def preflight(
     ctx: typer.Context,
-    output: Output = "table",
+    output: _app.Output = "table",
     host_root: Annotated[
         str | None,
         typer.Option(
@@ -52,7 +54,6 @@ def preflight(
     """
     from fracctl.flows import node_checks
 
-    _app.check_output(output)
     c = _app.context(ctx, mps__host_root=host_root)
     checks = node_checks.preflight(c)
     failed = [ch for ch in checks if ch.status == "fail"]
@@ -168,18 +169,18 @@ def install(
         return
     res = node_agent.install_systemd(c, dry_run=dry_run)
     if dry_run:
-        for path, text in res["files"].items():
+        for path, text in res.files.items():
             c.out.print(f"--- {path}", markup=False)
             c.out.print(text.rstrip("\n"), markup=False, highlight=False)
         c.out.print("--- would run:", markup=False)
-    for line in res["actions"]:
+    for line in res.actions:
         c.out.print(f"  {line}" if dry_run else line, markup=False)
-    for note in res["notes"]:
+    for note in res.notes:
         c.out.print(note, markup=False)
 
 
 @mps_app.command()
-def status(ctx: typer.Context, output: Output = "table") -> None:
+def status(ctx: typer.Context, output: _app.Output = "table") -> None:
     """Show the daemon: PID, socket, servers, defaults, namespaces, clients.
 
     Exits 0 when the daemon answers, 1 when it does not.
@@ -190,47 +191,42 @@ def status(ctx: typer.Context, output: Output = "table") -> None:
     """
     from fracctl.flows import node_agent
 
-    _app.check_output(output)
     c = _app.context(ctx)
     st = node_agent.status(c)
     if output == "json":
-        _app.emit_json(st)
+        _app.emit_json(st.to_dict())
     else:
         _render_status(c, st)
-    raise typer.Exit(0 if st["running"] else 1)
+    raise typer.Exit(0 if st.running else 1)
 
 
-def _render_status(c: Any, st: dict[str, Any]) -> None:
+def _render_status(c: Context, st: MPSStatus) -> None:
     p = c.out.print
-    state = "running" if st["running"] else "not running"
+    state = "running" if st.running else "not running"
     p(f"MPS control daemon: {state}", markup=False)
-    p(f"  pid:            {st['daemon_pid'] or '-'}", markup=False)
-    sock = "present" if st["socket_present"] else "absent"
-    p(f"  control socket: {st['control_socket']} ({sock})", markup=False)
-    p(f"  log dir:        {st['log_dir']}", markup=False)
-    p(f"  protocol:       {st['protocol']}", markup=False)
-    if st["install"] and st["install"].get("unit"):
-        unit = st["install"]["unit"]
-        active = st["install"].get("active")
-        p(f"  installed unit: {unit}{f' ({active})' if active else ''}", markup=False)
-    if st["error"]:
-        p(f"  error:          {st['error']}", markup=False)
-    if not st["running"]:
+    p(f"  pid:            {st.daemon_pid or '-'}", markup=False)
+    sock = "present" if st.socket_present else "absent"
+    p(f"  control socket: {st.control_socket} ({sock})", markup=False)
+    p(f"  log dir:        {st.log_dir}", markup=False)
+    p(f"  protocol:       {st.protocol}", markup=False)
+    if st.install and st.install.unit:
+        active = st.install.active
+        p(f"  installed unit: {st.install.unit}{f' ({active})' if active else ''}", markup=False)
+    if st.error:
+        p(f"  error:          {st.error}", markup=False)
+    if not st.running:
         return
-    p(f"  servers:        {', '.join(map(str, st['servers'])) or 'none'}", markup=False)
-    for key, value in st["defaults"].items():
+    p(f"  servers:        {', '.join(map(str, st.servers)) or 'none'}", markup=False)
+    for key, value in st.defaults.items():
         p(f"  default {key}: {value if value is not None else '?'}", markup=False)
-    if st["namespaces"] is not None:
-        ns = st["namespaces"]
-        if isinstance(ns, dict):
-            p(f"  namespaces:     unavailable ({ns['error']})", markup=False)
-        else:
-            names = ", ".join(row.get("name") or row.get("namespace") or "?" for row in ns)
-            p(f"  namespaces:     {names or 'none'}", markup=False)
-    clients = st["clients"]
-    p(f"  clients:        {len(clients)}", markup=False)
-    for cl in clients:
-        p(f"    pid {cl['pid']} ({cl['name']}) on server {cl['server']}", markup=False)
+    if st.namespaces_error is not None:
+        p(f"  namespaces:     unavailable ({st.namespaces_error})", markup=False)
+    elif st.namespaces is not None:
+        names = ", ".join(row.get("name") or row.get("namespace") or "?" for row in st.namespaces)
+        p(f"  namespaces:     {names or 'none'}", markup=False)
+    p(f"  clients:        {len(st.clients)}", markup=False)
+    for cl in st.clients:
+        p(f"    pid {cl.pid} ({cl.name}) on server {cl.server}", markup=False)
 
 
 @mps_app.command()
@@ -253,16 +249,16 @@ def uninstall(
 
     c = _app.context(ctx)
     res = node_agent.uninstall(c, force=force)
-    if not res["found"]:
-        c.out.print(f"nothing to uninstall: no install manifest at {res['manifest']}", markup=False)
+    if not res.found:
+        c.out.print(f"nothing to uninstall: no install manifest at {res.manifest}", markup=False)
         return
-    if res["forced_clients"]:
-        c.warn(f"--force: {len(res['forced_clients'])} client(s) were connected")
-    for line in res["actions"]:
+    if res.forced_clients:
+        c.warn(f"--force: {len(res.forced_clients)} client(s) were connected")
+    for line in res.actions:
         c.out.print(line, markup=False)
-    for path in res["removed"]:
+    for path in res.removed:
         c.out.print(f"removed {path}", markup=False)
-    for path in res["kept"]:
+    for path in res.kept:
         c.out.print(f"kept {path}", markup=False)
 
 
@@ -281,7 +277,7 @@ def probe_memory(
         str, typer.Option(help="Allocation step.", callback=_app.checked(_mib))
     ] = "256M",
     device: Annotated[int, typer.Option(help="CUDA device ordinal.")] = 0,
-    output: Output = "table",
+    output: _app.Output = "table",
 ) -> None:
     """Allocate device memory in steps under a pinned limit; report what fits.
 
@@ -297,28 +293,27 @@ def probe_memory(
     """
     from fracctl.flows import node_checks
 
-    _app.check_output(output)
     limit_mib = _mib(limit) if limit is not None else None  # checked by the callbacks
     step_mib = _mib(step)
     c = _app.context(ctx)
     res = node_checks.probe_memory(c, limit_mib=limit_mib, step_mib=step_mib, device=device)
-    r, info = res["result"], res["device"]
+    r, info = res.result, res.device
     if output == "json":
         _app.emit_json(
             {
-                **r.as_dict(),
+                **r.to_dict(),
                 "device_name": info.name,
                 "driver_version": info.driver_version,
                 "free_mib_at_start": info.free_mib,
                 "total_mib": info.total_mib,
-                "mps_client": res["mps"],
+                "mps_client": res.mps_client,
             }
         )
     else:
         p = c.out.print
         p(f"device {r.device}: {info.name} (CUDA driver {info.driver_version})", markup=False)
         p(f"  driver reports:   {info.free_mib} MiB free of {info.total_mib} MiB", markup=False)
-        p(f"  MPS client:       {'yes' if res['mps'] else 'no'}", markup=False)
+        p(f"  MPS client:       {'yes' if res.mps_client else 'no'}", markup=False)
         p(f"  limit:            {r.limit_mib} MiB in steps of {r.step_mib} MiB", markup=False)
         p(f"  usable:           {r.usable_mib} MiB (last successful total)", markup=False)
         if r.failed_step is not None:

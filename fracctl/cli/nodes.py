@@ -21,11 +21,10 @@ Nodes = Annotated[list[str], typer.Argument(help="Node names.", show_default=Fal
 DryRun = Annotated[
     bool, typer.Option("--dry-run", help="Ask the API server to validate, change nothing.")
 ]
-Output = Annotated[str, typer.Option("-o", "--output", help=_app.OUTPUT_HELP)]
 
 
 @app.command()
-def check(ctx: typer.Context, output: Output = "table") -> None:
+def check(ctx: typer.Context, output: _app.Output = "table") -> None:
     """Show every GPU node's standing under the opt-in label policy.
 
     A GPU node carries the class label, a GPU product label
@@ -44,7 +43,6 @@ def check(ctx: typer.Context, output: Output = "table") -> None:
     """
     from fracctl.flows.nodes import check as run
 
-    _app.check_output(output)
     c = _app.context(ctx)
     report = run(c)
     if output == "json":
@@ -92,7 +90,7 @@ def _show(c: Context, report: LabelReport, output: str) -> None:
 
 @app.command()
 def label(
-    ctx: typer.Context, nodes: Nodes, dry_run: DryRun = False, output: Output = "table"
+    ctx: typer.Context, nodes: Nodes, dry_run: DryRun = False, output: _app.Output = "table"
 ) -> None:
     """Put the opt-in label on nodes of an allowed GPU class.
 
@@ -109,7 +107,6 @@ def label(
     """
     from fracctl.flows.nodes import label as run
 
-    _app.check_output(output)
     c = _app.context(ctx)
     _show(c, run(c, nodes=nodes, dry_run=dry_run), output)
 
@@ -125,7 +122,7 @@ def unlabel(
             "--force", help="Unlabel even where running fractional pods would lose their daemon."
         ),
     ] = False,
-    output: Output = "table",
+    output: _app.Output = "table",
 ) -> None:
     """Remove the opt-in label from nodes (the fix for a denied node carrying it).
 
@@ -139,7 +136,6 @@ def unlabel(
     """
     from fracctl.flows.nodes import unlabel as run
 
-    _app.check_output(output)
     c = _app.context(ctx)
     _show(c, run(c, nodes=nodes, dry_run=dry_run, force=force), output)
 

@@ -49,7 +49,7 @@ def command(
             "--selector", "-l", help=SELECTOR_HELP, show_default=False, callback=check_selector
         ),
     ] = None,
-    output: Annotated[str, typer.Option("-o", "--output", help=_app.OUTPUT_HELP)] = "table",
+    output: _app.Output = "table",
 ) -> None:
     """Run every guard a recreate must pass, and show the blast radius.
 
@@ -70,7 +70,6 @@ def command(
     """
     from fracctl.flows.preflight import preflight
 
-    _app.check_output(output)
     wanted = selector_option(ctx, selector)
     c = _app.context(ctx)
     report = preflight(c, selector=wanted)

@@ -2,24 +2,47 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Literal
 
 import typer
 
 from fracctl.cli import _app
 from fracctl.cli.preflight import check_selector, selector_option
 
+# What --expect accepts: fracctl.flows.probe.EXPECT (a test keeps the two in step).
+Expect = Literal["any", "running", "not-ready"]
+
+
+def _memory(value: str) -> int:
+    from fracctl.flows.probe import memory_mib
+
+    return memory_mib(value)
+
+
+def _fraction(value: float) -> float:
+    from fracctl.flows.probe import check_fraction
+
+    return check_fraction(value)
+
 
 def command(
     ctx: typer.Context,
     memory: Annotated[
         str | None,
-        typer.Option("--memory", help="GPU memory to ask for, e.g. 4Gi.", show_default=False),
+        typer.Option(
+            "--memory",
+            help="GPU memory to ask for, e.g. 4Gi.",
+            show_default=False,
+            callback=_app.checked(_memory),
+        ),
     ] = None,
     fraction: Annotated[
         float | None,
         typer.Option(
-            "--fraction", help="Share of a GPU to ask for, e.g. 0.25.", show_default=False
+            "--fraction",
+            help="Share of a GPU to ask for, e.g. 0.25.",
+            show_default=False,
+            callback=_app.checked(_fraction),
         ),
     ] = None,
     pool: Annotated[
@@ -41,10 +64,14 @@ def command(
         ),
     ] = None,
     expect: Annotated[
-        str,
-        typer.Option("--expect", help="any, running or not-ready: exit 1 when the answer differs."),
+        Expect,
+        typer.Option(
+            "--expect",
+            help="The answer to expect: exit 1 when it differs.",
+            parser=_app.one_of(Expect),
+        ),
     ] = "any",
-    output: Annotated[str, typer.Option("-o", "--output", help=_app.OUTPUT_HELP)] = "table",
+    output: _app.Output = "table",
 ) -> None:
     """Send a fractional probe pod at a pool; report what KAI did with it.
 
@@ -64,11 +91,8 @@ def command(
         fracctl probe --memory 4Gi --pool example.org/gpu-class=b200
         fracctl probe --fraction 0.25 --expect running
     """
-    from fracctl.flows.probe import EXPECT, probe
+    from fracctl.flows.probe import probe
 
-    _app.check_output(output)
-    if expect not in EXPECT:
-        raise typer.BadParameter(f"must be one of {', '.join(EXPECT)}", param_hint="--expect")
     wanted = selector_option(ctx, pool)
     c = _app.context(ctx, timeouts__probe=timeout)
     result = probe(c, memory=memory, fraction=fraction, pool=wanted)

@@ -2,44 +2,52 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from fracctl.cli import _app
+from fracctl.core.backends import NAMES, REGISTRY
 from fracctl.errors import UsageError
 
 if TYPE_CHECKING:
-    from fracctl.core.recreate import Plan
     from fracctl.flows.context import Context
+    from fracctl.flows.recreate import RecreateResult
 
-Output = Annotated[str, typer.Option("-o", "--output", help=_app.OUTPUT_HELP)]
+    BackendName = str
+else:  # the registry's names, so that typer lists them in --help
+    BackendName = _app.literal(NAMES)
+
+Output = _app.Output
+BACKEND_HELP = (
+    "How to recreate (default recreate.backend): "
+    + ", ".join(f"{e.name} ({e.summary})" for e in REGISTRY)
+    + "."
+)
 
 
-def _show_plan(
-    c: Context, plan: Plan, guards: dict[str, Any] | None, *, to_stderr: bool = False
-) -> None:
-    from fracctl.core.recreate import STEP_TEXT
+def _show_plan(c: Context, result: RecreateResult, *, to_stderr: bool = False) -> None:
+    """The plan, the proofs, the blast radius and the guards (with preflight's table)."""
+    from fracctl.cli.preflight import render
+    from fracctl.core.blast import Effect
+    from fracctl.flows.recreate import STEP_TEXT
 
     t = c.config.target
+    plan, report = result.plan, result.guards
     console = c.err if to_stderr else c.out
     console.print(f"Plan for {t.kind}/{t.name}: {plan.summary}", markup=False)
     console.print(f"  nodeSelector now: {plan.before}", markup=False)
     console.print(f"  nodeSelector git: {plan.after}", markup=False)
     for i, step in enumerate(plan.steps, 1):
         console.print(f"  {i}. {STEP_TEXT.get(step, step)}", markup=False)
-    if guards:
-        blast = guards.get("blast_radius") or {}
-        nodes = [n for n in blast.get("nodes") or [] if isinstance(n, dict)]
-        for effect in ("restart", "stop", "start"):
-            names = ", ".join(n["name"] for n in nodes if n.get("effect") == effect)
+    for line in result.proofs:
+        console.print(f"  proven: {line}", markup=False)
+    if report is not None:
+        for effect in (Effect.RESTART, Effect.STOP, Effect.START):
+            names = [n.name for n in report.blast_radius.nodes if n.effect == effect]
             if names:
-                console.print(f"  MPS daemons {effect} on: {names}", markup=False)
-        for check in guards.get("checks") or []:
-            mark = "ok " if check["ok"] else "NO "
-            console.print(f"  [{mark}] {check['name']}: {check['evidence']}", markup=False)
-            if not check["ok"] and check.get("fix"):
-                console.print(f"        fix: {check['fix']}", markup=False)
+                console.print(f"  MPS daemons {effect.value} on: {', '.join(names)}", markup=False)
+        render(console, report)
 
 
 def recreate(
@@ -49,10 +57,11 @@ def recreate(
         bool, typer.Option("--dry-run", help="Print the plan and change nothing.")
     ] = False,
     backend: Annotated[
-        str | None,
+        BackendName | None,
         typer.Option(
-            help="How to recreate: argocd, flux or apply.",
+            help=BACKEND_HELP,
             show_default=False,
+            parser=_app.one_of(NAMES),
             callback=_app.setting("recreate.backend"),
         ),
     ] = None,
@@ -92,7 +101,6 @@ def recreate(
     """
     from fracctl.flows import recreate as flow
 
-    _app.check_output(output)
     if restore_from is not None and (revision is not None or backend not in (None, "apply")):
         raise UsageError(
             "--restore-from creates the backed-up object directly; it takes neither "
@@ -100,8 +108,8 @@ def recreate(
         )
     c = _app.context(ctx, git__revision=revision)
 
-    def confirm(plan: Plan, guards: dict[str, Any] | None) -> bool:
-        _show_plan(c, plan, guards, to_stderr=True)  # stdout stays clean for -o json
+    def confirm(planned: RecreateResult) -> bool:
+        _show_plan(c, planned, to_stderr=True)  # stdout stays clean for -o json
         return typer.confirm("Proceed?", default=False, err=True)
 
     if restore_from is not None:
@@ -114,7 +122,7 @@ def recreate(
         _app.emit_json(result.to_dict())
     else:
         if dry_run or not result.plan.steps:
-            _show_plan(c, result.plan, result.guards)
+            _show_plan(c, result)
         if result.backup:
             c.out.print(f"backup: {result.backup}", markup=False)
         if result.ready is not None:
@@ -150,7 +158,6 @@ def wait(
     """
     from fracctl.flows.wait import wait_for_target
 
-    _app.check_output(output)
     c = _app.context(ctx, timeouts__ready=timeout)
     result = wait_for_target(c)
     if output == "json":

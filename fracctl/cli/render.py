@@ -3,24 +3,20 @@
 from __future__ import annotations
 
 import sys
-from typing import Annotated
+from typing import Annotated, Literal
 
 import typer
 
 from fracctl.cli import _app
+from fracctl.errors import UsageError
 
 REPO_HELP = "Git repository: a path or a URL (default git.repo)."
 REVISION_HELP = "Commit, branch or tag (default git.revision)."
 PATH_HELP = "Folder or file inside the repository (default git.path)."
-RENDERER_HELP = "auto, plain, kustomize or helm (default git.renderer)."
-RENDERERS = ("auto", "plain", "kustomize", "helm")
-
-
-def check_renderer(value: str | None) -> str | None:
-    """Validate a ``--renderer`` value."""
-    if value is not None and value not in RENDERERS:
-        raise typer.BadParameter(f"must be one of {', '.join(RENDERERS)}")
-    return value
+RENDERER_HELP = "How to render (default git.renderer)."
+# The renderers of fracctl.adapters.render.RENDERERS (a test keeps the two in step).
+Renderer = Literal["auto", "plain", "kustomize", "helm"]
+ManifestFormat = Literal["yaml", "json"]
 
 
 # The git source options, shared by render and drift.
@@ -33,7 +29,8 @@ RevisionOption = Annotated[
 ]
 PathOption = Annotated[str | None, typer.Option(help=PATH_HELP, show_default=False)]
 RendererOption = Annotated[
-    str | None, typer.Option(help=RENDERER_HELP, show_default=False, callback=check_renderer)
+    Renderer | None,
+    typer.Option(help=RENDERER_HELP, show_default=False, parser=_app.one_of(Renderer)),
 ]
 
 
@@ -66,7 +63,8 @@ def command(
         ),
     ] = None,
     output: Annotated[
-        str, typer.Option("-o", "--output", help="Output format: yaml or json.")
+        ManifestFormat,
+        typer.Option("-o", "--output", help=_app.OUTPUT_HELP, parser=_app.one_of(ManifestFormat)),
     ] = "yaml",
 ) -> None:
     """Render the desired manifests of a git revision, without touching any checkout.
@@ -90,13 +88,12 @@ def command(
     """
     from fracctl.flows import render as flow
 
-    _app.check_output(output, ("yaml", "json"))
+    if from_argocd and (repo is not None or path is not None or renderer is not None):
+        raise UsageError(
+            "--from-argocd takes the manifests from Argo CD: drop --repo/--path/--renderer"
+        )
     c = _app.context(ctx)
     if from_argocd:
-        if repo is not None or path is not None or renderer is not None:
-            raise typer.BadParameter(
-                "--from-argocd takes the manifests from Argo CD: drop --repo/--path/--renderer"
-            )
         desired = flow.render_from_argocd(c, app=from_argocd, revision=revision)
     else:
         desired = flow.render(c, repo=repo, revision=revision, path=path, renderer=renderer)

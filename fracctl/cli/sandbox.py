@@ -115,7 +115,7 @@ def down(ctx: typer.Context, state_dir: StateDir = None) -> None:
 @app.command()
 def status(
     ctx: typer.Context,
-    output: Annotated[str, typer.Option("-o", "--output", help=_app.OUTPUT_HELP)] = "table",
+    output: _app.Output = "table",
     state_dir: StateDir = None,
 ) -> None:
     """Show whether the sandbox runs, its processes, and its nodes' readiness.
@@ -124,7 +124,6 @@ def status(
     """
     from fracctl.flows import sandbox
 
-    _app.check_output(output)
     c = _context(ctx, state_dir)
     st = sandbox.status(c, root=_root(ctx, state_dir))
     if output == "json":

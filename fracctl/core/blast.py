@@ -56,10 +56,6 @@ class BlastRadius:
 
     nodes: tuple[BlastNode, ...] = field(default_factory=tuple)
 
-    def names(self, *effects: Effect) -> list[str]:
-        """Node names, optionally only those with one of ``effects``."""
-        return [n.name for n in self.nodes if not effects or n.effect in effects]
-
     def _shown(self, effect: Effect) -> list[str]:
         return [str(n) for n in self.nodes if n.effect is effect]
 

@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from fracctl.core.immutability import Rule, expand, get_path, join, split_path, without
+from fracctl.core.immutability import FieldRule, expand, get_path, join, split_path, without
 from fracctl.core.resources import split_api_version
 from fracctl.errors import Cause
 
@@ -55,7 +55,7 @@ class FieldDiff:
     message: str = ""  # the rule's message, when one guards the field
     source: str = ""  # "crd" | "built-in" | "api-server" | ""
 
-    def as_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, Any]:
         """Plain data for JSON output."""
         return {
             "path": self.path,
@@ -117,7 +117,7 @@ class ObjectDrift:
         """Whether Argo CD says this resource is synced although it drifted."""
         return bool(self.drifted and self.argocd and self.argocd.get("status") == "Synced")
 
-    def as_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, Any]:
         """Plain data for JSON output."""
         return {
             "apiVersion": self.api_version,
@@ -125,8 +125,8 @@ class ObjectDrift:
             "namespace": self.namespace,
             "name": self.name,
             "verdict": self.verdict,
-            "fields": [f.as_dict() for f in self.fields],
-            "changes": [f.as_dict() for f in self.changes],
+            "fields": [f.to_dict() for f in self.fields],
+            "changes": [f.to_dict() for f in self.changes],
             "message": self.message,
             "causes": [
                 {"reason": c.reason, "message": c.message, "field": c.field} for c in self.causes
@@ -159,7 +159,7 @@ class DriftReport:
             out[o.verdict] = out.get(o.verdict, 0) + 1
         return out
 
-    def as_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, Any]:
         """Plain data for JSON output."""
         return {
             "drifted": self.drifted,
@@ -167,7 +167,7 @@ class DriftReport:
             "source": self.source,
             "argocd": self.argocd,
             "warnings": list(self.warnings),
-            "objects": [o.as_dict() for o in self.objects],
+            "objects": [o.to_dict() for o in self.objects],
         }
 
 
@@ -281,7 +281,7 @@ def update_changes(live: Mapping[str, Any], after: Mapping[str, Any]) -> list[Fi
 
 
 def immutable_diffs(
-    live: Mapping[str, Any], desired: Mapping[str, Any], rules: Iterable[Rule]
+    live: Mapping[str, Any], desired: Mapping[str, Any], rules: Iterable[FieldRule]
 ) -> list[FieldDiff]:
     """The guarded fields whose desired value differs from the live one."""
     out: list[FieldDiff] = []
@@ -318,7 +318,7 @@ def _path_pattern(path: str) -> str:
     return "".join(parts)
 
 
-def _rule_matches_field(rule: Rule, field_path: str) -> bool:
+def _rule_matches_field(rule: FieldRule, field_path: str) -> bool:
     """Whether an API cause's field is the rule's field, inside it, or contains it."""
     if not field_path:
         return False
@@ -328,7 +328,9 @@ def _rule_matches_field(rule: Rule, field_path: str) -> bool:
     return re.match(_path_pattern(field_path) + r"($|[.\[])", "." + rule.path) is not None
 
 
-def is_immutable_rejection(causes: Iterable[Cause], message: str, rules: Iterable[Rule]) -> bool:
+def is_immutable_rejection(
+    causes: Iterable[Cause], message: str, rules: Iterable[FieldRule]
+) -> bool:
     """Whether a 422 says the update touched a field that only a recreate can change.
 
     True when a cause says ``immutable``, when StatefulSet forbids the update, or when

@@ -39,7 +39,7 @@ _WILDCARD_VALUE = "*"
 
 
 @dataclass(frozen=True)
-class Rule:
+class FieldRule:
     """One field that an update may not change (or may change only in some ways)."""
 
     path: str
@@ -56,7 +56,7 @@ class Rule:
             return bool(live) and (live or {}).get("immutable") is True
         return True
 
-    def as_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, Any]:
         """Plain data for JSON output."""
         return {
             "path": self.path,
@@ -72,7 +72,7 @@ class Rule:
 # --- rules from a CRD schema -------------------------------------------------------------
 
 
-def rules_from_crd(crd: Mapping[str, Any], version: str | None = None) -> list[Rule]:
+def rules_from_crd(crd: Mapping[str, Any], version: str | None = None) -> list[FieldRule]:
     """Every ``oldSelf`` rule in a CRD's schema for ``version`` (default: the storage one).
 
     Args:
@@ -98,7 +98,7 @@ def rules_from_crd(crd: Mapping[str, Any], version: str | None = None) -> list[R
     return list(_walk_schema(schema, ""))
 
 
-def _walk_schema(schema: Mapping[str, Any], path: str) -> Iterator[Rule]:
+def _walk_schema(schema: Mapping[str, Any], path: str) -> Iterator[FieldRule]:
     for v in schema.get("x-kubernetes-validations") or []:
         rule = str(v.get("rule") or "")
         if not _OLD_SELF.search(rule):
@@ -116,21 +116,21 @@ def _walk_schema(schema: Mapping[str, Any], path: str) -> Iterator[Rule]:
         yield from _walk_schema(extra, join(path, _WILDCARD_VALUE))
 
 
-def _rules_for(rule: str, message: str, path: str) -> Iterator[Rule]:
+def _rules_for(rule: str, message: str, path: str) -> Iterator[FieldRule]:
     compact = re.sub(r"\s+", "", rule)
     same = _SAME_PATH.match(compact)
     if same and same.group(1) == same.group(2):
-        yield Rule(_root_to_spec(path + same.group(1)), IMMUTABLE, message, rule)
+        yield FieldRule(_root_to_spec(path + same.group(1)), IMMUTABLE, message, rule)
         return
     if compact == "oldSelf==self":
-        yield Rule(_root_to_spec(path), IMMUTABLE, message, rule)
+        yield FieldRule(_root_to_spec(path), IMMUTABLE, message, rule)
         return
     suffixes = sorted({m.group(1) for m in _OLD_SELF_PATH.finditer(rule)})
     if not suffixes:
-        yield Rule(_root_to_spec(path), TRANSITION, message, rule)
+        yield FieldRule(_root_to_spec(path), TRANSITION, message, rule)
         return
     for suffix in suffixes:
-        yield Rule(_root_to_spec(path + suffix), TRANSITION, message, rule)
+        yield FieldRule(_root_to_spec(path + suffix), TRANSITION, message, rule)
 
 
 def _root_to_spec(path: str) -> str:
@@ -162,11 +162,11 @@ _STS_MESSAGE = (
 )
 
 
-def _b(path: str, message: str = _FIELD_IS_IMMUTABLE, **kw: Any) -> Rule:
-    return Rule(path, IMMUTABLE, message, source=BUILTIN_SOURCE, **kw)
+def _b(path: str, message: str = _FIELD_IS_IMMUTABLE, **kw: Any) -> FieldRule:
+    return FieldRule(path, IMMUTABLE, message, source=BUILTIN_SOURCE, **kw)
 
 
-BUILTIN: dict[tuple[str, str], tuple[Rule, ...]] = {
+BUILTIN: dict[tuple[str, str], tuple[FieldRule, ...]] = {
     ("apps", "Deployment"): (_b("spec.selector"),),
     ("apps", "ReplicaSet"): (_b("spec.selector"),),
     ("apps", "DaemonSet"): (_b("spec.selector"),),
@@ -213,7 +213,7 @@ BUILTIN: dict[tuple[str, str], tuple[Rule, ...]] = {
 }
 
 
-def builtin_rules(group: str, kind: str) -> list[Rule]:
+def builtin_rules(group: str, kind: str) -> list[FieldRule]:
     """The built-in immutable fields of a core kind (empty for others)."""
     return list(BUILTIN.get((group, kind), ()))
 
@@ -224,8 +224,6 @@ def is_builtin_group(group: str) -> bool:
 
 
 # --- reading values at a path ------------------------------------------------------------
-
-_MISSING = object()
 
 
 def split_path(path: str) -> list[str]:

@@ -13,6 +13,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from fracctl.core.clock import Backoff
 from fracctl.core.policy import product_matches
 
 MIB = 1024 * 1024
@@ -178,13 +179,6 @@ def parse_namespaces(output: str) -> list[dict[str, str]]:
 # --- restart policy ---------------------------------------------------------------------
 
 
-def backoff_delay(attempt: int, *, base: float, cap: float) -> float:
-    """Seconds to wait before restart number ``attempt`` (1-based): base, 2x, 4x… capped."""
-    if attempt < 1:
-        return 0.0
-    return float(min(cap, base * float(2 ** (attempt - 1))))
-
-
 @dataclass(frozen=True)
 class RestartDecision:
     """What to do after the daemon stopped on its own."""
@@ -197,10 +191,12 @@ class RestartDecision:
 
 @dataclass
 class RestartPolicy:
-    """Exponential backoff with a reset after a stable run and a maximum of retries."""
+    """Exponential backoff with a reset after a stable run and a maximum of retries.
 
-    base: float
-    cap: float
+    ``backoff.delay(n)`` is the wait before restart number ``n``.
+    """
+
+    backoff: Backoff
     max_retries: int
     stable_threshold: float
     failures: int = 0
@@ -222,7 +218,7 @@ class RestartPolicy:
         self.failures += 1
         if self.failures > self.max_retries:
             return RestartDecision(False, self.failures, 0.0, reset)
-        delay = backoff_delay(self.failures, base=self.base, cap=self.cap)
+        delay = self.backoff.delay(self.failures)
         return RestartDecision(True, self.failures, delay, reset)
 
 
@@ -258,19 +254,6 @@ def render_env_file(values: Mapping[str, str], *, header: str) -> str:
         _no_control_chars(value, key)
         lines.append(f'{key}="' + value.replace("\\", "\\\\").replace('"', '\\"') + '"')
     return "\n".join(lines) + "\n"
-
-
-def parse_env_file(text: str) -> dict[str, str]:
-    """Read back what :func:`render_env_file` wrote."""
-    out: dict[str, str] = {}
-    for line in text.splitlines():
-        if not line.strip() or line.lstrip().startswith("#") or "=" not in line:
-            continue
-        key, value = line.split("=", 1)
-        if len(value) >= 2 and value[0] == value[-1] == '"':
-            value = value[1:-1].replace('\\"', '"').replace("\\\\", "\\")
-        out[key.strip()] = value
-    return out
 
 
 def render_unit(
@@ -355,7 +338,7 @@ class HostFacts:
 
 
 @dataclass(frozen=True)
-class Check:
+class HostCheck:
     """One preflight line."""
 
     name: str
@@ -374,13 +357,13 @@ class PreflightSettings:
     denied_products: Sequence[str] = ()  # labels.denied_products: never MPS on these GPUs
 
 
-def evaluate_preflight(facts: HostFacts, settings: PreflightSettings) -> list[Check]:
+def evaluate_preflight(facts: HostFacts, settings: PreflightSettings) -> list[HostCheck]:
     """Judge the host facts; every failing check says what to do."""
     checks = [_driver(facts, settings), _control(facts, settings)]
     checks.append(
-        Check("nri-socket", "ok", f"{facts.nri_socket} is a socket")
+        HostCheck("nri-socket", "ok", f"{facts.nri_socket} is a socket")
         if facts.nri_socket_present
-        else Check(
+        else HostCheck(
             "nri-socket",
             "fail",
             f"{facts.nri_socket} is not a socket",
@@ -396,7 +379,7 @@ def evaluate_preflight(facts: HostFacts, settings: PreflightSettings) -> list[Ch
     return checks
 
 
-def _product(facts: HostFacts, s: PreflightSettings) -> Check:
+def _product(facts: HostFacts, s: PreflightSettings) -> HostCheck:
     """The driver's own GPU names against the denied products: no node label is trusted.
 
     A wrong class label, or an opt-in label on the wrong node, can bring the daemon to a
@@ -407,7 +390,7 @@ def _product(facts: HostFacts, s: PreflightSettings) -> Check:
         (i, name) for i, name, _ in gpus if any(product_matches(name, p) for p in s.denied_products)
     ]
     if denied:
-        return Check(
+        return HostCheck(
             "gpu-product",
             "fail",
             "denied GPU product on this host: "
@@ -416,12 +399,12 @@ def _product(facts: HostFacts, s: PreflightSettings) -> Check:
             "do not run the MPS daemon here; take the opt-in label off this node "
             "(fracctl nodes unlabel NODE) and correct its class label",
         )
-    return Check("gpu-product", "ok", "no GPU of a denied product (labels.denied_products)")
+    return HostCheck("gpu-product", "ok", "no GPU of a denied product (labels.denied_products)")
 
 
-def _driver(facts: HostFacts, s: PreflightSettings) -> Check:
+def _driver(facts: HostFacts, s: PreflightSettings) -> HostCheck:
     if facts.driver_version is None:
-        return Check(
+        return HostCheck(
             "driver",
             "fail",
             "no NVIDIA driver found (nvidia-smi and /proc/driver/nvidia/version absent)",
@@ -430,19 +413,19 @@ def _driver(facts: HostFacts, s: PreflightSettings) -> Check:
     major = version_tuple(facts.driver_version)[0]
     where = f" (from {facts.driver_source})" if facts.driver_source else ""
     if s.protocol == 3 and major < PROTOCOL3_DRIVER:
-        return Check(
+        return HostCheck(
             "driver",
             "fail",
             f"driver {facts.driver_version}{where} predates r{PROTOCOL3_DRIVER}, "
             "which MPS protocol 3 (namespaces) needs",
             f"upgrade the driver to r{PROTOCOL3_DRIVER}+ or set mps.protocol: 2 (no namespaces)",
         )
-    return Check("driver", "ok", f"driver {facts.driver_version}{where}")
+    return HostCheck("driver", "ok", f"driver {facts.driver_version}{where}")
 
 
-def _control(facts: HostFacts, s: PreflightSettings) -> Check:
+def _control(facts: HostFacts, s: PreflightSettings) -> HostCheck:
     if facts.control_binary is None:
-        return Check(
+        return HostCheck(
             "mps-control",
             "fail",
             f"{s.control_binary} not found",
@@ -450,11 +433,11 @@ def _control(facts: HostFacts, s: PreflightSettings) -> Check:
             "mps.control_binary to its path",
         )
     if s.protocol != 3:
-        return Check("mps-control", "ok", f"{facts.control_binary} (protocol {s.protocol})")
+        return HostCheck("mps-control", "ok", f"{facts.control_binary} (protocol {s.protocol})")
     text = (facts.control_help or "").lower()
     if "protocol" in text or "namespace" in text:
-        return Check("mps-control", "ok", f"{facts.control_binary} supports -p 3 (namespaces)")
-    return Check(
+        return HostCheck("mps-control", "ok", f"{facts.control_binary} supports -p 3 (namespaces)")
+    return HostCheck(
         "mps-control",
         "fail",
         f"{facts.control_binary} does not offer -p/--protocol 3 in its help",
@@ -462,93 +445,93 @@ def _control(facts: HostFacts, s: PreflightSettings) -> Check:
     )
 
 
-def _containerd(facts: HostFacts) -> Check:
+def _containerd(facts: HostFacts) -> HostCheck:
     if facts.containerd_version is None:
         if facts.containerd_socket_present:
-            return Check(
+            return HostCheck(
                 "containerd",
                 "warn",
                 f"{facts.containerd_socket} present but the version is unknown "
                 "(no containerd binary on PATH)",
                 "check `containerd --version` on the host: NRI needs containerd 2.0 or newer",
             )
-        return Check(
+        return HostCheck(
             "containerd",
             "fail",
             "containerd not found (no binary, no socket)",
             "install containerd 2.0+ or set mps.containerd_socket",
         )
     if version_tuple(facts.containerd_version)[:2] < CONTAINERD_MIN:
-        return Check(
+        return HostCheck(
             "containerd",
             "fail",
             f"containerd {facts.containerd_version} is older than 2.0",
             "upgrade containerd to 2.0+ (NRI is on by default there)",
         )
-    return Check("containerd", "ok", f"containerd {facts.containerd_version}")
+    return HostCheck("containerd", "ok", f"containerd {facts.containerd_version}")
 
 
-def _memory(facts: HostFacts) -> Check:
+def _memory(facts: HostFacts) -> HostCheck:
     gpus = len(facts.gpus) if facts.gpus else 1
     need = HOST_MIB_PER_GPU * gpus
     if facts.mem_available_mib is None:
-        return Check(
+        return HostCheck(
             "host-memory",
             "warn",
             "MemAvailable unknown (no /proc/meminfo)",
             f"make sure about {need} MiB are free for the MPS server contexts",
         )
     if facts.mem_available_mib < need:
-        return Check(
+        return HostCheck(
             "host-memory",
             "fail",
             f"{facts.mem_available_mib} MiB available, the MPS servers need about {need} MiB "
             f"({HOST_MIB_PER_GPU} MiB x {gpus} GPU)",
             "free host memory or lower the pods' memory requests on this node",
         )
-    return Check(
+    return HostCheck(
         "host-memory",
         "ok",
         f"{facts.mem_available_mib} MiB available, about {need} MiB needed for {gpus} GPU",
     )
 
 
-def _compute_mode(facts: HostFacts, s: PreflightSettings) -> Check:
+def _compute_mode(facts: HostFacts, s: PreflightSettings) -> HostCheck:
     if facts.gpus is None:
-        return Check(
+        return HostCheck(
             "compute-mode",
             "fail",
             "no GPU listed (nvidia-smi missing or failing)",
             "check `nvidia-smi` on the host; the driver must see the GPUs",
         )
     if not facts.gpus:
-        return Check("compute-mode", "fail", "the driver lists no GPU", "check `nvidia-smi -L`")
+        return HostCheck("compute-mode", "fail", "the driver lists no GPU", "check `nvidia-smi -L`")
     bad = [(i, m) for i, _, m in facts.gpus if m.lower().replace(" ", "_") == "prohibited"]
     missing = [d for d in s.pinned_limits if d not in {i for i, _, _ in facts.gpus}]
     modes = ", ".join(f"{i}: {m}" for i, _, m in facts.gpus)
     if bad:
-        return Check(
+        return HostCheck(
             "compute-mode",
             "fail",
             f"compute mode Prohibited on GPU {', '.join(str(i) for i, _ in bad)}",
             "nvidia-smi -i <gpu> -c EXCLUSIVE_PROCESS (or DEFAULT)",
         )
     if missing:
-        return Check(
+        return HostCheck(
             "compute-mode",
             "fail",
             f"pinned limits name device(s) {', '.join(map(str, missing))}, not on this host "
             f"({modes})",
             "fix mps.pinned_mem_limits",
         )
-    return Check("compute-mode", "ok", modes)
+    return HostCheck("compute-mode", "ok", modes)
 
 
 # --- memory probe -----------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
-class ProbeResult:
+class MemoryProbeResult:
     """What the memory probe found."""
 
     device: int
@@ -565,7 +548,7 @@ class ProbeResult:
         """Limit minus usable: memory the context itself holds against the limit."""
         return self.limit_mib - self.usable_mib
 
-    def as_dict(self) -> dict[str, object]:
+    def to_dict(self) -> dict[str, object]:
         """Plain data for JSON output."""
         return {
             "device": self.device,
@@ -592,16 +575,16 @@ def probe_steps(limit_mib: int, step_mib: int) -> int:
 
 def probe_result(
     *, device: int, limit_mib: int, step_mib: int, successes: int, error: str | None
-) -> ProbeResult:
+) -> MemoryProbeResult:
     """Summarise a probe run.
 
     ``successes`` steps succeeded, then one failed with ``error`` (``None``: none failed).
     """
     usable = successes * step_mib
     if error is None:
-        return ProbeResult(device, limit_mib, step_mib, usable, None, None, None, False)
+        return MemoryProbeResult(device, limit_mib, step_mib, usable, None, None, None, False)
     failed_at = usable + step_mib
     enforced = usable <= limit_mib
-    return ProbeResult(
+    return MemoryProbeResult(
         device, limit_mib, step_mib, usable, failed_at, successes + 1, error, enforced
     )

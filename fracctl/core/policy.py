@@ -66,7 +66,7 @@ class LabelPolicy(Protocol):
         ...
 
 
-class Rule(str, Enum):
+class PolicyRule(str, Enum):
     """The kinds of policy finding."""
 
     MISSING_OPT_IN = "missing-opt-in"  # an allowed-class node without the label
@@ -84,10 +84,10 @@ class Verdict(str, Enum):
     EXCLUDED = "excluded"  # denied class or product, not opted in (as it should be)
     NOT_GPU = "not-gpu"  # not a GPU node; the policy does not apply
     UNCLASSIFIED = "unclassified"  # a GPU node of no known class, not opted in
-    MISSING_OPT_IN = Rule.MISSING_OPT_IN.value
-    DENIED_OPTED_IN = Rule.DENIED_OPTED_IN.value
-    UNKNOWN_CLASS = Rule.UNKNOWN_CLASS.value
-    CLASS_CONTRADICTS_PRODUCT = Rule.CLASS_CONTRADICTS_PRODUCT.value  # and not opted in
+    MISSING_OPT_IN = PolicyRule.MISSING_OPT_IN.value
+    DENIED_OPTED_IN = PolicyRule.DENIED_OPTED_IN.value
+    UNKNOWN_CLASS = PolicyRule.UNKNOWN_CLASS.value
+    CLASS_CONTRADICTS_PRODUCT = PolicyRule.CLASS_CONTRADICTS_PRODUCT.value  # and not opted in
 
     @property
     def problem(self) -> bool:
@@ -117,7 +117,7 @@ class NodeStanding:
 class Finding:
     """One policy violation: what was found and the command or step that fixes it."""
 
-    rule: Rule
+    rule: PolicyRule
     nodes: tuple[str, ...]
     message: str
     fix: str
@@ -251,7 +251,7 @@ def _class_fix(names: Sequence[str], policy: LabelPolicy) -> str:
 
 def node_findings(
     nodes: Mapping[str, Mapping[str, str]], policy: LabelPolicy
-) -> dict[Rule, Finding | None]:
+) -> dict[PolicyRule, Finding | None]:
     """The label findings, one per rule (``None`` when the rule passes)."""
     judged = standings(nodes, policy)
     by: dict[Verdict, list[str]] = {}
@@ -262,12 +262,12 @@ def node_findings(
     def with_class(n: str) -> str:
         return describe(n, nodes[n], policy)
 
-    out: dict[Rule, Finding | None] = {}
+    out: dict[PolicyRule, Finding | None] = {}
 
     missing = by.get(Verdict.MISSING_OPT_IN, [])
-    out[Rule.MISSING_OPT_IN] = (
+    out[PolicyRule.MISSING_OPT_IN] = (
         Finding(
-            Rule.MISSING_OPT_IN,
+            PolicyRule.MISSING_OPT_IN,
             tuple(missing),
             f"allowed-class node(s) without {label}: {_listing(missing, with_class)}",
             "fracctl nodes label " + " ".join(missing),
@@ -277,9 +277,9 @@ def node_findings(
     )
 
     denied = by.get(Verdict.DENIED_OPTED_IN, [])
-    out[Rule.DENIED_OPTED_IN] = (
+    out[PolicyRule.DENIED_OPTED_IN] = (
         Finding(
-            Rule.DENIED_OPTED_IN,
+            PolicyRule.DENIED_OPTED_IN,
             tuple(denied),
             f"denied node(s) (by class or GPU product) carry {label}: "
             + _listing(denied, with_class),
@@ -290,9 +290,9 @@ def node_findings(
     )
 
     unknown = by.get(Verdict.UNKNOWN_CLASS, [])
-    out[Rule.UNKNOWN_CLASS] = (
+    out[PolicyRule.UNKNOWN_CLASS] = (
         Finding(
-            Rule.UNKNOWN_CLASS,
+            PolicyRule.UNKNOWN_CLASS,
             tuple(unknown),
             "opted-in node(s) of no allowed or denied class: "
             + _listing(
@@ -322,9 +322,9 @@ def node_findings(
         fixes.append(
             f"check the hardware of {' '.join(overcautious)} and correct {policy.class_key}"
         )
-    out[Rule.CLASS_CONTRADICTS_PRODUCT] = (
+    out[PolicyRule.CLASS_CONTRADICTS_PRODUCT] = (
         Finding(
-            Rule.CLASS_CONTRADICTS_PRODUCT,
+            PolicyRule.CLASS_CONTRADICTS_PRODUCT,
             tuple(contradicting),
             f"{policy.class_key} contradicts the GPU product ("
             + ", ".join(policy.product_keys)
@@ -362,7 +362,7 @@ def selector_findings(
     selector: Mapping[str, str],
     nodes: Mapping[str, Mapping[str, str]],
     policy: LabelPolicy,
-) -> dict[Rule, Finding | None]:
+) -> dict[PolicyRule, Finding | None]:
     """Check a desired ``nodeSelector`` against the nodes and the policy."""
     sel = selector_string(selector) or "{} (every node)"
     by_opt_in, by_other = denied_selected(selector, nodes, policy)
@@ -382,10 +382,10 @@ def selector_findings(
         denied_fix.append("fracctl nodes unlabel " + " ".join(by_opt_in))
     if by_other:
         denied_fix.append(f"{in_git}: the selector picks {', '.join(by_other)} by other labels")
-    out: dict[Rule, Finding | None] = {
-        Rule.SELECTOR_DENIED: (
+    out: dict[PolicyRule, Finding | None] = {
+        PolicyRule.SELECTOR_DENIED: (
             Finding(
-                Rule.SELECTOR_DENIED,
+                PolicyRule.SELECTOR_DENIED,
                 tuple(denied),
                 f"the desired selector {sel} selects denied node(s): "
                 + _listing(denied, lambda n: describe(n, nodes[n], policy)),
@@ -394,9 +394,9 @@ def selector_findings(
             if denied
             else None
         ),
-        Rule.SELECTOR_MISSES: (
+        PolicyRule.SELECTOR_MISSES: (
             Finding(
-                Rule.SELECTOR_MISSES,
+                PolicyRule.SELECTOR_MISSES,
                 tuple(missed),
                 f"the desired selector {sel} misses opted-in node(s): {_listing(missed)}",
                 f"{in_git}; or, for nodes that should not run fractions: fracctl nodes "

@@ -8,13 +8,14 @@ resumes where the cluster actually stands.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from fracctl.core.drift import APPLIES_IN_PLACE, MISSING_LIVE, NEEDS_RECREATE
 
 # Steps, in order. A plan is a suffix of this list (or empty).
-LOCK = "lock"
+PROVE = "prove"
 GUARDS = "guards"
 BACKUP = "backup"
 DELETE = "delete"
@@ -24,16 +25,6 @@ VERIFY = "verify"
 WAIT_READY = "wait-ready"
 RECORD = "record"
 
-STEP_TEXT = {
-    GUARDS: "run the preflight guards (fractional pods, label policy, selector coverage)",
-    BACKUP: "back up the live object",
-    DELETE: "delete the live object",
-    WAIT_GONE: "wait until it is gone (the operator releases its finalizer)",
-    RECREATE: "recreate it from git",
-    VERIFY: "verify the live object equals git on its immutable fields",
-    WAIT_READY: "wait until every selected node reports ready",
-    RECORD: "record an Event and an audit line",
-}
 
 # Why a plan looks the way it does.
 NOTHING_TO_DO = "nothing-to-do"
@@ -59,12 +50,13 @@ class Plan:
         """Whether any step deletes or creates the object."""
         return any(s in self.steps for s in (DELETE, RECREATE))
 
-    def to_dict(self) -> dict[str, Any]:
-        """Plain data for JSON output."""
+    def to_dict(self, texts: Mapping[str, str] | None = None) -> dict[str, Any]:
+        """Plain data for JSON output; ``texts`` says what each step does."""
+        texts = texts or {}
         return {
             "reason": self.reason,
             "summary": self.summary,
-            "steps": [{"step": s, "what": STEP_TEXT.get(s, s)} for s in self.steps],
+            "steps": [{"step": s, "what": texts.get(s, s)} for s in self.steps],
             "before": self.before,
             "after": self.after,
         }
@@ -92,7 +84,7 @@ def decide(
     if terminating:
         return Plan(
             RESUME_GONE,
-            [GUARDS, WAIT_GONE, RECREATE, VERIFY, WAIT_READY, RECORD],
+            [PROVE, GUARDS, WAIT_GONE, RECREATE, VERIFY, WAIT_READY, RECORD],
             "the object is already being deleted: wait for it to go, then recreate",
             live_selector,
             desired_selector,
@@ -100,7 +92,7 @@ def decide(
     if verdict == MISSING_LIVE:
         return Plan(
             RESUME_MISSING,
-            [GUARDS, RECREATE, VERIFY, WAIT_READY, RECORD],
+            [PROVE, GUARDS, RECREATE, VERIFY, WAIT_READY, RECORD],
             "the object is absent from the cluster: recreate it from git",
             None,
             desired_selector,
@@ -108,7 +100,7 @@ def decide(
     if verdict == NEEDS_RECREATE:
         return Plan(
             FULL,
-            [GUARDS, BACKUP, DELETE, WAIT_GONE, RECREATE, VERIFY, WAIT_READY, RECORD],
+            [PROVE, GUARDS, BACKUP, DELETE, WAIT_GONE, RECREATE, VERIFY, WAIT_READY, RECORD],
             "an immutable field differs: delete and recreate",
             live_selector,
             desired_selector,

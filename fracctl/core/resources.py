@@ -64,20 +64,6 @@ def split_api_version(api_version: str) -> tuple[str, str]:
     return "", api_version
 
 
-def object_key(obj: dict[str, object]) -> tuple[str, str, str, str]:
-    """``(apiVersion group, kind, namespace, name)`` identifying a manifest."""
-    meta = obj.get("metadata")
-    if not isinstance(meta, dict):
-        meta = {}
-    group, _ = split_api_version(str(obj.get("apiVersion", "")))
-    return (
-        group,
-        str(obj.get("kind", "")),
-        str(meta.get("namespace") or ""),
-        str(meta.get("name", "")),
-    )
-
-
 def target_ref(group: str, version: str, plural: str, kind: str) -> ResourceRef:
     """The cluster-scoped fractioning config resource."""
     return ResourceRef(group, version, plural, kind, namespaced=False)

@@ -8,28 +8,30 @@ from __future__ import annotations
 
 import os
 import sys
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from fracctl.config import Config
+from fracctl.core.clock import Clock, SystemClock
 from fracctl.redact import redact
 
 if TYPE_CHECKING:
     from rich.console import Console
 
+    from fracctl.adapters.argocd import ArgoCD
     from fracctl.adapters.kube import Kube
 
 
-@dataclass
-class Clock:
-    """Time, injectable so waits can be tested."""
+class NodeProgress(Protocol):
+    """Shows how the nodes stand while fracctl waits for them."""
 
-    now: Callable[[], float] = time.time
-    monotonic: Callable[[], float] = time.monotonic
-    sleep: Callable[[float], None] = time.sleep
+    def show(self, nodes: dict[str, Any]) -> None:
+        """The nodes as they are now (``name -> Node``)."""
+
+    def stop(self) -> None:
+        """The wait ended."""
 
 
 @dataclass
@@ -38,10 +40,14 @@ class Context:
 
     config: Config
     kube_factory: Callable[[], Kube]
-    clock: Clock = field(default_factory=Clock)
+    clock: Clock = field(default_factory=SystemClock)
     env: dict[str, str] = field(default_factory=lambda: dict(os.environ))
     interactive: bool = False
+    argocd_factory: Callable[[], ArgoCD] | None = None
+    # Shows nodes' readiness while waiting: (context, condition type) -> progress.
+    node_progress: Callable[[Context, str], NodeProgress] | None = None
     _kube: Kube | None = None
+    _argocd: ArgoCD | None = None
     _out: Console | None = None
     _err: Console | None = None
 
@@ -67,6 +73,33 @@ class Context:
         if self._kube is None:
             self._kube = self.kube_factory()
         return self._kube
+
+    @property
+    def argocd(self) -> ArgoCD:
+        """The Argo CD client, built on first use from ``argocd:`` and the environment.
+
+        Raises:
+            ConfigError: the server or the token is missing or malformed.
+        """
+        if self._argocd is None:
+            if self.argocd_factory is not None:
+                self._argocd = self.argocd_factory()
+            else:
+                from fracctl.adapters.argocd import ArgoCD
+
+                self._argocd = ArgoCD.from_config(
+                    self.config.argocd, self.env, timeout=float(self.config.timeouts.request)
+                )
+        return self._argocd
+
+    def close(self) -> None:
+        """Close the clients this context opened."""
+        if self._argocd is not None:
+            self._argocd.close()
+            self._argocd = None
+        if self._kube is not None:
+            self._kube.close()
+            self._kube = None
 
     @property
     def out(self) -> Console:

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from fracctl.core import drift as d
 from fracctl.core.immutability import (
-    Rule,
+    FieldRule,
     builtin_rules,
     is_builtin_group,
     rules_from_crd,
@@ -37,7 +37,6 @@ from fracctl.flows.context import Context
 from fracctl.flows.render import Desired
 
 if TYPE_CHECKING:
-    from fracctl.adapters.argocd import ArgoCD
     from fracctl.adapters.kube import Kube
 
 Obj = dict[str, Any]
@@ -67,11 +66,11 @@ class _Judge:
     def __init__(self, ctx: Context) -> None:
         self.ctx = ctx
         self.kube: Kube = ctx.kube
-        self._rules: dict[tuple[str, str, str], list[Rule]] = {}
+        self._rules: dict[tuple[str, str, str], list[FieldRule]] = {}
 
     # --- rules ------------------------------------------------------------------------
 
-    def rules(self, ref: ResourceRef) -> list[Rule]:
+    def rules(self, ref: ResourceRef) -> list[FieldRule]:
         key = (ref.group, ref.version, ref.kind)
         if key in self._rules:
             return self._rules[key]
@@ -273,7 +272,7 @@ class _Judge:
         out: d.ObjectDrift,
         e: ApiError,
         it: _Item,
-        rules: list[Rule],
+        rules: list[FieldRule],
         immutable: list[d.FieldDiff],
     ) -> d.ObjectDrift:
         """The verdict for an update the API server refused (dry run)."""
@@ -459,14 +458,6 @@ def _add_field_lines(report: d.DriftReport, items: Sequence[_Item]) -> None:
 # --- Argo CD ----------------------------------------------------------------------------
 
 
-def _argocd(ctx: Context) -> ArgoCD:
-    from fracctl.adapters.argocd import ArgoCD
-
-    return ArgoCD.from_config(
-        ctx.config.argocd, ctx.env, timeout=float(ctx.config.timeouts.request)
-    )
-
-
 def _claims(app_name: str, app: Obj) -> dict[str, Any]:
     status = app.get("status") or {}
     op = status.get("operationState") or {}
@@ -545,9 +536,9 @@ def check_app(
     """
     from fracctl.flows.render import check_argocd_unique, select
 
-    with _argocd(ctx) as client:
-        application = client.get_application(app)
-        manifests = [m for m in client.manifests(app, revision=revision) if isinstance(m, dict)]
+    client = ctx.argocd
+    application = client.get_application(app)
+    manifests = [m for m in client.manifests(app, revision=revision) if isinstance(m, dict)]
     dest_ns = ((application.get("spec") or {}).get("destination") or {}).get("namespace") or ""
     ns = dest_ns or ctx.config.git.namespace
     check_argocd_unique(ctx, manifests, app=app, default_namespace=ns)
@@ -627,8 +618,7 @@ def run(
         report = _check_target(ctx, desired=desired)
     app_name = ctx.config.argocd.app
     if app_name:
-        with _argocd(ctx) as client:
-            application = client.get_application(app_name)
+        application = ctx.argocd.get_application(app_name)
         _annotate_with_argocd(report, app_name, application)
     return report
 

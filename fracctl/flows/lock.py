@@ -9,7 +9,6 @@ import socket
 import threading
 from datetime import datetime, timezone
 from types import TracebackType
-from typing import Any
 
 from fracctl.core.lock import HELD, STALE, judge_lease, lease_spec
 from fracctl.core.resources import LEASES, NAMESPACES
@@ -166,6 +165,18 @@ class LeaseLock:
     ) -> None:
         self.release()
 
-    def describe(self) -> dict[str, Any]:
-        """For the plan output."""
-        return {"lease": f"{self.namespace}/{self.name}", "holder": self.me}
+
+class NoLock:
+    """Stands in for :class:`LeaseLock` where nothing will change (``--dry-run``)."""
+
+    def __init__(self) -> None:
+        self.me = identity()
+
+    def check(self) -> None:
+        """Nothing to renew."""
+
+    def __enter__(self) -> NoLock:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None

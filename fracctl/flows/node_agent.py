@@ -26,6 +26,7 @@ from fracctl.adapters.host import Host
 from fracctl.adapters.mps import Daemon, MPSControl, Reply
 from fracctl.adapters.systemd import Systemd
 from fracctl.config import MPSConfig
+from fracctl.core.clock import Backoff
 from fracctl.core.mps import (
     CONTROL_SOCKET,
     HEALTH_COMMAND,
@@ -266,8 +267,7 @@ def _supervise(run: _Run, limits: dict[int, int]) -> str:
         active_thread_percentage=cfg.default_active_thread_percentage, pinned_limits=limits
     )
     policy = RestartPolicy(
-        base=float(cfg.backoff),
-        cap=float(cfg.max_backoff),
+        backoff=Backoff(first=float(cfg.backoff), factor=2.0, cap=float(cfg.max_backoff)),
         max_retries=cfg.max_retries,
         stable_threshold=float(cfg.stable_threshold),
     )
@@ -502,12 +502,23 @@ def render_systemd_files(ctx: Context) -> dict[str, str]:
     return {f"{UNIT_DIR}/{cfg.unit_name}": unit_text, ENV_FILE: env_text}
 
 
-def install_systemd(ctx: Context, *, dry_run: bool = False) -> dict[str, Any]:
+@dataclass(frozen=True)
+class InstallResult:
+    """What ``install --systemd`` wrote and ran (or would, with ``dry_run``)."""
+
+    files: dict[str, str]  # host path -> text
+    actions: list[str]  # done, or planned with dry_run
+    changed: bool
+    notes: list[str]
+    dry_run: bool = False
+
+
+def install_systemd(ctx: Context, *, dry_run: bool = False) -> InstallResult:
     """Write the unit and environment file, reload, enable and start; idempotent.
 
     Returns:
-        ``files`` (host path -> text), ``actions`` done (or planned with ``dry_run``),
-        ``changed`` and ``notes``.
+        The files, the ``actions`` done (or planned with ``dry_run``), whether anything
+        ``changed``, and ``notes`` for the operator.
 
     Raises:
         Refused: a target file exists that install did not write (exit 1).
@@ -523,7 +534,7 @@ def install_systemd(ctx: Context, *, dry_run: bool = False) -> dict[str, Any]:
             f"systemctl enable {unit}",
             f"systemctl start {unit}",
         ]
-        return {"dry_run": True, "files": files, "actions": planned, "changed": False, "notes": []}
+        return InstallResult(files, planned, changed=False, notes=[], dry_run=True)
     host = _host(ctx)
     systemd = Systemd(host, timeout=float(cfg.command_timeout) + 20)
     if not systemd.available():
@@ -554,13 +565,7 @@ def install_systemd(ctx: Context, *, dry_run: bool = False) -> dict[str, Any]:
             actions.append(f"systemctl start {unit}")
         if not actions:
             notes.append(f"unchanged: {unit} is installed, enabled and active with these settings")
-        return {
-            "dry_run": False,
-            "files": files,
-            "actions": actions,
-            "changed": bool(actions),
-            "notes": notes,
-        }
+        return InstallResult(files, actions, changed=bool(actions), notes=notes)
     unit_path = f"{UNIT_DIR}/{unit}"
     checked = systemd.verify_text(unit, files[unit_path])
     if checked is not None and not checked.ok:
@@ -587,30 +592,100 @@ def install_systemd(ctx: Context, *, dry_run: bool = False) -> dict[str, Any]:
     else:
         systemd.start(unit)
         actions.append(f"systemctl start {unit}")
-    return {"dry_run": False, "files": files, "actions": actions, "changed": True, "notes": notes}
+    return InstallResult(files, actions, changed=True, notes=notes)
 
 
 # --- status -----------------------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class MPSClient:
+    """A process connected to an MPS server."""
+
+    pid: int
+    name: str  # its command name, ``?`` when unknown
+    server: int  # the server's PID
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain data for ``-o json``."""
+        return {"pid": self.pid, "name": self.name, "server": self.server}
+
+
+@dataclass(frozen=True)
+class InstallRecord:
+    """What the install manifest says was installed."""
+
+    unit: str | None
+    files: list[str]
+    active: str | None = None  # the unit's state; None when systemd was not asked
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain data for ``-o json`` (``active`` only when systemd was asked)."""
+        out: dict[str, Any] = {"unit": self.unit, "files": self.files}
+        if self.active is not None:
+            out["active"] = self.active
+        return out
+
+
+@dataclass
+class MPSStatus:
+    """The control daemon's state, as ``fracctl node mps status`` shows it."""
+
+    pipe_dir: str
+    log_dir: str
+    protocol: int
+    daemon_pid: int | None  # from the PID file, when that process lives
+    control_socket: str
+    socket_present: bool
+    running: bool = False  # the control socket answers
+    servers: list[int] = field(default_factory=list)
+    defaults: dict[str, float | str | None] = field(default_factory=dict)
+    namespaces: list[dict[str, str]] | None = None  # protocol 3 only
+    namespaces_error: str | None = None  # ``namespace list`` failed
+    clients: list[MPSClient] = field(default_factory=list)
+    error: str | None = None  # why the running daemon did not answer
+    install: InstallRecord | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain data for ``-o json``."""
+        namespaces: list[dict[str, str]] | dict[str, str] | None = self.namespaces
+        if self.namespaces_error is not None:
+            namespaces = {"error": self.namespaces_error}
+        return {
+            "running": self.running,
+            "pipe_dir": self.pipe_dir,
+            "log_dir": self.log_dir,
+            "protocol": self.protocol,
+            "daemon_pid": self.daemon_pid,
+            "control_socket": self.control_socket,
+            "socket_present": self.socket_present,
+            "servers": self.servers,
+            "defaults": self.defaults,
+            "namespaces": namespaces,
+            "clients": [c.to_dict() for c in self.clients],
+            "error": self.error,
+            "install": self.install.to_dict() if self.install else None,
+        }
+
+
 def _clients(
     run_control: MPSControl, local: Host, servers: list[int], timeout: float
-) -> list[dict[str, Any]]:
+) -> list[MPSClient]:
     out = []
     for server in servers:
         reply = run_control.command(f"get_client_list {server}", timeout=timeout)
         if not reply.ok:
             continue
         for pid in parse_pids(reply.output):
-            out.append({"pid": pid, "name": local.process_name(pid) or "?", "server": server})
+            out.append(MPSClient(pid, local.process_name(pid) or "?", server))
     return out
 
 
-def status(ctx: Context, *, control: MPSControl | None = None) -> dict[str, Any]:
+def status(ctx: Context, *, control: MPSControl | None = None) -> MPSStatus:
     """The daemon's state: PID, socket, servers, defaults, namespaces, clients.
 
     Returns:
-        Plain data; ``running`` is True when the control socket answers.
+        The state; ``running`` is True when the control socket answers.
     """
     cfg = _cfg(ctx)
     limits = _limits(cfg)
@@ -618,51 +693,48 @@ def status(ctx: Context, *, control: MPSControl | None = None) -> dict[str, Any]
     local = Host("/", env=ctx.env)
     timeout = float(cfg.command_timeout)
     pid = control.recorded_pid()
-    st: dict[str, Any] = {
-        "running": False,
-        "pipe_dir": cfg.pipe_dir,
-        "log_dir": cfg.log_dir,
-        "protocol": cfg.protocol,
-        "daemon_pid": pid if pid is not None and local.pid_alive(pid) else None,
-        "control_socket": str(control.socket),
-        "socket_present": local.is_socket(control.socket),
-        "servers": [],
-        "defaults": {},
-        "namespaces": None,
-        "clients": [],
-        "error": None,
-        "install": None,
-    }
+    st = MPSStatus(
+        pipe_dir=cfg.pipe_dir,
+        log_dir=cfg.log_dir,
+        protocol=cfg.protocol,
+        daemon_pid=pid if pid is not None and local.pid_alive(pid) else None,
+        control_socket=str(control.socket),
+        socket_present=local.is_socket(control.socket),
+    )
     manifest = Manifest.load(_host(ctx), _manifest_path(cfg))
     if manifest is not None:
-        st["install"] = {"unit": manifest.unit, "files": sorted(manifest.files)}
+        active = None
         systemd = Systemd(_host(ctx), timeout=timeout)
         if manifest.unit and systemd.available():
-            st["install"]["active"] = systemd.is_active(manifest.unit)
-    if not st["socket_present"]:
+            active = systemd.is_active(manifest.unit)
+        st.install = InstallRecord(manifest.unit, sorted(manifest.files), active)
+    if not st.socket_present:
         return st
     health = control.command(HEALTH_COMMAND, timeout=timeout)
     if not health.ok:
-        st["error"] = health.describe()
+        st.error = health.describe()
         return st
-    st["running"] = True
-    st["defaults"]["active_thread_percentage"] = parse_percentage(health.output)
+    st.running = True
+    st.defaults["active_thread_percentage"] = parse_percentage(health.output)
     for dev in sorted(limits):
         r = control.command(f"get_default_device_pinned_mem_limit {dev}", timeout=timeout)
-        st["defaults"][f"pinned_mem_limit_{dev}"] = r.output.strip() if r.ok else None
+        st.defaults[f"pinned_mem_limit_{dev}"] = r.output.strip() if r.ok else None
     servers = control.command("get_server_list", timeout=timeout)
-    st["servers"] = parse_pids(servers.output) if servers.ok else []
-    st["clients"] = _clients(control, local, st["servers"], timeout)
+    st.servers = parse_pids(servers.output) if servers.ok else []
+    st.clients = _clients(control, local, st.servers, timeout)
     if cfg.protocol == 3:
         ns = control.verb(["namespace", "list"], timeout=timeout)
-        st["namespaces"] = parse_namespaces(ns.output) if ns.ok else {"error": ns.describe()}
+        if ns.ok:
+            st.namespaces = parse_namespaces(ns.output)
+        else:
+            st.namespaces_error = ns.describe()
     return st
 
 
 # --- uninstall --------------------------------------------------------------------------
 
 
-def connected_clients(ctx: Context, *, control: MPSControl | None = None) -> list[dict[str, Any]]:
+def connected_clients(ctx: Context, *, control: MPSControl | None = None) -> list[MPSClient]:
     """Clients connected to the running daemon (empty when none runs)."""
     cfg = _cfg(ctx)
     local = Host("/", env=ctx.env)
@@ -677,9 +749,21 @@ def connected_clients(ctx: Context, *, control: MPSControl | None = None) -> lis
     return _clients(control, local, parse_pids(servers.output), timeout)
 
 
+@dataclass
+class UninstallResult:
+    """What ``uninstall`` found, did, removed and left in place."""
+
+    manifest: str  # the install manifest's host path
+    found: bool  # False: there was no manifest, so nothing was touched
+    forced_clients: list[MPSClient]  # connected when --force went ahead
+    removed: list[str] = field(default_factory=list)
+    kept: list[str] = field(default_factory=list)  # each with the reason
+    actions: list[str] = field(default_factory=list)
+
+
 def uninstall(
     ctx: Context, *, force: bool = False, control: MPSControl | None = None
-) -> dict[str, Any]:
+) -> UninstallResult:
     """Stop the unit install created and remove exactly what install created.
 
     Raises:
@@ -691,52 +775,45 @@ def uninstall(
     manifest = Manifest.load(host, mpath)
     clients = connected_clients(ctx, control=control)
     if clients and not force:
-        names = ", ".join(f"pid {c['pid']} ({c['name']})" for c in clients)
+        names = ", ".join(f"pid {c.pid} ({c.name})" for c in clients)
         raise Unsafe(
             f"{len(clients)} MPS client(s) connected: {names}; uninstalling stops the "
             "daemon and ends their CUDA contexts",
             hint="drain the fractional pods first, or rerun with --force",
         )
-    out: dict[str, Any] = {
-        "manifest": str(host.path(mpath)),
-        "found": manifest is not None,
-        "removed": [],
-        "kept": [],
-        "actions": [],
-        "forced_clients": clients,
-    }
+    out = UninstallResult(str(host.path(mpath)), found=manifest is not None, forced_clients=clients)
     if manifest is None:
         return out
     systemd = Systemd(host, timeout=float(cfg.command_timeout) + 20)
     if manifest.unit:
         if systemd.available():
             systemd.stop_and_disable(manifest.unit, timeout=float(cfg.graceful_stop) + 30)
-            out["actions"].append(f"systemctl disable --now {manifest.unit}")
+            out.actions.append(f"systemctl disable --now {manifest.unit}")
         else:
-            out["kept"].append(f"{manifest.unit}: systemctl not found, the unit was not stopped")
+            out.kept.append(f"{manifest.unit}: systemctl not found, the unit was not stopped")
     for path in manifest.files:
         if host.remove_file(path):
-            out["removed"].append(str(host.path(path)))
+            out.removed.append(str(host.path(path)))
     if manifest.unit and systemd.available():
         systemd.daemon_reload()
-        out["actions"].append("systemctl daemon-reload")
+        out.actions.append("systemctl daemon-reload")
     host.remove_file(mpath)
-    out["removed"].append(str(host.path(mpath)))
+    out.removed.append(str(host.path(mpath)))
     local = Host("/", env=ctx.env)
     still = Path(cfg.pipe_dir) / CONTROL_SOCKET
     if local.is_socket(still):
-        out["kept"].append(
+        out.kept.append(
             f"{still} (an MPS daemon still runs there: stop its supervisor, e.g. the "
             "container or the `install --foreground` process)"
         )
     for d in reversed(manifest.runtime_dirs):
         if local.remove_empty_dir(d):
-            out["removed"].append(d)
+            out.removed.append(d)
         elif local.exists(d):
-            out["kept"].append(f"{d} (not empty: holds files install did not create)")
+            out.kept.append(f"{d} (not empty: holds files install did not create)")
     for d in reversed(manifest.dirs):
         if host.remove_empty_dir(d):
-            out["removed"].append(str(host.path(d)))
+            out.removed.append(str(host.path(d)))
         elif host.exists(d):
-            out["kept"].append(f"{host.path(d)} (not empty: holds files install did not create)")
+            out.kept.append(f"{host.path(d)} (not empty: holds files install did not create)")
     return out

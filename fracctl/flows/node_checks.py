@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any, Protocol
+from dataclasses import dataclass
+from typing import Protocol
 
 from fracctl.adapters.cuda import CudaDriver, CudaError, DeviceInfo
 from fracctl.adapters.host import Host
@@ -12,11 +13,13 @@ from fracctl.core.mps import (
     MIB,
     PINNED_ENV,
     PIPE_ENV,
-    Check,
+    HostCheck,
     HostFacts,
+    MemoryProbeResult,
     PreflightSettings,
     evaluate_preflight,
     parse_pinned_limits,
+    pinned_limit_value,
     probe_result,
     probe_steps,
 )
@@ -26,11 +29,11 @@ from fracctl.flows.context import Context
 OUT_OF_MEMORY = "CUDA_ERROR_OUT_OF_MEMORY"
 
 
-def preflight(ctx: Context, *, host: Host | None = None) -> list[Check]:
+def preflight(ctx: Context, *, host: Host | None = None) -> list[HostCheck]:
     """Probe the host (through ``mps.host_root``) and judge it.
 
     Returns:
-        One :class:`Check` per prerequisite; a failing one says what to do.
+        One :class:`HostCheck` per prerequisite; a failing one says what to do.
     """
     cfg = ctx.config.mps
     host = host or Host(cfg.host_root, env=ctx.env)
@@ -78,6 +81,16 @@ class Allocator(Protocol):
 AllocatorFactory = Callable[[Mapping[str, str]], Allocator]
 
 
+@dataclass(frozen=True)
+class MemoryProbeReport:
+    """The memory probe's result with the device it ran on and how it ran."""
+
+    result: MemoryProbeResult
+    device: DeviceInfo
+    mps_client: bool  # the control socket exists, so the pinned limit applies
+    env: dict[str, str]  # the MPS client variables set for the driver
+
+
 def _load_driver(env: Mapping[str, str]) -> Allocator:
     return CudaDriver.load(env=env)
 
@@ -89,7 +102,7 @@ def probe_memory(
     step_mib: int,
     device: int = 0,
     allocator: AllocatorFactory | None = None,
-) -> dict[str, Any]:
+) -> MemoryProbeReport:
     """Allocate device memory in steps under a pinned limit and report what fitted.
 
     The process is an MPS client: ``CUDA_MPS_PINNED_DEVICE_MEM_LIMIT`` is set for it
@@ -104,8 +117,8 @@ def probe_memory(
             stand-in; default: ctypes on libcuda).
 
     Returns:
-        ``result`` (:class:`~fracctl.core.mps.ProbeResult`), ``device`` info, ``mps``
-        (whether the control socket exists) and ``env`` applied.
+        The result, the device info, whether this process is an MPS client, and the
+        environment applied.
 
     Raises:
         UsageError: no limit given or configured, or a bad size.
@@ -128,7 +141,7 @@ def probe_memory(
     except ValueError as e:
         raise UsageError(str(e)) from None
     pipe_dir = ctx.env.get(PIPE_ENV) or cfg.pipe_dir
-    env = {PINNED_ENV: f"{device}={limit_mib}M", PIPE_ENV: pipe_dir}
+    env = {PINNED_ENV: pinned_limit_value({device: limit_mib}), PIPE_ENV: pipe_dir}
     env[LOG_ENV] = ctx.env.get(LOG_ENV) or cfg.log_dir
     mps = Host("/", env=ctx.env).is_socket(f"{pipe_dir}/control")
     if not mps:
@@ -164,4 +177,4 @@ def probe_memory(
     result = probe_result(
         device=device, limit_mib=limit_mib, step_mib=step_mib, successes=successes, error=error
     )
-    return {"result": result, "device": info, "mps": mps, "env": env}
+    return MemoryProbeReport(result, info, mps_client=mps, env=env)

@@ -20,6 +20,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from fracctl.config import Config
+from fracctl.core.clock import Clock, SystemClock
 from fracctl.core.nodes import condition, labels_of, matches
 from fracctl.core.resources import NODES
 from fracctl.errors import Conflict, FracctlError, NotFound
@@ -31,13 +32,13 @@ SMP = "application/strategic-merge-patch+json"
 class OperatorSimulation:
     """Reconciles the config object and node conditions like the real operator."""
 
-    def __init__(self, kube: Any, config: Config, *, delay: float = 1.0, clock: Any = None) -> None:
-        import time
-
+    def __init__(
+        self, kube: Any, config: Config, *, delay: float = 1.0, clock: Clock | None = None
+    ) -> None:
         self.kube = kube
         self.config = config
         self.delay = delay
-        self.monotonic = clock or time.monotonic
+        self.clock = clock or SystemClock()
         self.ref = config.target.ref
         self._seen: dict[str, float] = {}  # node -> when first matched
 
@@ -61,7 +62,7 @@ class OperatorSimulation:
                     },
                 )
             selector = (obj.get("spec") or {}).get("nodeSelector") or {}
-            now = self.monotonic()
+            now = self.clock.monotonic()
             for node in nodes:
                 name = node["metadata"]["name"]
                 if matches(selector, labels_of(node)):

@@ -26,14 +26,14 @@ from fracctl.core.fractional import (
 )
 from fracctl.core.immutability import get_path
 from fracctl.core.nodes import selector_string
-from fracctl.core.policy import Rule, is_denied, node_findings, selector_findings, standings
+from fracctl.core.policy import PolicyRule, is_denied, node_findings, selector_findings, standings
 from fracctl.core.resources import NODES, PODS
 from fracctl.errors import ConfigError, FracctlError
 from fracctl.flows.context import Context
 
 
 @dataclass(frozen=True)
-class Check:
+class GuardCheck:
     """One guard's result: what was found and what to do about it."""
 
     name: str
@@ -101,7 +101,7 @@ class FractionalScan:
 class PreflightReport:
     """Every guard's result, and the blast radius of a recreate."""
 
-    checks: list[Check]
+    checks: list[GuardCheck]
     blast_radius: BlastRadius
     scan: FractionalScan
     desired_selector: dict[str, str] | None = None
@@ -113,7 +113,7 @@ class PreflightReport:
         return all(c.ok for c in self.checks)
 
     @property
-    def failed(self) -> list[Check]:
+    def failed(self) -> list[GuardCheck]:
         """The guards that refused."""
         return [c for c in self.checks if not c.ok]
 
@@ -186,7 +186,7 @@ def node_labels(ctx: Context) -> dict[str, dict[str, str]]:
     }
 
 
-def _pods_check(ctx: Context, scan: FractionalScan) -> Check:
+def _pods_check(ctx: Context, scan: FractionalScan) -> GuardCheck:
     reserved = (
         f"; {len(scan.reservations)} reservation pod(s) in "
         f"{ctx.config.pods.reservation_namespace} ignored (infrastructure)"
@@ -194,7 +194,7 @@ def _pods_check(ctx: Context, scan: FractionalScan) -> Check:
         else ""
     )
     if not scan.pods:
-        return Check(
+        return GuardCheck(
             "fractional-pods",
             True,
             f"no fractional pod among {scan.scanned} unfinished pod(s){reserved}",
@@ -204,7 +204,7 @@ def _pods_check(ctx: Context, scan: FractionalScan) -> Check:
         for p in scan.pods[:10]
     )
     more = f" and {len(scan.pods) - 10} more" if len(scan.pods) > 10 else ""
-    return Check(
+    return GuardCheck(
         "fractional-pods",
         False,
         f"{len(scan.pods)} fractional pod(s) running or pending: {listed}{more}{reserved}",
@@ -214,18 +214,24 @@ def _pods_check(ctx: Context, scan: FractionalScan) -> Check:
 
 
 _PASSING = {
-    Rule.MISSING_OPT_IN: ("opt-in-missing", "every allowed-class node carries {label}"),
-    Rule.DENIED_OPTED_IN: (
+    PolicyRule.MISSING_OPT_IN: ("opt-in-missing", "every allowed-class node carries {label}"),
+    PolicyRule.DENIED_OPTED_IN: (
         "opt-in-denied",
         "no node denied by class or GPU product carries {label}",
     ),
-    Rule.UNKNOWN_CLASS: ("opt-in-unknown-class", "every node with {label} has an allowed class"),
-    Rule.CLASS_CONTRADICTS_PRODUCT: (
+    PolicyRule.UNKNOWN_CLASS: (
+        "opt-in-unknown-class",
+        "every node with {label} has an allowed class",
+    ),
+    PolicyRule.CLASS_CONTRADICTS_PRODUCT: (
         "class-product",
         "no node's class label contradicts its GPU product label",
     ),
-    Rule.SELECTOR_DENIED: ("selector-denied", "the desired selector {sel} selects no denied node"),
-    Rule.SELECTOR_MISSES: (
+    PolicyRule.SELECTOR_DENIED: (
+        "selector-denied",
+        "the desired selector {sel} selects no denied node",
+    ),
+    PolicyRule.SELECTOR_MISSES: (
         "selector-coverage",
         "the desired selector {sel} selects all {n} opted-in node(s) that are not denied",
     ),
@@ -268,12 +274,12 @@ def run_guards(
     for rule, finding in findings.items():
         name, passing = _PASSING[rule]
         if finding is None:
-            checks.append(Check(name, True, passing.format(label=label, sel=sel, n=opted)))
+            checks.append(GuardCheck(name, True, passing.format(label=label, sel=sel, n=opted)))
         else:
-            checks.append(Check(name, False, finding.message, finding.fix))
+            checks.append(GuardCheck(name, False, finding.message, finding.fix))
     if desired_selector is None:
         checks.append(
-            Check(
+            GuardCheck(
                 "desired-selector",
                 False,
                 f"the desired selector is unknown: {desired_unknown or 'not given'}",
@@ -288,7 +294,7 @@ def run_guards(
         pods_by_node=scan.by_node(),
         denied={n for n, labels in nodes.items() if is_denied(labels, policy)},
     )
-    checks.append(Check("blast-radius", True, radius.summary()))
+    checks.append(GuardCheck("blast-radius", True, radius.summary()))
     return PreflightReport(checks, radius, scan, desired_selector, live_selector)
 
 

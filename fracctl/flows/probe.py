@@ -63,7 +63,7 @@ EXPECT = ("any", "running", "not-ready")
 
 
 @dataclass
-class ProbeResult:
+class PodProbeResult:
     """The probe's fate and the evidence for it."""
 
     name: str
@@ -132,16 +132,39 @@ class ProbeResult:
 _MEMORY = re.compile(r"^\s*(\d+)\s*(Mi|Gi|Ti)?\s*$")
 
 
-def parse_memory(text: str) -> int:
+def memory_mib(text: str) -> int:
     """``4Gi`` -> 4096 (MiB, as the ``gpu-memory`` annotation wants); plain numbers are MiB.
+
+    Raises:
+        ValueError: not a positive binary quantity.
+    """
+    m = _MEMORY.match(text)
+    if not m or int(m.group(1)) == 0:
+        raise ValueError(f"expected a size like 4Gi or 4096Mi, got {text!r}")
+    return int(m.group(1)) * {None: 1, "Mi": 1, "Gi": 1024, "Ti": 1024 * 1024}[m.group(2)]
+
+
+def parse_memory(text: str) -> int:
+    """:func:`memory_mib` of a ``--memory`` value.
 
     Raises:
         UsageError: not a positive binary quantity.
     """
-    m = _MEMORY.match(text)
-    if not m or int(m.group(1)) == 0:
-        raise UsageError(f"--memory: expected a size like 4Gi or 4096Mi, got {text!r}")
-    return int(m.group(1)) * {None: 1, "Mi": 1, "Gi": 1024, "Ti": 1024 * 1024}[m.group(2)]
+    try:
+        return memory_mib(text)
+    except ValueError as e:
+        raise UsageError(f"--memory: {e}") from None
+
+
+def check_fraction(fraction: float) -> float:
+    """A share of one GPU: between 0 and 1, both excluded.
+
+    Raises:
+        ValueError: out of range.
+    """
+    if not 0 < fraction < 1:
+        raise ValueError(f"must be between 0 and 1 (exclusive), got {fraction:g}")
+    return fraction
 
 
 def fraction_request(*, memory: str | None, fraction: float | None) -> dict[str, str]:
@@ -153,8 +176,10 @@ def fraction_request(*, memory: str | None, fraction: float | None) -> dict[str,
     if (memory is None) == (fraction is None):
         raise UsageError("give exactly one of --memory (e.g. 4Gi) or --fraction (e.g. 0.25)")
     if fraction is not None:
-        if not 0 < fraction < 1:
-            raise UsageError(f"--fraction must be between 0 and 1 (exclusive), got {fraction}")
+        try:
+            check_fraction(fraction)
+        except ValueError as e:
+            raise UsageError(f"--fraction {e}") from None
         return {"gpu-fraction": f"{fraction:g}"}
     return {"gpu-memory": str(parse_memory(str(memory)))}
 
@@ -260,7 +285,7 @@ def probe(
     fraction: float | None = None,
     pool: dict[str, str] | None = None,
     timeout: float | None = None,
-) -> ProbeResult:
+) -> PodProbeResult:
     """Create the probe, watch it for at most ``timeout`` seconds, always delete it.
 
     Args:
@@ -287,7 +312,7 @@ def probe(
     body = probe_pod(
         ctx.config, name=name, request=request, pool=pool, deadline_seconds=int(wait) + 300
     )
-    result = ProbeResult(name, namespace, request, dict(pool), Outcome.TIMEOUT)
+    result = PodProbeResult(name, namespace, request, dict(pool), Outcome.TIMEOUT)
     started = ctx.clock.monotonic()
     may_exist = True  # until the server says it refused the create
     try:
@@ -334,7 +359,7 @@ def _refuse_denied_pool(ctx: Context, pool: Mapping[str, str]) -> None:
     )
 
 
-def _watch(ctx: Context, pod: dict[str, Any], result: ProbeResult, *, deadline: float) -> None:
+def _watch(ctx: Context, pod: dict[str, Any], result: PodProbeResult, *, deadline: float) -> None:
     namespace, name = result.namespace, result.name
     key = f"{namespace}/{name}"
 
@@ -345,8 +370,7 @@ def _watch(ctx: Context, pod: dict[str, Any], result: ProbeResult, *, deadline: 
         PODS,
         settled,
         deadline=deadline,
-        monotonic=ctx.clock.monotonic,
-        sleep=ctx.clock.sleep,
+        clock=ctx.clock,
         namespace=namespace,
         field_selector=f"metadata.name={name}",
     )

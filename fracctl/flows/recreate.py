@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fracctl.core import recreate as plan_mod
 from fracctl.core.drift import IN_SYNC, MISSING_DESIRED, REJECTED
@@ -35,26 +35,15 @@ from fracctl.errors import (
 from fracctl.flows import backends
 from fracctl.flows.backends import Backend
 from fracctl.flows.context import Context
-from fracctl.flows.lock import LeaseLock, identity
+from fracctl.flows.lock import LeaseLock, NoLock
 from fracctl.flows.signals import interrupt_on_sigterm
 from fracctl.flows.wait import ReadyResult, wait_ready
 
+if TYPE_CHECKING:
+    from fracctl.flows.preflight import PreflightReport
+
 Obj = dict[str, Any]
 Boundary = Callable[[str], None]
-
-# Step boundaries, in order; tests interrupt the flow at each.
-BOUNDARIES = (
-    "locked",
-    "planned",
-    "guarded",
-    "backed-up",
-    "deleted",
-    "gone",
-    "recreated",
-    "verified",
-    "ready",
-    "recorded",
-)
 
 
 @dataclass
@@ -64,7 +53,7 @@ class RecreateResult:
     plan: Plan
     outcome: str
     backend: str
-    guards: dict[str, Any] | None = None
+    guards: PreflightReport | None = None
     backup: str | None = None
     ready: ReadyResult | None = None
     audit_file: str | None = None
@@ -76,8 +65,8 @@ class RecreateResult:
         return {
             "outcome": self.outcome,
             "backend": self.backend,
-            "plan": self.plan.to_dict(),
-            "guards": self.guards,
+            "plan": self.plan.to_dict(STEP_TEXT),
+            "guards": self.guards.to_dict() if self.guards else None,
             "backup": self.backup,
             "ready": self.ready.to_dict() if self.ready else None,
             "audit_file": self.audit_file,
@@ -189,8 +178,7 @@ def wait_gone(ctx: Context, uid: str, *, timeout: float | None = None) -> None:
         t.ref,
         gone,
         deadline=ctx.clock.monotonic() + timeout,
-        monotonic=ctx.clock.monotonic,
-        sleep=ctx.clock.sleep,
+        clock=ctx.clock,
         field_selector=f"metadata.name={t.name}",
     )
     if finished:
@@ -312,34 +300,166 @@ def _state_after_failure(ctx: Context, desired_sel: dict[str, str]) -> str:
     return f"{t.kind}/{t.name} was deleted and recreated with git's nodeSelector"
 
 
+@dataclass
+class Run:
+    """What one run carries from step to step."""
+
+    ctx: Context
+    result: RecreateResult
+    backend: Backend
+    live: Obj | None
+    desired: Obj
+    entry: dict[str, Any]
+    dry_run: bool = False
+
+    @property
+    def desired_selector(self) -> dict[str, str]:
+        """Git's ``nodeSelector``."""
+        return selector_of(self.desired, self.ctx.config.target.selector_field) or {}
+
+    @property
+    def live_selector(self) -> dict[str, str] | None:
+        """The live ``nodeSelector`` as planned (None when there was no object)."""
+        return self.result.plan.before
+
+
+def _prove(run: Run) -> None:
+    deletes = plan_mod.DELETE in run.result.plan.steps
+    run.result.proofs = backends.prove(run.ctx, run.backend, run.desired, deletes=deletes)
+    for line in run.result.proofs:
+        run.ctx.info(f"proven: {line}")
+
+
+def _guards(run: Run) -> None:
+    from fracctl.flows.preflight import run_guards
+
+    report = run_guards(
+        run.ctx, desired_selector=run.desired_selector, live_selector=run.live_selector
+    )
+    run.result.guards = report
+    if not report.ok:
+        run.result.outcome = "refused"
+        if not run.dry_run:
+            lines = "; ".join(f"{c.name}: {c.evidence} -> {c.fix}" for c in report.failed)
+            raise Refused(f"preflight refused, nothing changed: {lines}")
+
+
+def _backup(run: Run) -> None:
+    if run.live is not None:
+        t = run.ctx.config.target
+        run.result.backup = backup(run.ctx, run.live)
+        run.ctx.info(f"backed up {t.kind}/{t.name} to {run.result.backup}")
+
+
+def _delete(run: Run) -> None:
+    if run.live is not None:
+        t = run.ctx.config.target
+        delete(run.ctx, run.live)
+        run.ctx.info(f"deleted {t.kind}/{t.name} (uid {run.live['metadata']['uid']})")
+
+
+def _wait_gone(run: Run) -> None:
+    if run.live is not None:
+        t = run.ctx.config.target
+        wait_gone(run.ctx, run.live["metadata"]["uid"])
+        run.ctx.info(f"{t.kind}/{t.name} is gone")
+
+
+def _recreate(run: Run) -> None:
+    result = run.result
+    if result.backup is None:
+        result.backup = latest_backup(run.ctx)
+        if result.backup:
+            result.notes.append(f"the backup of the original object is {result.backup}")
+    said = run.backend.recreate(run.ctx, run.desired)
+    result.notes.append(said)
+    run.ctx.info(said)
+
+
+def _verify(run: Run) -> None:
+    said = run.result.notes[-1] if run.result.notes else ""
+    run.live = verify(run.ctx, run.desired_selector, run.backend, said)
+    run.ctx.info(f"verified: live nodeSelector is {run.desired_selector}")
+
+
+def _wait_ready(run: Run) -> None:
+    run.result.ready = wait_ready(run.ctx, selector=run.desired_selector)
+
+
+def _record(run: Run) -> None:
+    t = run.ctx.config.target
+    result = run.result
+    final = run.ctx.kube.get_or_none(t.ref, t.name)
+    done = {
+        **run.entry,
+        "time": _now(),
+        "outcome": "recreated" if result.plan.changes_cluster else "ready",
+        "backup": result.backup,
+    }
+    result.audit_file = record(run.ctx, live=final, entry=done)
+
+
+@dataclass(frozen=True)
+class Step:
+    """One step of the pipeline: its plan name, what it does, and where it can be stopped."""
+
+    name: str
+    text: str
+    boundary: str  # reached when the step is done; tests interrupt there
+    run: Callable[[Run], None]
+    acts: bool = True  # changes something: runs only after --dry-run's exit and the prompt
+    renew_lock: bool = False  # renew the Lease (and stop if it was lost) right before
+
+
+PIPELINE: tuple[Step, ...] = (
+    Step(plan_mod.PROVE, "prove, read-only, that the backend can recreate it "
+         "(credentials, permissions, the objects it will use)", "proven", _prove, acts=False),
+    Step(plan_mod.GUARDS, "run the preflight guards (fractional pods, label policy, "
+         "selector coverage)", "guarded", _guards, acts=False),
+    Step(plan_mod.BACKUP, "back up the live object", "backed-up", _backup),
+    Step(plan_mod.DELETE, "delete the live object", "deleted", _delete, renew_lock=True),
+    Step(plan_mod.WAIT_GONE, "wait until it is gone (the operator releases its finalizer)",
+         "gone", _wait_gone),
+    Step(plan_mod.RECREATE, "recreate it from git", "recreated", _recreate, renew_lock=True),
+    Step(plan_mod.VERIFY, "verify the live object equals git on its immutable fields",
+         "verified", _verify),
+    Step(plan_mod.WAIT_READY, "wait until every selected node reports ready", "ready",
+         _wait_ready),
+    Step(plan_mod.RECORD, "record an Event and an audit line", "recorded", _record),
+)  # fmt: skip
+STEPS = {s.name: s for s in PIPELINE}
+STEP_TEXT = {s.name: s.text for s in PIPELINE}
+# Every point where a run can be stopped, in order; tests interrupt the flow at each.
+BOUNDARIES = ("locked", "planned", *(s.boundary for s in PIPELINE))
+
+
 def recreate(
     ctx: Context,
     *,
     dry_run: bool = False,
     yes: bool = False,
     backend: str | None = None,
-    confirm: Callable[[Plan, dict[str, Any] | None], bool] | None = None,
+    confirm: Callable[[RecreateResult], bool] | None = None,
     boundary: Boundary | None = None,
     desired_objects: list[Obj] | None = None,
 ) -> RecreateResult:
     """Run (or plan) the guarded delete → recreate → wait.
 
-    Everything that can be proven read-only is proven before the first change: the
-    guards, the Kubernetes identity's right to delete, and the backend's credentials,
-    permissions and objects (:func:`fracctl.flows.backends.prove`). ``--dry-run`` runs the
-    same proofs and fails the same way.
+    The plan (:func:`fracctl.core.recreate.decide`) names the steps still needed; each
+    runs from :data:`PIPELINE`. Every read-only step (the backend's proofs, the guards)
+    runs before the first change, and ``--dry-run`` runs them too and fails the same way.
 
     Args:
         ctx: the context.
         dry_run: print the plan and change nothing (no lock either).
         yes: do not ask for confirmation.
-        backend: argocd, flux or apply (default from config).
-        confirm: asks the operator; required when not ``yes`` on a terminal.
+        backend: a name from the backend registry (default from config).
+        confirm: shown the planned result, says whether to go on; required when not
+            ``yes`` on a terminal.
         boundary: called with each step boundary name (fault injection in tests).
         desired_objects: rendered manifests (default: render ``ctx.config.git``).
     """
     from fracctl.flows.drift import check_target
-    from fracctl.flows.preflight import run_guards
     from fracctl.flows.render import render_desired
 
     at = boundary or (lambda _step: None)
@@ -353,17 +473,14 @@ def recreate(
     objects = desired_objects if desired_objects is not None else render_desired(ctx)
     t = ctx.config.target
 
-    lock: contextlib.AbstractContextManager[Any] = (
-        contextlib.nullcontext() if dry_run else LeaseLock(ctx)
-    )
+    lock: LeaseLock | NoLock = NoLock() if dry_run else LeaseLock(ctx)
     entry: dict[str, Any] = {
         "time": _now(),
-        "who": getattr(lock, "me", None) or identity(),
+        "who": lock.me,
         "action": "recreate",
         "object": f"{t.kind}/{t.name}",
         "backend": backend,
     }
-    check_lock = lock.check if isinstance(lock, LeaseLock) else (lambda: None)
     with interrupt_on_sigterm(), lock:
         at("locked")
         drift = check_target(ctx, desired_objects=objects)
@@ -373,80 +490,56 @@ def recreate(
                 f"{ctx.config.git.path}; refusing to delete the live one",
                 hint="check git.repo, git.path and git.revision",
             )
-        if drift.verdict == REJECTED:
+        if drift.verdict == REJECTED or drift.desired is None:
             raise Refused(
                 f"the API server rejects git's {t.kind}/{t.name} for a reason a recreate does "
                 f"not fix: {drift.message}",
                 hint="fix the manifest in git",
             )
         live, desired = drift.live, drift.desired
-        field_path = ctx.config.target.selector_field
-        live_sel, desired_sel = (
-            selector_of(live, field_path),
-            selector_of(desired, field_path) or {},
-        )
-        terminating = bool(live and live["metadata"].get("deletionTimestamp"))
+        field_path = t.selector_field
+        live_sel, desired_sel = selector_of(live, field_path), selector_of(desired, field_path)
         plan = plan_mod.decide(
             verdict=drift.verdict,
-            terminating=terminating,
+            terminating=bool(live and live["metadata"].get("deletionTimestamp")),
             live_selector=live_sel,
-            desired_selector=desired_sel,
+            desired_selector=desired_sel or {},
             unready_nodes=unready_nodes(ctx, live_sel) if drift.verdict == IN_SYNC else [],
         )
-        entry.update(before=live_sel, after=desired_sel)
+        entry.update(before=live_sel, after=desired_sel or {})
         at("planned")
         result = RecreateResult(plan=plan, outcome=plan.reason, backend=backend)
-        if not plan.steps:
-            return result
+        run = Run(ctx, result, chosen, live, desired, entry, dry_run=dry_run)
+        steps = [STEPS[name] for name in plan.steps]
 
-        if plan_mod.RECREATE in plan.steps and desired is not None:
-            result.proofs = backends.prove(
-                ctx, chosen, desired, deletes=plan_mod.DELETE in plan.steps
-            )
-            for line in result.proofs:
-                ctx.info(f"proven: {line}")
-        if plan_mod.GUARDS in plan.steps:
-            report = run_guards(ctx, desired_selector=desired_sel, live_selector=live_sel)
-            result.guards = report.to_dict()
-            if not report.ok:
-                if dry_run:
-                    result.outcome = "refused"
-                    return result
-                lines = "; ".join(f"{c.name}: {c.evidence} -> {c.fix}" for c in report.failed)
-                raise Refused(f"preflight refused, nothing changed: {lines}")
-        at("guarded")
+        for step in (s for s in steps if not s.acts):
+            step.run(run)
+            if result.outcome == "refused":
+                return result
+            at(step.boundary)
+        if not steps:
+            return result
         if dry_run:
             result.outcome = "dry-run"
             return result
-        if not yes and confirm is not None and not confirm(plan, result.guards):
+        if not yes and confirm is not None and not confirm(result):
             raise Refused("not confirmed; nothing changed")
 
         # Whether the original is gone (deleted now, or by an earlier run) and git's
         # object not yet verified: a failure then must say so and how to get back.
         gone = plan.reason in (plan_mod.RESUME_GONE, plan_mod.RESUME_MISSING)
         try:
-            for step in plan.steps:
-                if step in (plan_mod.DELETE, plan_mod.RECREATE):
-                    check_lock()
-                live = _run_step(
-                    ctx,
-                    step,
-                    result,
-                    live=live,
-                    desired=desired,
-                    backend=chosen,
-                    at=at,
-                    entry=entry,
-                )
-                if step == plan_mod.DELETE:
-                    gone = True
-                elif step == plan_mod.VERIFY:
-                    gone = False
+            for step in (s for s in steps if s.acts):
+                if step.renew_lock:
+                    lock.check()
+                step.run(run)
+                gone = (gone or step.name == plan_mod.DELETE) and step.name != plan_mod.VERIFY
+                at(step.boundary)
             result.outcome = "recreated" if plan.changes_cluster else "ready"
         except (FracctlError, KeyboardInterrupt) as e:
             backup_path = result.backup or (latest_backup(ctx) if gone else None)
             if gone:
-                said = way_back(_state_after_failure(ctx, desired_sel), backup_path)
+                said = way_back(_state_after_failure(ctx, run.desired_selector), backup_path)
                 if isinstance(e, FracctlError):
                     _amend(e, said)
                 else:  # interrupted: the CLI only says "Interrupted.", so say the rest here
@@ -459,59 +552,4 @@ def recreate(
             with contextlib.suppress(Exception):
                 record(ctx, live=None, entry=entry)
             raise
-        at("recorded")
         return result
-
-
-def _run_step(
-    ctx: Context,
-    step: str,
-    result: RecreateResult,
-    *,
-    live: Obj | None,
-    desired: Obj | None,
-    backend: Backend,
-    at: Boundary,
-    entry: dict[str, Any],
-) -> Obj | None:
-    """Run one step; returns the live object as the step leaves it."""
-    t = ctx.config.target
-    desired_sel = selector_of(desired, ctx.config.target.selector_field) or {}
-    if step == plan_mod.BACKUP and live is not None:
-        result.backup = backup(ctx, live)
-        ctx.info(f"backed up {t.kind}/{t.name} to {result.backup}")
-        at("backed-up")
-    elif step == plan_mod.DELETE and live is not None:
-        delete(ctx, live)
-        ctx.info(f"deleted {t.kind}/{t.name} (uid {live['metadata']['uid']})")
-        at("deleted")
-    elif step == plan_mod.WAIT_GONE and live is not None:
-        wait_gone(ctx, live["metadata"]["uid"])
-        ctx.info(f"{t.kind}/{t.name} is gone")
-        at("gone")
-    elif step == plan_mod.RECREATE and desired is not None:
-        if result.backup is None:
-            result.backup = latest_backup(ctx)
-            if result.backup:
-                result.notes.append(f"the backup of the original object is {result.backup}")
-        said = backend.recreate(ctx, desired)
-        result.notes.append(said)
-        ctx.info(said)
-        at("recreated")
-    elif step == plan_mod.VERIFY:
-        live = verify(ctx, desired_sel, backend, result.notes[-1] if result.notes else "")
-        ctx.info(f"verified: live nodeSelector is {desired_sel}")
-        at("verified")
-    elif step == plan_mod.WAIT_READY:
-        result.ready = wait_ready(ctx, selector=desired_sel)
-        at("ready")
-    elif step == plan_mod.RECORD:
-        final = ctx.kube.get_or_none(ctx.config.target.ref, t.name)
-        done = {
-            **entry,
-            "time": _now(),
-            "outcome": "recreated" if result.plan.changes_cluster else "ready",
-            "backup": result.backup,
-        }
-        result.audit_file = record(ctx, live=final, entry=done)
-    return live

@@ -109,12 +109,8 @@ def render_desired(
 
 def render_from_argocd(ctx: Context, *, app: str, revision: str | None = None) -> Desired:
     """The manifests Argo CD renders for ``app`` (at ``revision``, else its target)."""
-    from fracctl.adapters.argocd import ArgoCD
-
-    with ArgoCD.from_config(
-        ctx.config.argocd, ctx.env, timeout=float(ctx.config.timeouts.request)
-    ) as client:
-        objects = [o for o in client.manifests(app, revision=revision) if isinstance(o, dict)]
+    manifests = ctx.argocd.manifests(app, revision=revision)
+    objects = [o for o in manifests if isinstance(o, dict)]
     check_argocd_unique(ctx, objects, app=app)
     return Desired(
         objects=objects,

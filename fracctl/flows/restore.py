@@ -19,7 +19,7 @@ from fracctl.core.recreate import Plan
 from fracctl.errors import ConfigError, FracctlError, Refused, UsageError
 from fracctl.flows import backends
 from fracctl.flows.context import Context
-from fracctl.flows.lock import LeaseLock, identity
+from fracctl.flows.lock import LeaseLock, NoLock
 from fracctl.flows.recreate import RecreateResult, _now, record, verify, wait_gone
 from fracctl.flows.signals import interrupt_on_sigterm
 from fracctl.flows.wait import wait_ready
@@ -82,7 +82,7 @@ def restore(
     *,
     dry_run: bool = False,
     yes: bool = False,
-    confirm: Callable[[Plan, dict[str, Any] | None], bool] | None = None,
+    confirm: Callable[[RecreateResult], bool] | None = None,
 ) -> RecreateResult:
     """Create the target again from a backup, if (and only if) it is missing.
 
@@ -101,12 +101,10 @@ def restore(
             "refusing to restore without confirmation: stdin is not a terminal",
             hint="review the plan with --dry-run, then pass --yes",
         )
-    lock: contextlib.AbstractContextManager[Any] = (
-        contextlib.nullcontext() if dry_run else LeaseLock(ctx)
-    )
+    lock: LeaseLock | NoLock = NoLock() if dry_run else LeaseLock(ctx)
     entry: dict[str, Any] = {
         "time": _now(),
-        "who": getattr(lock, "me", None) or identity(),
+        "who": lock.me,
         "action": "restore",
         "object": f"{t.kind}/{t.name}",
         "backend": "apply",
@@ -142,12 +140,12 @@ def restore(
             want,
         )
         result = RecreateResult(plan=plan, outcome=plan.reason, backend="apply", backup=path)
-        applier = backends.ApplyBackend()
+        applier = backends.get("apply")
         result.proofs = backends.prove(ctx, applier, _restorable(obj), deletes=False)
         if dry_run:
             result.outcome = "dry-run"
             return result
-        if not yes and confirm is not None and not confirm(plan, None):
+        if not yes and confirm is not None and not confirm(result):
             raise Refused("not confirmed; nothing changed")
         try:
             if terminating and live is not None:

@@ -445,15 +445,18 @@ def start_argocd(ctx: Context, box: Sandbox, gitops_path: str) -> argocd_local.L
         detach=True,
     )
     kube = Kube.connect(kubeconfig=str(box.kubeconfig))
-    argocd_local.put_application(
-        kube,
-        argocd_local.application(
-            SANDBOX_APP,
-            project=SANDBOX_APP,
-            repo_url=f"file://{box.gitops}",
-            path=gitops_path,
-        ),
-    )
+    try:
+        argocd_local.put_application(
+            kube,
+            argocd_local.application(
+                SANDBOX_APP,
+                project=SANDBOX_APP,
+                repo_url=f"file://{box.gitops}",
+                path=gitops_path,
+            ),
+        )
+    finally:
+        kube.close()
     argocd_local.wait_compared(local, SANDBOX_APP)
     text = box.config_file.read_text().replace("  backend: apply\n", "  backend: argocd\n")
     text += (

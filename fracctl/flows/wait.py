@@ -1,8 +1,9 @@
 """Wait, by watching, until every node a selector matches reports the readiness condition.
 
 One LIST, then a WATCH from its resourceVersion: no sleep loop. Nodes that start or stop
-matching while we wait are followed. Progress goes to stderr: a live table per node on a
-terminal, a plain line per change otherwise.
+matching while we wait are followed. Progress goes to stderr through
+``ctx.node_progress`` (the CLI shows a live table on a terminal), else a plain line per
+change.
 """
 
 from __future__ import annotations
@@ -31,46 +32,24 @@ class ReadyResult:
         return {"selector": self.selector, "nodes": self.nodes, "seconds": round(self.seconds, 1)}
 
 
-class _Progress:
+class PlainProgress:
+    """A line on stderr each time a node's condition changes (the default off a terminal)."""
+
     def __init__(self, ctx: Context, condition: str) -> None:
         self.ctx = ctx
         self.condition = condition
-        self.live: Any = None
         self.last: dict[str, str] = {}
-        if ctx.err.is_terminal:
-            from rich.live import Live
-
-            self.live = Live(console=ctx.err, refresh_per_second=4, transient=False)
-            self.live.start()
 
     def show(self, nodes: dict[str, Obj]) -> None:
-        states = {n: describe_condition(o, self.condition) for n, o in sorted(nodes.items())}
-        if self.live is not None:
-            from rich.table import Table
-
-            ready = sum(1 for o in nodes.values() if is_ready(o, self.condition))
-            table = Table(title=f"{ready}/{len(nodes)} nodes ready", title_justify="left")
-            table.add_column("node")
-            table.add_column(self.condition)
-            for name, text in states.items():
-                style = "green" if text.startswith("True") else "yellow"
-                table.add_row(name, f"[{style}]{_escape(text)}[/]")
-            self.live.update(table)
-        else:
-            for name, text in states.items():
-                if self.last.get(name) != text:
-                    self.ctx.info(f"node {name}: {self.condition} {text}")
-        self.last = states
+        """Report the nodes whose condition changed since the last call."""
+        for name in sorted(nodes):
+            text = describe_condition(nodes[name], self.condition)
+            if self.last.get(name) != text:
+                self.ctx.info(f"node {name}: {self.condition} {text}")
+                self.last[name] = text
 
     def stop(self) -> None:
-        if self.live is not None:
-            self.live.stop()
-
-
-def _escape(text: str) -> str:
-    from rich.markup import escape
-
-    return escape(text)
+        """Nothing to tear down."""
 
 
 def wait_ready(
@@ -89,7 +68,8 @@ def wait_ready(
     timeout = ctx.config.timeouts.ready if timeout is None else timeout
     label_selector = selector_string(selector)
     start = ctx.clock.monotonic()
-    progress = None if quiet else _Progress(ctx, cond)
+    factory = ctx.node_progress or PlainProgress
+    progress = None if quiet else factory(ctx, cond)
 
     def all_ready(view: dict[str, Obj]) -> bool:
         return all(is_ready(o, cond) for o in view.values())
@@ -99,8 +79,7 @@ def wait_ready(
             NODES,
             all_ready,
             deadline=start + timeout,
-            monotonic=ctx.clock.monotonic,
-            sleep=ctx.clock.sleep,
+            clock=ctx.clock,
             label_selector=label_selector or None,
             on_change=progress.show if progress else None,
         )
