@@ -20,8 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Union
 
-from fracctl.core.backends import NAMES as backend_names
-from fracctl.core.backends import choices as backend_choices
+from fracctl.core import backends as backend_registry
 from fracctl.core.policy import product_words
 from fracctl.core.resources import ResourceRef, split_api_version, target_ref
 from fracctl.errors import ConfigError
@@ -247,8 +246,8 @@ class RecreateConfig:
 
     def __post_init__(self) -> None:
         _names_given(self, "lock_namespace", "lock_name")
-        if self.backend not in backend_names:
-            raise ValueError(f"backend must be {backend_choices()}, got {self.backend!r}")
+        if self.backend not in backend_registry.names():
+            raise ValueError(f"backend must be {backend_registry.choices()}, got {self.backend!r}")
 
 
 _TOLERATION = re.compile(

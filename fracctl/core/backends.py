@@ -37,12 +37,18 @@ REGISTRY: tuple[BackendEntry, ...] = (
     ),
 )
 
-NAMES: tuple[str, ...] = tuple(e.name for e in REGISTRY)
+NAMES: tuple[str, ...] = tuple(e.name for e in REGISTRY)  # as the CLI's choices
+
+
+def names() -> tuple[str, ...]:
+    """Every backend's name, read from the registry now."""
+    return tuple(e.name for e in REGISTRY)
 
 
 def choices() -> str:
     """``argocd, flux or apply``: the names as a sentence, for messages."""
-    return ", ".join(NAMES[:-1]) + f" or {NAMES[-1]}" if len(NAMES) > 1 else NAMES[0]
+    known = names()
+    return ", ".join(known[:-1]) + f" or {known[-1]}" if len(known) > 1 else known[0]
 
 
 def entry(name: str) -> BackendEntry | None:
