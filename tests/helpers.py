@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -84,6 +85,39 @@ class FakeClock:
     def sleep(self, seconds: float) -> None:
         self.sleeps.append(seconds)
         self.t += seconds
+
+
+CLUSTER_ROLES = ResourceRef("rbac.authorization.k8s.io", "v1", "clusterroles", "ClusterRole", False)
+CLUSTER_ROLE_BINDINGS = ResourceRef(
+    "rbac.authorization.k8s.io", "v1", "clusterrolebindings", "ClusterRoleBinding", False
+)
+
+
+@contextlib.contextmanager
+def granted(kube: Kube, user: str, rules: list[dict[str, Any]], name: str) -> Iterator[None]:
+    """``user`` holds exactly ``rules`` cluster-wide (a ClusterRole and its binding) inside."""
+    kube.create(CLUSTER_ROLES, {"metadata": {"name": name}, "rules": rules})
+    try:
+        kube.create(
+            CLUSTER_ROLE_BINDINGS,
+            {
+                "metadata": {"name": name},
+                "roleRef": {
+                    "apiGroup": "rbac.authorization.k8s.io",
+                    "kind": "ClusterRole",
+                    "name": name,
+                },
+                "subjects": [
+                    {"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": user}
+                ],
+            },
+        )
+        try:
+            yield
+        finally:
+            kube.delete(CLUSTER_ROLE_BINDINGS, name)
+    finally:
+        kube.delete(CLUSTER_ROLES, name)
 
 
 def ref_for(config: Config) -> ResourceRef:

@@ -21,7 +21,7 @@ from fracctl.core import drift as d
 from fracctl.errors import ExitCode, Forbidden
 from fracctl.flows import drift as flow
 from fracctl.flows.context import Context
-from tests.helpers import Cluster, commit_all, run_cli
+from tests.helpers import Cluster, commit_all, granted, run_cli
 from tests.recreate_fixtures import NEW, OLD, Incident, make_incident
 
 REQUIRED = "spec.nodeSelector: Required value"
@@ -171,47 +171,16 @@ class AsNoCreateUser(Kube):
 def test_without_rights_to_validate_drift_fails_instead_of_saying_in_sync(
     cluster: Cluster,
 ) -> None:
-    kube = cluster.kube
-    rbac = "rbac.authorization.k8s.io/v1"
-    roles, bindings = kube.resolve(rbac, "ClusterRole"), kube.resolve(rbac, "ClusterRoleBinding")
-    name = f"drift-no-create-{uuid.uuid4().hex[:6]}"
-    kube.create(
-        roles,
+    rules = [
         {
-            "apiVersion": rbac,
-            "kind": "ClusterRole",
-            "metadata": {"name": name},
-            "rules": [
-                {
-                    "apiGroups": [GROUP],
-                    "resources": ["gpufractioningconfigs"],
-                    "verbs": ["get", "list", "patch"],
-                }
-            ],
-        },
-    )
-    kube.create(
-        bindings,
-        {
-            "apiVersion": rbac,
-            "kind": "ClusterRoleBinding",
-            "metadata": {"name": name},
-            "roleRef": {
-                "apiGroup": "rbac.authorization.k8s.io",
-                "kind": "ClusterRole",
-                "name": name,
-            },
-            "subjects": [
-                {
-                    "apiGroup": "rbac.authorization.k8s.io",
-                    "kind": "User",
-                    "name": AsNoCreateUser.user,
-                }
-            ],
-        },
-    )
+            "apiGroups": [GROUP],
+            "resources": ["gpufractioningconfigs"],
+            "verbs": ["get", "list", "patch"],
+        }
+    ]
     cluster.target(OLD)
-    try:
+    name = f"drift-no-create-{uuid.uuid4().hex[:6]}"
+    with granted(cluster.kube, AsNoCreateUser.user, rules, name):
         user = AsNoCreateUser.connect(kubeconfig=cluster.kubeconfig)
         ctx = Context(config=cfg.Config(), kube_factory=lambda: user)
         t = ctx.config.target
@@ -224,6 +193,3 @@ def test_without_rights_to_validate_drift_fails_instead_of_saying_in_sync(
         with pytest.raises(Forbidden) as e:
             flow.check_target(ctx, desired_objects=[desired])
         assert "grant the create verb on gpufractioningconfigs" in str(e.value)
-    finally:
-        kube.delete(bindings, name)
-        kube.delete(roles, name)

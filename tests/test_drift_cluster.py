@@ -22,7 +22,7 @@ from fracctl.core.resources import ResourceRef
 from fracctl.errors import ExitCode, NotFound
 from fracctl.flows import drift as flow
 from fracctl.flows.context import Context
-from tests.helpers import Cluster, commit_all, run_cli
+from tests.helpers import Cluster, commit_all, granted, run_cli
 
 REPO = Path(__file__).resolve().parents[1]
 GITOPS = REPO / "examples" / "gitops"
@@ -627,44 +627,15 @@ class AsNoCrdUser(AsUser):
 def test_without_the_crd_the_api_servers_causes_name_the_field(
     cluster: Cluster, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    kube = cluster.kube
-    rbac = "rbac.authorization.k8s.io/v1"
-    roles = kube.resolve(rbac, "ClusterRole")
-    bindings = kube.resolve(rbac, "ClusterRoleBinding")
-    name = f"drift-no-crd-{uuid.uuid4().hex[:6]}"
-    kube.create(
-        roles,
+    rules = [
         {
-            "apiVersion": rbac,
-            "kind": "ClusterRole",
-            "metadata": {"name": name},
-            "rules": [
-                {
-                    "apiGroups": ["gpu-fractioning.kai.scheduler"],
-                    "resources": ["gpufractioningconfigs"],
-                    "verbs": ["get", "list", "create", "patch"],
-                }
-            ],
-        },
-    )
-    kube.create(
-        bindings,
-        {
-            "apiVersion": rbac,
-            "kind": "ClusterRoleBinding",
-            "metadata": {"name": name},
-            "roleRef": {
-                "apiGroup": "rbac.authorization.k8s.io",
-                "kind": "ClusterRole",
-                "name": name,
-            },
-            "subjects": [
-                {"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": AsNoCrdUser.user}
-            ],
-        },
-    )
+            "apiGroups": ["gpu-fractioning.kai.scheduler"],
+            "resources": ["gpufractioningconfigs"],
+            "verbs": ["get", "list", "create", "patch"],
+        }
+    ]
     cluster.target(RTX)
-    try:
+    with granted(cluster.kube, AsNoCrdUser.user, rules, f"drift-no-crd-{uuid.uuid4().hex[:6]}"):
         user = AsNoCrdUser.connect(kubeconfig=cluster.kubeconfig)
         ctx = Context(config=cfg.Config(), kube_factory=lambda: user)
         t = ctx.config.target
@@ -686,6 +657,3 @@ def test_without_the_crd_the_api_servers_causes_name_the_field(
         assert CEL in f.message
         err = capsys.readouterr().err
         assert "cannot read the CRD gpufractioningconfigs.gpu-fractioning.kai.scheduler" in err
-    finally:
-        kube.delete(bindings, name)
-        kube.delete(roles, name)

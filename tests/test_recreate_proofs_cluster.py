@@ -11,17 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from fracctl.core.resources import ResourceRef
 from fracctl.errors import ExitCode, FracctlError
 from fracctl.flows.recreate import recreate
 from tests.argocd_standin import ArgoCDStandIn
-from tests.helpers import Cluster, run_cli
+from tests.helpers import Cluster, granted, run_cli
 from tests.recreate_fixtures import NEW, OLD, Incident, make_incident
-
-CLUSTER_ROLES = ResourceRef("rbac.authorization.k8s.io", "v1", "clusterroles", "ClusterRole", False)
-CLUSTER_ROLE_BINDINGS = ResourceRef(
-    "rbac.authorization.k8s.io", "v1", "clusterrolebindings", "ClusterRoleBinding", False
-)
 
 
 @pytest.fixture
@@ -155,29 +149,10 @@ def no_delete_identity(incident: Incident, control_plane):  # type: ignore[no-un
         {"apiGroups": ["apiextensions.k8s.io"], "resources": ["customresourcedefinitions"],
          "verbs": ["get", "list"]},
     ]  # fmt: skip
-    name = "fracctl-test-no-delete"
-    kube.create(CLUSTER_ROLES, {"metadata": {"name": name}, "rules": rules})
-    kube.create(
-        CLUSTER_ROLE_BINDINGS,
-        {
-            "metadata": {"name": name},
-            "roleRef": {
-                "apiGroup": "rbac.authorization.k8s.io",
-                "kind": "ClusterRole",
-                "name": name,
-            },
-            "subjects": [
-                {"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "viewer"}
-            ],
-        },
-    )
     path = incident.root / "viewer.kubeconfig"
     control_plane.write_kubeconfig(str(path), token=control_plane.viewer_token, user="viewer")
-    try:
+    with granted(kube, "viewer", rules, "fracctl-test-no-delete"):
         yield path
-    finally:
-        kube.delete(CLUSTER_ROLE_BINDINGS, name)
-        kube.delete(CLUSTER_ROLES, name)
 
 
 def test_identity_that_may_not_delete_stops_before_anything(

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from fracctl.adapters.controlplane import ControlPlane, _alive
+from fracctl.adapters.controlplane import ControlPlane, alive
 from fracctl.errors import ExitCode
 from tests.helpers import run_cli
 
@@ -70,7 +70,7 @@ def test_up_status_down_twice(tmp_path: Path) -> None:
             sim_pid = int(Path(state, "operator-sim.pid").read_text())
             r = run_cli("sandbox", "down", "--state-dir", state)
         assert r.exit_code == ExitCode.OK, r.output
-        assert not any(_alive(p) for p in [*pids, sim_pid])
+        assert not any(alive(p) for p in [*pids, sim_pid])
         assert not Path(state).exists()
     r = run_cli("sandbox", "down", "--state-dir", state)
     assert r.exit_code == ExitCode.OK, r.output

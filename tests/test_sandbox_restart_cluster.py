@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from fracctl.adapters.controlplane import ControlPlane, _alive
+from fracctl.adapters.controlplane import ControlPlane, alive
 from fracctl.errors import ExitCode
 from fracctl.flows import sandbox as flow
 from tests.helpers import Result, run_cli
@@ -118,7 +118,7 @@ def test_a_fracctl_folder_in_the_working_directory_does_not_matter(tmp_path: Pat
         pids = pids_of(state)
         r = run_cli("sandbox", "down", "--state-dir", str(state))
     assert r.exit_code == ExitCode.OK, r.output
-    assert not any(_alive(p) for p in pids)
+    assert not any(alive(p) for p in pids)
 
 
 def test_up_fails_when_the_simulation_dies_at_start(
@@ -137,7 +137,7 @@ def test_up_fails_when_the_simulation_dies_at_start(
     assert len(r.stderr.strip().splitlines()) == 1 or "starting" in r.stderr
     assert "Traceback" not in r.output
     # Nothing keeps running; the logs stay; the next `up` starts clean.
-    assert not any(_alive(p) for p in pids_of(state))
+    assert not any(alive(p) for p in pids_of(state))
     st = run_cli("sandbox", "status", "--state-dir", str(state))
     assert st.exit_code == ExitCode.FINDING, st.output
     monkeypatch.undo()
@@ -148,7 +148,7 @@ def test_up_fails_when_the_simulation_dies_at_start(
     finally:
         pids = pids_of(state)
         run_cli("sandbox", "down", "--state-dir", str(state))
-    assert not any(_alive(p) for p in pids)
+    assert not any(alive(p) for p in pids)
 
 
 def test_up_fails_when_the_simulation_never_gets_ready(
@@ -162,6 +162,6 @@ def test_up_fails_when_the_simulation_never_gets_ready(
     r = up(state)
     assert r.exit_code == ExitCode.EXTERNAL, r.output
     assert "operator simulation did not get ready within 2s" in r.stderr
-    assert not any(_alive(p) for p in pids_of(state))
+    assert not any(alive(p) for p in pids_of(state))
     r = run_cli("sandbox", "down", "--state-dir", str(state))
     assert r.exit_code == ExitCode.OK, r.output

@@ -14,13 +14,12 @@ Processes are stopped by the PIDs recorded when they were started, nothing else.
 
 from __future__ import annotations
 
-import json
 import os
 import secrets
 import shutil
 import subprocess
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -85,18 +84,12 @@ class LocalArgoCD:
 
     def save(self) -> None:
         """Record PIDs and ports in the state dir."""
-        Path(self.state_dir, "argocd.json").write_text(json.dumps(asdict(self)))
+        controlplane.save_record(self, Path(self.state_dir, "argocd.json"))
 
     @classmethod
     def load(cls, state_dir: str | Path) -> LocalArgoCD | None:
         """The Argo CD recorded in ``state_dir``, if any."""
-        path = Path(state_dir, "argocd.json")
-        if not path.is_file():
-            return None
-        try:
-            return cls(**json.loads(path.read_text()))
-        except (ValueError, TypeError):
-            return None
+        return controlplane.load_record(cls, Path(state_dir, "argocd.json"))
 
     def alive(self) -> bool:
         """Whether every recorded process still runs."""

@@ -19,7 +19,7 @@ import subprocess
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from fracctl.errors import ExternalError, TimedOut, UsageError
 
@@ -61,22 +61,16 @@ class ControlPlane:
 
     def save(self) -> None:
         """Record PIDs and ports in the state dir."""
-        Path(self.state_dir, "controlplane.json").write_text(json.dumps(asdict(self)))
+        save_record(self, Path(self.state_dir, "controlplane.json"))
 
     @classmethod
     def load(cls, state_dir: str | Path) -> ControlPlane | None:
         """The control plane recorded in ``state_dir``, if any."""
-        path = Path(state_dir, "controlplane.json")
-        if not path.is_file():
-            return None
-        try:
-            return cls(**json.loads(path.read_text()))
-        except (ValueError, TypeError):
-            return None
+        return load_record(cls, Path(state_dir, "controlplane.json"))
 
     def alive(self) -> bool:
         """Whether both recorded processes still run."""
-        return _alive(self.etcd_pid) and _alive(self.apiserver_pid)
+        return alive(self.etcd_pid) and alive(self.apiserver_pid)
 
     def write_kubeconfig(self, path: str, *, token: str, user: str) -> None:
         """Write a kubeconfig for ``user`` with a bearer token."""
@@ -108,7 +102,25 @@ class ControlPlane:
     def stop(self, *, timeout: float = 15.0) -> None:
         """Stop the API server, then etcd, by their recorded PIDs."""
         for pid in (self.apiserver_pid, self.etcd_pid):
-            _terminate(pid, timeout)
+            terminate(pid, timeout)
+
+
+R = TypeVar("R")
+
+
+def save_record(record: Any, path: Path) -> None:
+    """Write a dataclass of PIDs and ports as JSON, for a later process to find."""
+    path.write_text(json.dumps(asdict(record)))
+
+
+def load_record(cls: type[R], path: Path) -> R | None:
+    """The dataclass recorded at ``path`` by :func:`save_record`, if any (None if unreadable)."""
+    if not path.is_file():
+        return None
+    try:
+        return cls(**json.loads(path.read_text()))
+    except (ValueError, TypeError):
+        return None
 
 
 def find_binaries(repo_root: Path | None = None) -> Path:
@@ -171,7 +183,7 @@ def start(state_dir: str | Path, *, binaries: Path, detach: bool = False) -> Con
         _openssl_key(sa_key)
 
     with open(state / "logs" / "etcd.log", "ab") as etcd_log:
-        etcd = _spawn(
+        etcd = spawn(
             [
                 str(binaries / "etcd"),
                 "--name=default",
@@ -189,7 +201,7 @@ def start(state_dir: str | Path, *, binaries: Path, detach: bool = False) -> Con
             detach,
         )
     with open(state / "logs" / "kube-apiserver.log", "ab") as api_log:
-        apiserver = _spawn(
+        apiserver = spawn(
             [
                 str(binaries / "kube-apiserver"),
                 f"--etcd-servers=http://127.0.0.1:{etcd_port}",
@@ -244,27 +256,6 @@ def spawn(
     env: dict[str, str] | None = None,
 ) -> subprocess.Popen[bytes]:
     """Start a process with output to ``log``; remembered so it can be reaped."""
-    return _spawn(argv, log, detach, cwd=cwd, env=env)
-
-
-def terminate(pid: int, timeout: float = 15.0) -> None:
-    """SIGTERM ``pid``, then SIGKILL after ``timeout``; reap it if it is our child."""
-    _terminate(pid, timeout)
-
-
-def alive(pid: int) -> bool:
-    """Whether ``pid`` runs (a zombie counts as gone)."""
-    return _alive(pid)
-
-
-def _spawn(
-    argv: list[str],
-    log: Any,
-    detach: bool,
-    *,
-    cwd: str | Path | None = None,
-    env: dict[str, str] | None = None,
-) -> subprocess.Popen[bytes]:
     proc = subprocess.Popen(
         argv,
         stdout=log,
@@ -316,7 +307,8 @@ def _openssl_key(path: Path) -> None:
     path.chmod(0o600)
 
 
-def _alive(pid: int) -> bool:
+def alive(pid: int) -> bool:
+    """Whether ``pid`` runs (a zombie counts as gone)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -331,8 +323,9 @@ def _alive(pid: int) -> bool:
         return True
 
 
-def _terminate(pid: int, timeout: float) -> None:
-    if not _alive(pid):
+def terminate(pid: int, timeout: float = 15.0) -> None:
+    """SIGTERM ``pid``, then SIGKILL after ``timeout``; reap it if it is our child."""
+    if not alive(pid):
         _reap(pid)
         return
     try:
@@ -342,7 +335,7 @@ def _terminate(pid: int, timeout: float) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         _reap(pid)
-        if not _alive(pid):
+        if not alive(pid):
             _reap(pid)  # it may have turned zombie after the first reap
             return
         time.sleep(0.1)
