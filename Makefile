@@ -3,7 +3,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 
-.PHONY: venv control-plane helm argocd test test-unit lint demo bench clean
+.PHONY: venv control-plane helm argocd test test-unit lint demo bench clean image
 
 $(STAMP): pyproject.toml
 	python3 -m venv $(VENV)
@@ -44,6 +44,11 @@ demo: venv control-plane
 
 bench: venv control-plane
 	$(PY) benchmarks/run.py $(BENCH_ARGS)
+
+# The container image from the Containerfile, built with podman and checked by running it.
+# IMAGE_ARGS=--offline-base makes the base images from Debian packages (no registry needed).
+image:
+	bash scripts/build-image.sh $(IMAGE_ARGS)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, Union
 
 from fracctl.core import backends as backend_registry
+from fracctl.core.podspec import DEFAULT_GPU_RESOURCES
 from fracctl.core.policy import product_words
 from fracctl.core.resources import ResourceRef, split_api_version, target_ref
 from fracctl.errors import ConfigError
@@ -356,6 +357,74 @@ class MPSConfig:
 
 
 @dataclass(frozen=True)
+class ClusterConfig:
+    """Where KAI and the node agents live, for ``fracctl doctor`` and ``fracctl lint``."""
+
+    agent_namespace: str = "gpu-fractioning"
+    agent_daemonsets: list[str] = field(
+        default_factory=lambda: ["gpu-fractioning-mpsd", "gpu-fractioning-fractiond"]
+    )
+    scheduler_namespace: str = "kai-scheduler"
+    scheduler_config: str = "kai-config"  # the cluster-scoped Config (kai.scheduler/v1)
+    runtime_class: str = "nvidia"
+    gpu_taint: str = "nvidia.com/gpu"  # the NoSchedule taint key that keeps GPU nodes apart
+    gpu_taint_required: bool = True
+    gpu_resources: list[str] = field(default_factory=lambda: list(DEFAULT_GPU_RESOURCES))
+
+    def __post_init__(self) -> None:
+        _names_given(self, "agent_namespace", "scheduler_namespace", "scheduler_config")
+        if not self.gpu_taint.strip():
+            raise ValueError("gpu_taint cannot be empty")
+
+
+@dataclass(frozen=True)
+class LintConfig:
+    """Policy for ``fracctl lint``."""
+
+    multi_vendor: bool = False  # workloads must not hard-code one vendor's GPU resource
+    disable: list[str] = field(default_factory=list)  # rule ids (FL003) or names to skip
+
+
+@dataclass(frozen=True)
+class FleetCluster:
+    """One cluster of a fleet: its kubeconfig context and what differs there."""
+
+    context: str
+    name: str = ""  # how reports name it (default: the context)
+    wave: int = 0  # recreate rolls out wave by wave; 0 is the canary
+    app: str | None = None  # this cluster's Argo CD application (else argocd.app)
+    path: str | None = None  # this cluster's path or overlay in git (else git.path)
+
+    def __post_init__(self) -> None:
+        _names_given(self, "context")
+        if not self.name:
+            object.__setattr__(self, "name", self.context)
+        if self.wave < 0:
+            raise ValueError(f"wave must be 0 or more, got {self.wave}")
+        for key in ("app", "path"):
+            value = getattr(self, key)
+            if value is not None and not value.strip():
+                raise ValueError(f"{key} cannot be empty")
+
+
+@dataclass(frozen=True)
+class FleetConfig:
+    """Several clusters addressed at once (drift, preflight, recreate in waves)."""
+
+    clusters: list[FleetCluster] = field(default_factory=list)
+    parallel: int = 4  # clusters checked at once; recreate runs one at a time unless told
+
+    def __post_init__(self) -> None:
+        if self.parallel < 1:
+            raise ValueError(f"parallel must be 1 or more, got {self.parallel}")
+        seen: set[str] = set()
+        for c in self.clusters:
+            if c.name in seen:
+                raise ValueError(f"clusters: {c.name!r} is listed twice")
+            seen.add(c.name)
+
+
+@dataclass(frozen=True)
 class Config:
     """Everything fracctl is configured with."""
 
@@ -371,6 +440,9 @@ class Config:
     timeouts: TimeoutsConfig = field(default_factory=TimeoutsConfig)
     mps: MPSConfig = field(default_factory=MPSConfig)
     probe: ProbeConfig = field(default_factory=ProbeConfig)
+    cluster: ClusterConfig = field(default_factory=ClusterConfig)
+    lint: LintConfig = field(default_factory=LintConfig)
+    fleet: FleetConfig = field(default_factory=FleetConfig)
     source: str | None = None  # the file this came from, if any
 
     @property
@@ -407,6 +479,8 @@ def _coerce(tp: Any, raw: Any, where: str) -> Any:
         return _coerce(inner, raw, where)
     if tp is Duration:
         return parse_duration(raw)
+    if dataclasses.is_dataclass(tp) and isinstance(tp, type):
+        return _coerce_entry(tp, raw, where)
     if tp is bool:
         if isinstance(raw, bool):
             return raw
@@ -429,8 +503,34 @@ def _coerce(tp: Any, raw: Any, where: str) -> Any:
             raw = [p.strip() for p in raw.split(",") if p.strip()]
         if not isinstance(raw, list):
             raise ValueError(f"expected a list, got {raw!r}")
+        if dataclasses.is_dataclass(args[0]):  # entries with keys: say which entry
+            return [_entry(args[0], i, item, where) for i, item in enumerate(raw)]
         return [_coerce(args[0], item, where) for item in raw]
     raise ValueError(f"unsupported type at {where}")  # pragma: no cover - schema bug
+
+
+def _entry(tp: Any, index: int, raw: Any, where: str) -> Any:
+    try:
+        return _coerce(tp, raw, where)
+    except ValueError as e:
+        raise ValueError(f"entry {index + 1}: {e}") from None
+
+
+def _coerce_entry(tp: type, raw: Any, where: str) -> Any:
+    """A list entry with keys of its own (a fleet's cluster); a bare string is its first key."""
+    hints = typing.get_type_hints(tp)
+    first = next(iter(hints))
+    if isinstance(raw, str):  # from the environment, or the short form in the file
+        raw = {first: raw}
+    if not isinstance(raw, dict):
+        raise ValueError(f"expected a mapping with {first}, got {raw!r}")
+    unknown = [k for k in raw if k not in hints]
+    if unknown:
+        raise ValueError(f"unknown key {unknown[0]!r} (known: {', '.join(hints)})")
+    if first not in raw:
+        raise ValueError(f"{first} is required, got {raw!r}")
+    values = {k: _coerce(hints[k], v, f"{where}.{k}") for k, v in raw.items()}
+    return tp(**values)
 
 
 def _section_types(cls: type) -> dict[str, Any]:

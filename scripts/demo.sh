@@ -41,6 +41,9 @@ say "The node-join step: label the B200 (the H200 is refused, and left unchanged
 expect 1 fracctl nodes label h200-0
 expect 0 fracctl nodes label b200-0
 
+say "Doctor: b200-0 opted in, but the live object does not select it"
+expect 1 fracctl doctor
+
 say "Drift: the live object still selects the RTX class; the API server says why"
 expect 1 fracctl drift
 
@@ -53,5 +56,8 @@ expect 0 fracctl drift
 expect 0 fracctl wait
 expect 0 fracctl recreate --yes
 kubectl get nodes -L example.org/gpu-class -L example.org/gpu-fractions
+
+say "Doctor: every known failure signature checked, none found"
+expect 0 fracctl doctor
 echo
 echo "demo: done (recreated through $backend)"

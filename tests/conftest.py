@@ -17,6 +17,7 @@ from tests.helpers import Cluster
 
 if TYPE_CHECKING:
     from tests.argocd_real import RealArgoCD
+    from tests.fleet_fixtures import Fleet
 
 REPO = Path(__file__).resolve().parents[1]
 # Tests get a fresh HOME, but keep using the real build cache of the control plane.
@@ -84,3 +85,50 @@ def real_argocd(
 
     with start_session(control_plane, tmp_path_factory.mktemp("argocd")) as argocd:
         yield argocd
+
+
+@pytest.fixture(scope="session")
+def extra_control_planes(
+    control_plane: controlplane.ControlPlane, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[list[controlplane.ControlPlane]]:
+    """Two more API servers beside the session's, for fleet tests; stopped by PID at the end."""
+    binaries = controlplane.find_binaries(REPO)
+    started: list[controlplane.ControlPlane] = []
+    try:
+        for i in (1, 2):
+            cp = controlplane.start(tmp_path_factory.mktemp(f"fleet-{i}"), binaries=binaries)
+            started.append(cp)
+            install_crd(Kube.connect(kubeconfig=cp.kubeconfig), cfg.Config())
+        yield started
+    finally:
+        for cp in started:
+            cp.stop()
+
+
+@pytest.fixture
+def fleet(
+    cluster: Cluster,
+    control_plane: controlplane.ControlPlane,
+    extra_control_planes: list[controlplane.ControlPlane],
+    tmp_path: Path,
+) -> Iterator[Fleet]:
+    """Three clusters as one fleet (eu on the session's API server, us and ap on two more),
+    a kubeconfig with a context each and one unreachable (gone); each test seeds its own."""
+    from tests.fleet_fixtures import make_fleet, merged_kubeconfig
+
+    planes = dict(zip(("eu", "us", "ap"), (control_plane, *extra_control_planes), strict=True))
+    clusters = {"eu": cluster}
+    for name in ("us", "ap"):
+        cp = planes[name]
+        clusters[name] = Cluster(
+            kube=Kube.connect(kubeconfig=cp.kubeconfig),
+            config=cfg.Config(),
+            kubeconfig=cp.kubeconfig,
+        )
+        clusters[name].cleanup()
+    kubeconfig = merged_kubeconfig(planes, tmp_path / "fleet.kubeconfig", unreachable="gone")
+    try:
+        yield make_fleet(clusters, kubeconfig, tmp_path)
+    finally:
+        for name in ("us", "ap"):
+            clusters[name].cleanup()

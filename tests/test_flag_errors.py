@@ -200,7 +200,13 @@ def _leaf_commands() -> list[tuple[list[str], Any]]:
 
 
 # The choices of -o where a command's differ from table, json.
-OUTPUT_CHOICES = {"render": "yaml, json", "drift": "table, json, junit, github"}
+OUTPUT_CHOICES = {
+    "render": "yaml, json",
+    "rbac print": "yaml, json",
+    "drift": "table, json, junit, github",
+    "doctor": "table, json, github",
+    "lint": "table, json, sarif, github",
+}
 
 # (the flag, a bad value, what every command taking it says; {choices}: OUTPUT_CHOICES)
 SAME_MISTAKES = [

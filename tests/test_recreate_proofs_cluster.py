@@ -7,12 +7,15 @@ each failure after the delete names the backup and the command that restores it.
 from __future__ import annotations
 
 import json
+import threading
 from pathlib import Path
 
 import pytest
 
+from fracctl.core.resources import LEASES
 from fracctl.errors import ExitCode, FracctlError
 from fracctl.flows.recreate import recreate
+from fracctl.flows.restore import restore
 from tests.argocd_standin import ArgoCDStandIn
 from tests.helpers import Cluster, granted, run_cli
 from tests.recreate_fixtures import NEW, OLD, Incident, make_incident
@@ -280,3 +283,81 @@ def test_restore_with_another_backend_is_a_usage_error(incident: Incident, tmp_p
     )  # fmt: skip
     assert r.exit_code == ExitCode.USAGE, r.output
     assert "--restore-from creates the backed-up object directly" in r.stderr
+
+
+def backup_of(incident: Incident) -> Path:
+    """A backup of the live original, written the way recreate writes it."""
+    from fracctl.flows.recreate import backup
+
+    live = incident.cluster.live_target()
+    assert live is not None
+    return Path(backup(incident.context(), live))
+
+
+def test_restore_dry_run_proves_and_changes_nothing(incident: Incident) -> None:
+    path = backup_of(incident)
+    incident.cluster.wipe_target()
+    r = run_cli(
+        "-c", str(incident.config_file), "recreate", "--restore-from", str(path), "--dry-run",
+        "-o", "json",
+    )  # fmt: skip
+    assert r.exit_code == ExitCode.OK, r.output
+    assert r.json["outcome"] == "dry-run"
+    assert any("dry-run create" in p for p in r.json["proofs"])
+    assert [s["step"] for s in r.json["plan"]["steps"]][:2] == ["restore", "verify"]
+    assert incident.cluster.live_target() is None
+    assert incident.cluster.kube.list(LEASES, namespace="fracctl-test") == []
+
+
+def test_restore_waits_for_a_terminating_object_first(incident: Incident) -> None:
+    path = backup_of(incident)
+    live = incident.cluster.live_target()
+    assert live is not None
+    incident.cluster.kube.delete(incident.cluster.config.target.ref, "default")  # finalizer holds
+    operator = incident.operator()
+    later = threading.Timer(1.0, operator.__enter__)  # releases the finalizer once planned
+    later.start()
+    try:
+        result = restore(incident.context(), str(path), yes=True)
+    finally:
+        later.join()
+        operator.__exit__(None, None, None)
+    assert result.outcome == "restored"
+    assert result.plan.steps[0] == "wait-gone"
+    restored = incident.cluster.live_target()
+    assert restored is not None and restored["spec"]["nodeSelector"] == OLD
+    assert restored["metadata"]["uid"] != live["metadata"]["uid"]
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("a: [1\n", "not a YAML backup"),
+        ("kind: A\n---\nkind: B\n", "a backup holds exactly one object, found 2"),
+        (
+            "apiVersion: gpu-fractioning.kai.scheduler/v1alpha1\nkind: GpuFractioningConfig\n"
+            "metadata:\n  name: default\nspec: {}\n",
+            "the backed-up object has no spec.nodeSelector",
+        ),
+    ],
+    ids=["bad-yaml", "two-documents", "no-selector"],
+)
+def test_restore_refuses_a_file_that_is_not_a_backup(
+    incident: Incident, tmp_path: Path, text: str, expected: str
+) -> None:
+    path = tmp_path / "backup.yaml"
+    path.write_text(text)
+    r = run_cli("-c", str(incident.config_file), "recreate", "--restore-from", str(path), "--yes")
+    assert r.exit_code == ExitCode.USAGE, r.output
+    assert expected in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1
+    assert deletes(incident) == 0
+
+
+def test_restore_without_yes_and_without_a_terminal_is_refused(incident: Incident) -> None:
+    path = backup_of(incident)
+    incident.cluster.wipe_target()
+    r = run_cli("-c", str(incident.config_file), "recreate", "--restore-from", str(path))
+    assert r.exit_code == ExitCode.USAGE, r.output
+    assert "refusing to restore without confirmation" in r.stderr
+    assert incident.cluster.live_target() is None

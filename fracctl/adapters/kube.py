@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import threading
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
@@ -51,8 +52,13 @@ class Kube:
         self.host = str(configuration.host).rstrip("/")
         self.timeout = timeout
         self.calls: Counter[str] = Counter()  # "VERB plural" -> count, for tests and benchmarks
+        self._calls_lock = threading.Lock()  # requests may come from several threads
         self._discovery: dict[tuple[str, str], ResourceRef] = {}
         self._discovered: set[str] = set()
+
+    def _count(self, call: str) -> None:
+        with self._calls_lock:
+            self.calls[call] += 1
 
     def close(self) -> None:
         """Close pooled connections (also done when the client is garbage collected)."""
@@ -196,7 +202,7 @@ class Kube:
     def request(self, method: str, path: str, **kwargs: Any) -> Obj:
         """One request; the decoded JSON body."""
         plural = _plural_of(path)
-        self.calls[f"{method} {plural}"] += 1
+        self._count(f"{method} {plural}")
         resp = self._send(method, path, **kwargs)
         if not resp.data:
             return {}
@@ -349,7 +355,7 @@ class Kube:
         timeout_seconds: int = 60,
     ) -> Iterator[tuple[str, Obj]]:
         """Yield ``(type, object)`` watch events until the server closes the stream."""
-        self.calls[f"WATCH {ref.plural}"] += 1
+        self._count(f"WATCH {ref.plural}")
         resp = self._send(
             "GET",
             ref.path(namespace=namespace),
@@ -595,6 +601,32 @@ def check_kubeconfig(files: list[str], name: str, context: str | None) -> None:
     The client library would report these as "Invalid kube-config file" without the
     path, or as a KeyError; messages here carry a path and a YAML line, never content.
     """
+    contexts, current = _read_contexts(files)
+    known = f" (contexts: {', '.join(contexts)})" if contexts else " (it has no contexts)"
+    if context:
+        if context not in contexts:
+            raise ConfigError(f"kubeconfig {name}: context {context!r} not found{known}")
+    elif not current:
+        raise ConfigError(
+            f"kubeconfig {name}: no current-context set{known}", hint="give --context"
+        )
+    elif current not in contexts:
+        raise ConfigError(f"kubeconfig {name}: current-context {current!r} not found{known}")
+
+
+def kubeconfig_contexts(kubeconfig: str | None, env: Mapping[str, str] | None = None) -> list[str]:
+    """Every context the kubeconfig names, in file order (``--all-contexts``).
+
+    Raises:
+        ConfigError: the kubeconfig is missing or unreadable (one line, never its content).
+    """
+    files, _name = kubeconfig_files(kubeconfig, os.environ if env is None else env)
+    contexts, _current = _read_contexts(files)
+    return list(dict.fromkeys(contexts))
+
+
+def _read_contexts(files: list[str]) -> tuple[list[str], str]:
+    """The context names in ``files`` and the current context (the last file's that sets one)."""
     import yaml
 
     contexts: list[str] = []
@@ -625,16 +657,7 @@ def check_kubeconfig(files: list[str], name: str, context: str | None) -> None:
                 contexts.append(entry["name"])
         if doc.get("current-context"):
             current = str(doc["current-context"])
-    known = f" (contexts: {', '.join(contexts)})" if contexts else " (it has no contexts)"
-    if context:
-        if context not in contexts:
-            raise ConfigError(f"kubeconfig {name}: context {context!r} not found{known}")
-    elif not current:
-        raise ConfigError(
-            f"kubeconfig {name}: no current-context set{known}", hint="give --context"
-        )
-    elif current not in contexts:
-        raise ConfigError(f"kubeconfig {name}: current-context {current!r} not found{known}")
+    return contexts, current
 
 
 def _first_line(text: str) -> str:

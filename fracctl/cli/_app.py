@@ -21,6 +21,7 @@ import typer
 
 if TYPE_CHECKING:
     from fracctl.flows.context import Context
+    from fracctl.flows.fleet import Member
 
 
 @dataclass
@@ -33,6 +34,20 @@ class Globals:
     debug: bool = False
     overrides: dict[str, Any] = field(default_factory=dict)
     built: Context | None = None
+    contexts: list[str] = field(default_factory=list)  # every --context, in order
+    all_contexts: bool = False
+
+    def address(self) -> list[str]:
+        """The global options that name this run's clusters and configuration."""
+        words = []
+        for flag, value in (("--config", self.config), ("--kubeconfig", self.kubeconfig)):
+            if value:
+                words += [flag, value]
+        if self.all_contexts:
+            words.append("--all-contexts")
+        for name in self.contexts:
+            words += ["--context", name]
+        return words
 
 
 def context(
@@ -45,6 +60,14 @@ def context(
     the environment the configuration is read from.
     """
     g: Globals = ctx.find_root().obj or Globals()
+    if not overrides.pop("_fleet", False) and (len(g.contexts) > 1 or g.all_contexts):
+        from fracctl.errors import UsageError
+
+        raise UsageError(
+            f"{ctx.command_path} works on one cluster: give --context once",
+            hint="--context more than once and --all-contexts address a fleet; "
+            "drift, preflight and recreate take one",
+        )
     if g.built is None:
         from fracctl import config as cfg
         from fracctl.flows.context import Context
@@ -61,6 +84,20 @@ def context(
 
             g.built.node_progress = LiveNodeTable
     return g.built
+
+
+def fleet(ctx: typer.Context, **overrides: Any) -> tuple[Context, list[Member]] | None:
+    """The context and the clusters of a fleet run, or ``None`` for one cluster.
+
+    ``overrides`` as for :func:`context`; a single-cluster caller then calls
+    :func:`context` with the same ones (the context is built once).
+    """
+    from fracctl.flows.fleet import members
+
+    c = context(ctx, _fleet=True, **overrides)
+    g: Globals = ctx.find_root().obj or Globals()
+    found = members(c.config, contexts=g.contexts, all_contexts=g.all_contexts, env=c.env)
+    return None if found is None else (c, found)
 
 
 _FLAGS = "fracctl.setting-flags"

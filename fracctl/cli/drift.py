@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Annotated, Literal
 import typer
 
 from fracctl.cli import _app
+from fracctl.cli import fleet as fleet_cli
 from fracctl.cli.render import PathOption, RendererOption, RepoOption, RevisionOption
 from fracctl.errors import UsageError
 from fracctl.redact import redact
@@ -79,6 +80,7 @@ def command(
             show_default=False,
         ),
     ] = None,
+    parallel: fleet_cli.Parallel = None,
 ) -> None:
     """Compare the live cluster with git on immutable fields; ask the API server to judge.
 
@@ -105,15 +107,45 @@ def command(
     Exits 0 when in sync, 1 on any drift, 2 for bad options or two documents for one
     object, 3 when the cluster, git or Argo CD cannot be read.
 
+    Over a fleet (--context more than once, --all-contexts, or fleet: in
+    fracctl.yaml) every cluster is checked at once (--parallel at a time):
+    one summary row per cluster, -o json keyed by cluster, one JUnit test
+    suite per cluster, GitHub annotations naming the cluster. The exit code
+    is the worst cluster's; a cluster that cannot be reached is reported as
+    unreachable (3) beside the others' results.
+
     Examples:
         fracctl drift
         fracctl drift --all -o junit > drift.xml
         fracctl drift --all --junit-file drift.xml
         fracctl drift --all --kind Deployment -o github
         fracctl drift --app gpu-fractioning -o json
+        fracctl --context eu-1 --context us-1 --context ap-1 drift -o json
+        fracctl --all-contexts drift --parallel 8 --junit-file drift.xml
     """
     from fracctl.flows import drift as flow
 
+    found = _app.fleet(ctx, fleet__parallel=parallel)
+    if found is not None:
+        from fracctl.flows import fleet
+
+        c, clusters = found
+        fmt = output or _default_format(c.env)
+        result = fleet.drift(
+            c,
+            clusters,
+            progress=fleet_cli.progress(c),
+            all_objects=all_objects,
+            app=app,
+            repo=repo,
+            revision=revision,
+            path=path,
+            renderer=renderer,
+            kind=kind,
+            name=name,
+        )
+        fleet_cli.drift(c, result, fmt, junit_file)
+        raise typer.Exit(result.exit_code)
     c = _app.context(ctx)
     fmt = output or _default_format(c.env)
     report = flow.run(

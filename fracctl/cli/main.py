@@ -11,7 +11,9 @@ from typing import Annotated
 import typer
 
 from fracctl import __version__
-from fracctl.cli import _app, drift, node, nodes, preflight, probe, recreate, render, sandbox
+from fracctl.cli import _app, drift, node, nodes, preflight, probe, rbac, recreate, render, sandbox
+from fracctl.cli import doctor as doctor_cmd
+from fracctl.cli import lint as lint_cmd
 from fracctl.errors import ExitCode, FracctlError
 from fracctl.redact import RedactingWriter, redact
 
@@ -24,7 +26,7 @@ app = typer.Typer(
         "resumable operation."
     ),
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=True,
     pretty_exceptions_enable=False,
     pretty_exceptions_show_locals=False,
     context_settings={"help_option_names": ["-h", "--help"]},
@@ -47,8 +49,21 @@ def _globals(
         str | None, typer.Option(help="Kubeconfig file (else $KUBECONFIG).", show_default=False)
     ] = None,
     context: Annotated[
-        str | None, typer.Option("--context", help="Kubeconfig context.", show_default=False)
+        list[str] | None,
+        typer.Option(
+            "--context",
+            metavar="NAME",
+            help="Kubeconfig context; repeat it to address a fleet (drift, preflight, recreate).",
+            show_default=False,
+        ),
     ] = None,
+    all_contexts: Annotated[
+        bool,
+        typer.Option(
+            "--all-contexts",
+            help="Address every context of the kubeconfig as a fleet (drift, preflight, recreate).",
+        ),
+    ] = False,
     debug: Annotated[
         bool, typer.Option("--debug", help="Show tracebacks of unexpected errors.")
     ] = False,
@@ -58,12 +73,32 @@ def _globals(
     ] = False,
 ) -> None:
     """Global options."""
-    ctx.obj = _app.Globals(config=config, kubeconfig=kubeconfig, context=context, debug=debug)
+    contexts = list(context or [])
+    ctx.obj = _app.Globals(
+        config=config,
+        kubeconfig=kubeconfig,
+        context=contexts[0] if len(contexts) == 1 else None,
+        contexts=contexts,
+        all_contexts=all_contexts,
+        debug=debug,
+    )
 
 
 # The one place commands are listed. Command modules import _app, never this module,
 # so registering here keeps the CLI free of import circles.
-for _module in (render, drift, preflight, recreate, nodes, node, probe, sandbox):
+for _module in (
+    render,
+    drift,
+    preflight,
+    recreate,
+    nodes,
+    node,
+    probe,
+    sandbox,
+    rbac,
+    doctor_cmd,
+    lint_cmd,
+):
     _module.register(app)
 
 

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from fracctl.cli import _app
+from fracctl.cli import fleet as fleet_cli
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -50,6 +51,7 @@ def command(
         ),
     ] = None,
     output: _app.Output = "table",
+    parallel: fleet_cli.Parallel = None,
 ) -> None:
     """Run every guard a recreate must pass, and show the blast radius.
 
@@ -63,14 +65,27 @@ def command(
     Exits 0 when every guard passes, 1 when any refuses, 3 when the
     cluster cannot be read.
 
+    Over a fleet (--context more than once, --all-contexts, or fleet: in
+    fracctl.yaml) each cluster runs its own guards, all at once: one row
+    per cluster; the exit code is the worst cluster's.
+
     Examples:
         fracctl preflight
         fracctl preflight --selector example.org/gpu-fractions=enabled
         fracctl preflight -o json | jq '.checks[] | select(.ok | not)'
+        fracctl --all-contexts preflight
     """
     from fracctl.flows.preflight import preflight
 
     wanted = selector_option(ctx, selector)
+    found = _app.fleet(ctx, fleet__parallel=parallel)
+    if found is not None:
+        from fracctl.flows import fleet
+
+        fc, clusters = found
+        result = fleet.preflight(fc, clusters, selector=wanted, progress=fleet_cli.progress(fc))
+        fleet_cli.preflight(fc, result, output)
+        raise typer.Exit(result.exit_code)
     c = _app.context(ctx)
     report = preflight(c, selector=wanted)
     if output == "json":

@@ -32,8 +32,75 @@ class LiveNodeTable:
         for name in sorted(nodes):
             text = describe_condition(nodes[name], self.condition)
             table.add_row(name, Text(text, style="green" if text.startswith("True") else "yellow"))
-        self.live.update(table)
+        self.live.update(table, refresh=True)  # every change shows, however fast they come
 
     def stop(self) -> None:
         """Leave the last table on screen."""
         self.live.stop()
+
+
+class LiveFleetTable:
+    """One row per cluster (state, nodes ready, last message), redrawn as they move."""
+
+    def __init__(self, ctx: Context) -> None:
+        import threading
+
+        self.ctx = ctx
+        self.rows: dict[str, dict[str, str]] = {}
+        self.live: Any = None
+        self.lock = threading.RLock()  # clusters report from several threads
+
+    def start(self, fleet: Any) -> None:
+        """Draw a row for each cluster of ``fleet`` and start redrawing."""
+        from rich.live import Live
+
+        for m in fleet:
+            self.rows.setdefault(m.name, {"wave": str(m.wave), "state": "waiting"})
+        if self.live is None:
+            self.live = Live(console=self.ctx.err, refresh_per_second=4, transient=False)
+            self.live.start()
+        self._draw()
+
+    def update(
+        self,
+        cluster: str,
+        *,
+        state: str | None = None,
+        note: str | None = None,
+        nodes: tuple[int, int] | None = None,
+    ) -> None:
+        """Change one cluster's row."""
+        with self.lock:
+            row = self.rows.setdefault(cluster, {"wave": "", "state": ""})
+            if state is not None:
+                row["state"] = state
+            if note is not None:
+                row["note"] = note
+            if nodes is not None:
+                row["nodes"] = f"{nodes[0]}/{nodes[1]}"
+            self._draw()
+
+    def _draw(self) -> None:
+        from rich.table import Table
+        from rich.text import Text
+
+        if self.live is None:
+            return
+        table = Table(title="fleet", title_justify="left")
+        for column in ("cluster", "wave", "step", "nodes ready", "last message"):
+            table.add_column(column, overflow="ellipsis", no_wrap=True)
+        for name, row in self.rows.items():
+            table.add_row(
+                Text(name),
+                Text(row.get("wave", "")),
+                Text(row.get("state", "")),
+                Text(row.get("nodes", "")),
+                Text(row.get("note", "")),
+            )
+        self.live.update(table, refresh=True)  # every change shows, however fast they come
+
+    def stop(self) -> None:
+        """Leave the last table on screen."""
+        if self.live is not None:
+            self.live.stop()
+            self.live = None

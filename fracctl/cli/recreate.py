@@ -12,6 +12,7 @@ from fracctl.errors import UsageError
 
 if TYPE_CHECKING:
     from fracctl.flows.context import Context
+    from fracctl.flows.fleet import Member
     from fracctl.flows.recreate import RecreateResult
 
     BackendName = str
@@ -79,6 +80,22 @@ def recreate(
         ),
     ] = None,
     output: Output = "table",
+    parallel: Annotated[
+        int,
+        typer.Option(
+            "--parallel",
+            metavar="N",
+            help="With a fleet: clusters at a time within a wave (default one at a time).",
+            callback=_app.checked(_at_least_one),
+        ),
+    ] = 1,
+    continue_on_failure: Annotated[
+        bool,
+        typer.Option(
+            "--continue-on-failure",
+            help="With a fleet: go on with the other clusters and waves after one fails.",
+        ),
+    ] = False,
 ) -> None:
     """Delete and recreate the fractioning config from git, guarded and resumable.
 
@@ -93,11 +110,23 @@ def recreate(
     If a step fails after the delete, the error names the backup; --restore-from puts
     that backup back (server-side apply) when the object is missing.
 
+    Over a fleet (--context more than once, --all-contexts, or fleet: in
+    fracctl.yaml) clusters go wave by wave, lowest first: wave 0 is the
+    canary. Within a wave they run one at a time (--parallel N at a time),
+    each with its own lock, guards, backup and audit line. The first
+    cluster that is refused or fails stops the rollout before any other
+    cluster starts (--continue-on-failure goes on); the summary names the
+    clusters done, those not started, and the command that resumes.
+    Clusters already done plan nothing-to-do on the rerun. --dry-run plans
+    every cluster.
+
     Examples:
         fracctl recreate --dry-run
         fracctl recreate --yes --backend apply
         fracctl recreate --yes --backend argocd
         fracctl recreate --restore-from ~/.local/state/fracctl/backups/FILE.yaml --yes
+        fracctl --context eu-1 --context us-1 recreate --dry-run
+        fracctl recreate --yes --backend argocd --parallel 2
     """
     from fracctl.flows import recreate as flow
 
@@ -106,6 +135,18 @@ def recreate(
             "--restore-from creates the backed-up object directly; it takes neither "
             "--revision nor a --backend other than apply"
         )
+    found = _app.fleet(ctx, git__revision=revision)
+    if found is not None and restore_from is not None:
+        if len(found[1]) > 1 or ctx.find_root().obj.context is None:
+            raise UsageError(
+                "--restore-from restores one cluster: give --context once",
+                hint="each cluster's backups are under recreate.state_dir/clusters/NAME",
+            )
+        found = None  # one cluster of the fleet: restored as any single cluster
+    if found is not None:
+        _fleet(ctx, found, dry_run=dry_run, yes=yes, backend=backend, parallel=parallel,
+               continue_on_failure=continue_on_failure, output=output)  # fmt: skip
+        return
     c = _app.context(ctx, git__revision=revision)
 
     def confirm(planned: RecreateResult) -> bool:
@@ -133,6 +174,54 @@ def recreate(
         c.out.print(f"outcome: {result.outcome}", markup=False)
     if result.outcome == "refused":
         raise typer.Exit(1)
+
+
+def _at_least_one(value: int) -> None:
+    if value < 1:
+        raise ValueError(f"must be 1 or more, got {value}")
+
+
+def _fleet(
+    ctx: typer.Context,
+    found: tuple[Context, list[Member]],
+    *,
+    dry_run: bool,
+    yes: bool,
+    backend: str | None,
+    parallel: int,
+    continue_on_failure: bool,
+    output: str,
+) -> None:
+    """``fracctl recreate`` over a fleet: waves, the summary, the exit code."""
+    from fracctl.cli import fleet as fleet_cli
+    from fracctl.cli._app import Globals
+    from fracctl.flows import fleet
+
+    c, clusters = found
+    g: Globals = ctx.find_root().obj
+
+    def confirm(planned: fleet.FleetResult) -> bool:
+        for r in planned.results:
+            c.err.print(f"== {r.name} (wave {r.member.wave}) ==", markup=False)
+            _show_plan(c, r.value, to_stderr=True)
+        return typer.confirm(
+            f"Recreate on {len(planned.results)} clusters?", default=False, err=True
+        )
+
+    result = fleet.recreate(
+        c,
+        clusters,
+        dry_run=dry_run,
+        yes=yes,
+        backend=backend,
+        parallel=parallel,
+        continue_on_failure=continue_on_failure,
+        confirm=confirm,
+        progress=fleet_cli.progress(c),
+        resume_args=g.address(),
+    )
+    fleet_cli.recreate(c, result, output, dry_run=dry_run, show_plan=_show_plan)
+    raise typer.Exit(result.exit_code)
 
 
 def wait(

@@ -107,3 +107,41 @@ def fractioning_crd(
             ],
         },
     }
+
+
+def kai_config_crd() -> dict[str, Any]:
+    """A minimal CRD for KAI's cluster-scoped ``Config``: the real names, an open schema.
+
+    Enough for a ``kai-config`` object to exist and be read (``spec.global.gpuSharingMode``);
+    KAI's own CRD validates far more.
+    """
+    open_object = {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": "configs.kai.scheduler"},
+        "spec": {
+            "group": "kai.scheduler",
+            "names": {
+                "kind": "Config",
+                "listKind": "ConfigList",
+                "plural": "configs",
+                "singular": "config",
+            },
+            "scope": "Cluster",
+            "versions": [
+                {
+                    "name": "v1",
+                    "served": True,
+                    "storage": True,
+                    "subresources": {"status": {}},
+                    "schema": {
+                        "openAPIV3Schema": {
+                            "type": "object",
+                            "properties": {"spec": open_object, "status": open_object},
+                        }
+                    },
+                }
+            ],
+        },
+    }

@@ -71,11 +71,51 @@ def to_junit(report: d.DriftReport, suite: str = "fracctl drift") -> str:
         "testsuites",
         {"name": suite, "tests": str(len(report.objects)), "failures": str(failures)},
     )
+    _suite(root, report, suite)
+    return _xml(root)
+
+
+def fleet_junit(
+    clusters: list[tuple[str, d.DriftReport | None, str | None]], suite: str = "fracctl drift"
+) -> str:
+    """One test suite per cluster; a cluster that could not be checked is one error.
+
+    ``clusters`` holds (cluster name, its report or None, the error when there is none).
+    """
+    tests = failures = errors = 0
+    root = ET.Element("testsuites", {"name": suite})
+    for name, report, error in clusters:
+        if report is not None:
+            _suite(root, report, f"{suite}: {name}", cluster=name)
+            tests += len(report.objects)
+            failures += sum(1 for o in report.objects if o.drifted)
+            continue
+        ts = ET.SubElement(
+            root,
+            "testsuite",
+            {"name": f"{suite}: {name}", "tests": "1", "failures": "0", "errors": "1",
+             "skipped": "0", "time": "0"},
+        )  # fmt: skip
+        props = ET.SubElement(ts, "properties")
+        ET.SubElement(props, "property", {"name": "cluster", "value": name})
+        case = ET.SubElement(ts, "testcase", {"classname": "cluster", "name": name, "time": "0"})
+        err = ET.SubElement(case, "error", {"message": (error or "not checked")[:300]})
+        err.text = error or "not checked"
+        tests += 1
+        errors += 1
+    root.set("tests", str(tests))
+    root.set("failures", str(failures))
+    root.set("errors", str(errors))
+    return _xml(root)
+
+
+def _suite(root: ET.Element, report: d.DriftReport, name: str, *, cluster: str = "") -> None:
+    failures = sum(1 for o in report.objects if o.drifted)
     ts = ET.SubElement(
         root,
         "testsuite",
         {
-            "name": suite,
+            "name": name,
             "tests": str(len(report.objects)),
             "failures": str(failures),
             "errors": "0",
@@ -84,6 +124,8 @@ def to_junit(report: d.DriftReport, suite: str = "fracctl drift") -> str:
         },
     )
     props = ET.SubElement(ts, "properties")
+    if cluster:
+        ET.SubElement(props, "property", {"name": "cluster", "value": cluster})
     for k, v in sorted(report.source.items()):
         ET.SubElement(props, "property", {"name": str(k), "value": str(v)})
     if report.argocd:
@@ -102,6 +144,9 @@ def to_junit(report: d.DriftReport, suite: str = "fracctl drift") -> str:
     if report.warnings:
         out = ET.SubElement(ts, "system-err")
         out.text = "\n".join(report.warnings)
+
+
+def _xml(root: ET.Element) -> str:
     ET.indent(root)
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
 
@@ -130,8 +175,12 @@ def annotation(level: str, message: str, *, title: str = "", file: str = "", lin
     return f"{head}::{_escape_data(message)}"
 
 
-def to_github(report: d.DriftReport, summary: str) -> str:
-    """An ``::error`` per drifted object, a ``::warning`` per Argo CD claim, a notice."""
+def to_github(report: d.DriftReport, summary: str, *, cluster: str = "") -> str:
+    """An ``::error`` per drifted object, a ``::warning`` per Argo CD claim, a notice.
+
+    With ``cluster`` (a fleet), every title names it: ``fracctl drift [eu-1]: …``.
+    """
+    tag = f"fracctl drift [{cluster}]" if cluster else "fracctl drift"
     lines = []
     for o in report.objects:
         if not o.drifted:
@@ -140,12 +189,12 @@ def to_github(report: d.DriftReport, summary: str) -> str:
             annotation(
                 "error",
                 describe(o),
-                title=f"fracctl drift: {headline(o)}",
+                title=f"{tag}: {headline(o)}",
                 file=o.location.file if o.location else "",
                 line=o.location.line if o.location else 0,
             )
         )
     for w in report.warnings:
-        lines.append(annotation("warning", w, title="fracctl drift: Argo CD"))
-    lines.append(annotation("notice", summary, title="fracctl drift"))
+        lines.append(annotation("warning", w, title=f"{tag}: Argo CD"))
+    lines.append(annotation("notice", summary, title=tag))
     return "\n".join(lines) + "\n"

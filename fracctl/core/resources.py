@@ -67,3 +67,7 @@ def split_api_version(api_version: str) -> tuple[str, str]:
 def target_ref(group: str, version: str, plural: str, kind: str) -> ResourceRef:
     """The cluster-scoped fractioning config resource."""
     return ResourceRef(group, version, plural, kind, namespaced=False)
+
+
+# Events about a cluster-scoped object (the fractioning config) are recorded here.
+EVENTS_NAMESPACE = "default"

@@ -18,6 +18,7 @@ single object), then ask the API server twice, both with ``dryRun=All``:
 from __future__ import annotations
 
 import re
+import threading
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -67,10 +68,15 @@ class _Judge:
         self.ctx = ctx
         self.kube: Kube = ctx.kube
         self._rules: dict[tuple[str, str, str], list[FieldRule]] = {}
+        self._rules_lock = threading.Lock()  # judged in parallel: read each CRD once
 
     # --- rules ------------------------------------------------------------------------
 
     def rules(self, ref: ResourceRef) -> list[FieldRule]:
+        with self._rules_lock:
+            return self._rules_of(ref)
+
+    def _rules_of(self, ref: ResourceRef) -> list[FieldRule]:
         key = (ref.group, ref.version, ref.kind)
         if key in self._rules:
             return self._rules[key]
@@ -342,12 +348,21 @@ def _check_unique(items: Sequence[_Item]) -> None:
     check_unique_keys(keys, origins, source="the desired objects")
 
 
+JUDGE_THREADS = 8  # concurrent dry runs while judging many objects
+
+
 def _judge_all(ctx: Context, items: list[_Item]) -> list[d.ObjectDrift]:
     judge = _Judge(ctx)
     judge.resolve(items)
     _check_unique(items)
     judge.read_live(items)
-    return [judge.judge(it) for it in items]
+    if len(items) < 2:
+        return [judge.judge(it) for it in items]
+    # Each judgement waits on one or two dry runs; the API server answers them in parallel.
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=min(JUDGE_THREADS, len(items))) as pool:
+        return list(pool.map(judge.judge, items))
 
 
 def check_objects(

@@ -6,8 +6,16 @@ This is not the operator. It does only what the real one visibly does to the API
 * after a short delay (the daemons starting) sets the readiness condition ``True``
   (reason ``AllDaemonsReady``) on every node the current ``nodeSelector`` matches, and
   removes it from nodes no longer matched;
+* keeps the config's status conditions: ``Ready`` ``True`` (reason ``AllNodesReady``)
+  once every selected node is ready, else ``False`` (``NodesNotReady``, naming them, or
+  ``NoNodesSelected``), with ``observedGeneration``;
+* keeps the node-agent DaemonSets it finds (``cluster.agent_daemonsets`` in
+  ``cluster.agent_namespace``; it does not create them) in step with the config: their
+  pod template selects the config's nodes. Standing in for the DaemonSet controller and
+  the kubelets as well (neither runs in the sandbox), it writes their status: one pod
+  scheduled per selected node, ready where the node's daemons are;
 * on delete, removes the condition from the nodes it set it on, then releases the
-  finalizer, so the object goes away.
+  finalizer, so the object goes away (the DaemonSets then schedule nothing).
 
 A node annotated ``sandbox.fracctl.io/simulate: never-ready`` never becomes ready: its
 condition stays ``False`` with reason ``MPSDaemonCrashLoop``, as when mpsd cannot start.
@@ -21,12 +29,21 @@ from typing import Any
 
 from fracctl.config import Config
 from fracctl.core.clock import Clock, SystemClock
+from fracctl.core.doctor import DAEMONSETS
 from fracctl.core.nodes import condition, labels_of, matches
 from fracctl.core.resources import NODES
 from fracctl.errors import Conflict, FracctlError, NotFound
 
 NEVER_READY = "sandbox.fracctl.io/simulate"
 SMP = "application/strategic-merge-patch+json"
+
+
+def _never_ready(node: dict[str, Any]) -> bool:
+    return (node["metadata"].get("annotations") or {}).get(NEVER_READY) == "never-ready"
+
+
+def _names(nodes: list[dict[str, Any]]) -> list[str]:
+    return sorted(n["metadata"]["name"] for n in nodes)
 
 
 class OperatorSimulation:
@@ -51,7 +68,7 @@ class OperatorSimulation:
         if obj is not None and not obj["metadata"].get("deletionTimestamp"):
             finalizers = obj["metadata"].get("finalizers") or []
             if t.finalizer not in finalizers:
-                self.kube.patch(
+                obj = self.kube.patch(
                     self.ref,
                     t.name,
                     {
@@ -63,21 +80,31 @@ class OperatorSimulation:
                 )
             selector = (obj.get("spec") or {}).get("nodeSelector") or {}
             now = self.clock.monotonic()
+            selected: list[dict[str, Any]] = []
+            started: list[dict[str, Any]] = []  # selected, and the daemons had time to start
             for node in nodes:
                 name = node["metadata"]["name"]
                 if matches(selector, labels_of(node)):
+                    selected.append(node)
                     first = self._seen.setdefault(name, now)
                     if now - first >= self.delay:
-                        self._set_ready(node, cond)
+                        started.append(node)
                 else:
                     self._seen.pop(name, None)
                     if condition(node, cond) is not None:
                         self._clear(name, cond)
+            ready = [n for n in started if not _never_ready(n)]
+            # The DaemonSets and the config first: whoever sees a node ready sees them so.
+            self._daemonsets(selector, len(selected), len(ready))
+            self._set_status(obj, _names(selected), _names(ready))
+            for node in started:
+                self._set_ready(node, cond)
             return
         self._seen.clear()
         for node in nodes:
             if condition(node, cond) is not None:
                 self._clear(node["metadata"]["name"], cond)
+        self._daemonsets(None, 0, 0)
         if obj is not None:
             finalizers = [f for f in obj["metadata"].get("finalizers") or [] if f != t.finalizer]
             if len(finalizers) != len(obj["metadata"].get("finalizers") or []):
@@ -92,8 +119,98 @@ class OperatorSimulation:
                     },
                 )
 
+    def _set_status(self, obj: dict[str, Any], selected: list[str], ready: list[str]) -> None:
+        """The config's ``Ready`` condition, written only when it changes."""
+        meta = obj["metadata"]
+        generation = meta.get("generation")
+        lagging = [n for n in selected if n not in ready]
+        if not selected:
+            status, reason = "False", "NoNodesSelected"
+            message = "spec.nodeSelector matches no node"
+        elif lagging:
+            status, reason = "False", "NodesNotReady"
+            message = (
+                f"{len(ready)} of {len(selected)} selected node(s) ready; not ready: "
+                + ", ".join(lagging)
+            )
+        else:
+            status, reason = "True", "AllNodesReady"
+            message = f"{len(ready)} of {len(selected)} selected node(s) ready"
+        have = (obj.get("status") or {}).get("conditions") or []
+        current: dict[str, Any] = next((c for c in have if c.get("type") == "Ready"), {})
+        want = {"status": status, "reason": reason, "message": message}
+        if (
+            all(current.get(k) == v for k, v in want.items())
+            and current.get("observedGeneration") == generation
+        ):
+            return
+        since = current.get("lastTransitionTime") if current.get("status") == status else None
+        stamp = since or datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+        self.kube.patch(
+            self.ref,
+            meta["name"],
+            {
+                "metadata": {"resourceVersion": meta["resourceVersion"]},
+                "status": {
+                    "observedGeneration": generation,
+                    "conditions": [
+                        {
+                            "type": "Ready",
+                            **want,
+                            "observedGeneration": generation,
+                            "lastTransitionTime": stamp,
+                        }
+                    ],
+                },
+            },
+            subresource="status",
+        )
+
+    def _daemonsets(self, selector: dict[str, str] | None, desired: int, ready: int) -> None:
+        """Keep the node-agent DaemonSets in step: template selector and status.
+
+        ``selector`` None: no config (the pod template is left as it is).
+        """
+        k = self.config.cluster
+        for name in k.agent_daemonsets:
+            ds = self.kube.get_or_none(DAEMONSETS, name, k.agent_namespace)
+            if ds is None:
+                continue
+            spec = ((ds.get("spec") or {}).get("template") or {}).get("spec") or {}
+            have = spec.get("nodeSelector") or {}
+            if selector is not None and have != selector:
+                # A merge patch merges maps: keys that go are set to null.
+                patch = {**dict.fromkeys(have), **selector}
+                ds = self.kube.patch(
+                    DAEMONSETS,
+                    name,
+                    {"spec": {"template": {"spec": {"nodeSelector": patch}}}},
+                    namespace=k.agent_namespace,
+                )
+            status = {
+                "observedGeneration": ds["metadata"].get("generation"),
+                "desiredNumberScheduled": desired,
+                "currentNumberScheduled": desired,
+                "updatedNumberScheduled": desired,
+                "numberMisscheduled": 0,
+                "numberReady": ready,
+                "numberAvailable": ready,
+                "numberUnavailable": desired - ready,
+            }
+            live = ds.get("status") or {}
+            if all(live.get(key, 0) == value for key, value in status.items()):
+                continue
+            self.kube.patch(
+                DAEMONSETS,
+                name,
+                {"status": status},
+                namespace=k.agent_namespace,
+                subresource="status",
+            )
+
     def _set_ready(self, node: dict[str, Any], cond: str) -> None:
-        broken = (node["metadata"].get("annotations") or {}).get(NEVER_READY) == "never-ready"
+        """Set the node's condition as its daemons are."""
+        broken = _never_ready(node)
         want = (
             ("False", "MPSDaemonCrashLoop", "mpsd: back-off restarting")
             if broken

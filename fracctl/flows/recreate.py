@@ -22,7 +22,7 @@ from fracctl.core import recreate as plan_mod
 from fracctl.core.drift import IN_SYNC, MISSING_DESIRED, REJECTED
 from fracctl.core.nodes import is_ready, selector_of, selector_string
 from fracctl.core.recreate import Plan
-from fracctl.core.resources import EVENTS, NODES
+from fracctl.core.resources import EVENTS, EVENTS_NAMESPACE, NODES
 from fracctl.errors import (
     Conflict,
     ExternalError,
@@ -235,7 +235,10 @@ def record(ctx: Context, *, live: Obj | None, entry: dict[str, Any]) -> str:
                 {
                     "apiVersion": "v1",
                     "kind": "Event",
-                    "metadata": {"generateName": f"{meta['name']}.", "namespace": "default"},
+                    "metadata": {
+                        "generateName": f"{meta['name']}.",
+                        "namespace": EVENTS_NAMESPACE,
+                    },
                     "involvedObject": {
                         "apiVersion": t.api_version,
                         "kind": t.kind,

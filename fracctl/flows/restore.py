@@ -61,7 +61,10 @@ def read_backup(ctx: Context, path: str) -> Obj:
             f"{path} holds {found}, not the target {t.api_version} {t.kind}/{t.name}",
             hint="pass a backup that fracctl recreate wrote under recreate.state_dir/backups",
         )
-    if not isinstance(selector_of(obj, t.selector_field), dict):
+    value: Any = obj
+    for part in t.selector_field.split("."):
+        value = value.get(part) if isinstance(value, dict) else None
+    if not isinstance(value, dict) or not value:
         raise UsageError(f"{path}: the backed-up object has no {t.selector_field}")
     return obj
 

@@ -20,7 +20,8 @@ from fracctl.adapters import argocd_local, controlplane
 from fracctl.adapters.git import init_repo
 from fracctl.adapters.kube import Kube
 from fracctl.config import Config
-from fracctl.core.crd import fractioning_crd
+from fracctl.core.crd import fractioning_crd, kai_config_crd
+from fracctl.core.doctor import KAI_CONFIG
 from fracctl.core.nodes import condition
 from fracctl.core.resources import CRDS, NAMESPACES, NODES, split_api_version
 from fracctl.errors import Conflict, ExternalError, NotFound, TimedOut, UsageError
@@ -107,6 +108,16 @@ def install_crd(kube: Kube, config: Config, *, timeout: float = 30.0) -> None:
     """Create (or keep) the fractioning CRD and wait until it is established."""
     t = config.target
     crd = fractioning_crd(group=t.group, kind=t.kind, plural=t.plural, version=t.version)
+    _establish(kube, crd, f"/apis/{t.group}/{t.version}/{t.plural}", timeout)
+
+
+def install_kai_config_crd(kube: Kube, *, timeout: float = 30.0) -> None:
+    """Create (or keep) a minimal CRD for KAI's ``Config``, as a KAI install brings it."""
+    _establish(kube, kai_config_crd(), KAI_CONFIG.path(), timeout)
+
+
+def _establish(kube: Kube, crd: dict[str, Any], list_path: str, timeout: float) -> None:
+    """Create ``crd`` unless it exists; return once it is established and served."""
     try:
         kube.create(CRDS, crd)
     except Conflict:
@@ -118,7 +129,7 @@ def install_crd(kube: Kube, config: Config, *, timeout: float = 30.0) -> None:
             if c.get("type") == "Established" and c.get("status") == "True":
                 # Discovery can lag a moment behind Established.
                 try:
-                    kube.request("GET", f"/apis/{t.group}/{t.version}/{t.plural}")
+                    kube.request("GET", list_path)
                     return
                 except Exception:  # noqa: BLE001 - retried until the deadline
                     break
@@ -230,6 +241,7 @@ def _populate(
     """
     kube = Kube.connect(kubeconfig=cp.kubeconfig)
     install_crd(kube, ctx.config)
+    install_kai_config_crd(kube)
     seed(kube, scenario)
 
     gitops_src = (scenario_file.parent / str(scenario.get("gitops") or "")).resolve()

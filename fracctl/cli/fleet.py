@@ -1,0 +1,207 @@
+"""Rendering a fleet's results: one summary for every cluster, in each output format.
+
+Not a command group: ``drift``, ``preflight`` and ``recreate`` call into it when their
+run addresses several clusters (see :func:`fracctl.cli._app.fleet`).
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from fracctl.cli import _app
+
+if TYPE_CHECKING:
+    from fracctl.flows.context import Context
+    from fracctl.flows.fleet import ClusterResult, FleetProgress, FleetResult
+
+# The --parallel of every command that takes a fleet.
+Parallel = Annotated[
+    int | None,
+    typer.Option(
+        "--parallel",
+        metavar="N",
+        help="With a fleet: clusters at a time (default fleet.parallel).",
+        show_default=False,
+        callback=_app.setting("fleet.parallel"),
+    ),
+]
+
+
+def progress(c: Context) -> FleetProgress | None:
+    """A live table of the clusters on a terminal; plain lines otherwise (``None``)."""
+    if c.err.is_terminal:
+        from fracctl.cli.progress import LiveFleetTable
+
+        return LiveFleetTable(c)
+    return None
+
+
+def _style(code: int) -> str:
+    return "green" if code == 0 else ("yellow" if code == 1 else "bold red")
+
+
+def summary(
+    c: Context,
+    result: FleetResult,
+    detail: Callable[[ClusterResult], str],
+    *,
+    waves: bool = False,
+) -> None:
+    """One table, cluster x verdict, then one line with the counts and the exit code."""
+    from rich.table import Table
+    from rich.text import Text
+
+    table = Table(show_lines=False)
+    table.add_column("CLUSTER", no_wrap=True)
+    table.add_column("CONTEXT", overflow="fold")
+    if waves:
+        table.add_column("WAVE", justify="right")
+    table.add_column("VERDICT", no_wrap=True)
+    table.add_column("DETAIL", overflow="fold")
+    table.add_column("EXIT", justify="right")
+    for r in result.results:
+        row = [Text(r.name), Text(r.member.context or "")]
+        if waves:
+            row.append(Text(str(r.member.wave)))
+        row += [
+            Text(r.state, style=_style(r.exit_code)),
+            Text(r.error or detail(r)),
+            Text(str(r.exit_code)),
+        ]
+        table.add_row(*row)
+    c.out.print(table)
+    c.out.print(counts_line(result), markup=False)
+
+
+def counts_line(result: FleetResult) -> str:
+    """``3 clusters: 1 in-sync, 1 drifted, 1 unreachable; exit 3 (4.2s)``."""
+    counts: dict[str, int] = {}
+    for r in result.results:
+        counts[r.state] = counts.get(r.state, 0) + 1
+    parts = ", ".join(f"{n} {state}" for state, n in counts.items())
+    n = len(result.results)
+    return (
+        f"{n} cluster{'s' if n != 1 else ''}: {parts}; exit {result.exit_code} "
+        f"({result.seconds:.1f}s)"
+    )
+
+
+# --- drift ------------------------------------------------------------------------------
+
+
+def drift(c: Context, result: FleetResult, fmt: str, junit_file: Any) -> None:
+    """``fracctl drift`` over a fleet in ``fmt`` (table, json, junit, github)."""
+    from fracctl.core.report import annotation, fleet_junit, to_github
+    from fracctl.errors import UsageError
+    from fracctl.flows.drift import summary_line
+    from fracctl.redact import redact
+
+    if junit_file is not None or fmt == "junit":
+        xml = fleet_junit([(r.name, r.value, r.error) for r in result.results])
+        if junit_file is not None:
+            try:
+                junit_file.write_text(redact(xml), encoding="utf-8")
+            except OSError as e:
+                raise UsageError(f"--junit-file {junit_file}: cannot write: {e.strerror}") from None
+        if fmt == "junit":
+            sys.stdout.write(xml)
+    if fmt == "json":
+        _app.emit_json(result.to_dict())
+    elif fmt == "github":
+        lines = []
+        for r in result.results:
+            if r.value is not None:
+                lines.append(to_github(r.value, summary_line(r.value), cluster=r.name).rstrip())
+            else:
+                title = f"fracctl drift [{r.name}]: {r.state}"
+                lines.append(annotation("error", r.error or r.state, title=title))
+        lines.append(annotation("notice", counts_line(result), title="fracctl drift: fleet"))
+        sys.stdout.write("\n".join(lines) + "\n")
+    elif fmt == "table":
+        from fracctl.core.report import describe
+
+        summary(c, result, lambda r: summary_line(r.value) if r.value is not None else "")
+        for r in result.results:
+            drifted = [o for o in r.value.objects if o.drifted] if r.value is not None else []
+            for o in drifted:
+                c.out.print("")
+                c.out.print(f"[{r.name}] {describe(o)}", markup=False, soft_wrap=True)
+            for w in r.value.warnings if r.value is not None else []:
+                c.out.print(f"[{r.name}] !! {w}", markup=False, soft_wrap=True)
+
+
+# --- preflight --------------------------------------------------------------------------
+
+
+def preflight(c: Context, result: FleetResult, fmt: str) -> None:
+    """``fracctl preflight`` over a fleet: one row per cluster, then what to fix where."""
+    if fmt == "json":
+        _app.emit_json(result.to_dict())
+        return
+
+    def detail(r: ClusterResult) -> str:
+        report = r.value
+        if report is None:
+            return ""
+        if report.ok:
+            return f"{len(report.checks)} checks passed"
+        return "; ".join(f"{ch.name}: {ch.evidence}" for ch in report.failed)
+
+    summary(c, result, detail)
+    for r in result.results:
+        if r.value is not None and not r.value.ok:
+            for ch in r.value.failed:
+                c.out.print(f"  [{r.name}] {ch.name}: {ch.fix}", markup=False, soft_wrap=True)
+
+
+# --- recreate ---------------------------------------------------------------------------
+
+
+def recreate(
+    c: Context,
+    result: FleetResult,
+    fmt: str,
+    *,
+    dry_run: bool,
+    show_plan: Callable[[Context, Any], None],
+) -> None:
+    """``fracctl recreate`` over a fleet: the plans (dry run), then the wave summary."""
+    from fracctl.flows.fleet import NOT_STARTED
+
+    if fmt == "json":
+        _app.emit_json(result.to_dict())
+        return
+    if dry_run:
+        for r in result.results:
+            if r.value is not None:
+                c.out.print(f"== {r.name} (wave {r.member.wave}) ==", markup=False)
+                show_plan(c, r.value)
+                c.out.print("")
+
+    def detail(r: ClusterResult) -> str:
+        value = r.value
+        if value is None:
+            return ""
+        if value.ready is not None:
+            return f"{len(value.ready.nodes)} node(s) ready in {value.ready.seconds:.0f}s"
+        return str(value.plan.summary)
+
+    summary(c, result, detail, waves=True)
+    if dry_run:
+        return
+    done = [
+        r.name
+        for r in result.results
+        if r.exit_code == 0 and r.state not in (NOT_STARTED, "dry-run")
+    ]
+    waiting = [r.name for r in result.results if r.state == NOT_STARTED]
+    c.out.print(f"done: {', '.join(done) or 'none'}", markup=False)
+    if result.stopped:
+        c.out.print(f"stopped: {result.stopped}", markup=False, soft_wrap=True)
+        c.out.print(f"not started: {', '.join(waiting) or 'none'}", markup=False)
+    if result.resume:
+        c.out.print(f"resume: {result.resume}", markup=False, soft_wrap=True)

@@ -1,0 +1,406 @@
+"""The Kubernetes permissions of each fracctl role, as plain data: the one source.
+
+``fracctl rbac print`` renders these, the manifests under ``deploy/rbac`` are its output,
+and the tests run each command as an identity bound to only its role. A rule that a
+command stops needing, or a call a command starts making, shows up there first.
+
+Roles:
+
+- ``drift``: read the objects it checks and the target's CRD; ``create`` and ``patch``
+  only for its dry-run validation (keep them to dry runs with the admission policy in
+  ``deploy/components/drift``).
+- ``preflight``: reads only; pods and nodes are listed as metadata.
+- ``doctor``: reads only: nodes, pods, the events of pending fractional pods, the
+  RuntimeClass, KAI's Config, the target, and the agents' and scheduler's workloads.
+- ``recreate``: the one target object (by name where RBAC allows it), the lock Lease in
+  its namespace, an Event, and the reads of drift and preflight it runs first.
+- ``node-agent``: nothing. The agent talks to the MPS daemon on its node, never to the
+  API server, so its pod runs without a service-account token.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from fracctl.core.resources import EVENTS_NAMESPACE
+
+ROLES: tuple[str, ...] = ("drift", "preflight", "doctor", "recreate", "node-agent")
+
+SUMMARY = {
+    "drift": "read the checked objects and their CRD; create/patch as dry runs only",
+    "preflight": "read pods and nodes (metadata lists) and the target object",
+    "doctor": "read nodes, pods, pod events, the RuntimeClass, KAI's Config and workloads",
+    "recreate": "the target object, the lock Lease, an Event, and the guards' reads",
+    "node-agent": "no API access at all: the agent only talks to the MPS daemon",
+}
+
+API_VERSION = "rbac.authorization.k8s.io/v1"
+FLUX_GROUP = "kustomize.toolkit.fluxcd.io"
+KAI_GROUP = "kai.scheduler"  # KAI's cluster-scoped Config (configs.kai.scheduler/v1)
+
+
+@dataclass(frozen=True)
+class Params:
+    """What the rules depend on, from the configuration."""
+
+    target_group: str = "gpu-fractioning.kai.scheduler"
+    target_plural: str = "gpufractioningconfigs"
+    target_kind: str = "GpuFractioningConfig"
+    target_name: str = "default"
+    lock_namespace: str = "default"
+    lock_name: str = "fracctl-recreate"
+    events_namespace: str = EVENTS_NAMESPACE
+    backend: str = "argocd"
+    flux_namespace: str = "flux-system"
+    flux_kustomization: str = "gpu-fractioning"
+    agent_namespace: str = "gpu-fractioning"
+    agent_daemonsets: tuple[str, ...] = ("gpu-fractioning-mpsd", "gpu-fractioning-fractiond")
+    scheduler_namespace: str = "kai-scheduler"
+    scheduler_config: str = "kai-config"
+    runtime_class: str = "nvidia"
+
+    @property
+    def crd_name(self) -> str:
+        """The target's CustomResourceDefinition, ``plural.group``."""
+        return f"{self.target_plural}.{self.target_group}"
+
+
+@dataclass(frozen=True)
+class RbacRule:
+    """One RBAC policy rule, with the reason it is granted."""
+
+    api_groups: tuple[str, ...]
+    resources: tuple[str, ...]
+    verbs: tuple[str, ...]
+    why: str
+    resource_names: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        """The rule as the RBAC API spells it."""
+        out: dict[str, Any] = {
+            "apiGroups": list(self.api_groups),
+            "resources": list(self.resources),
+        }
+        if self.resource_names:
+            out["resourceNames"] = list(self.resource_names)
+        out["verbs"] = list(self.verbs)
+        return out
+
+
+@dataclass(frozen=True)
+class Role:
+    """A ClusterRole (``namespace`` empty) or a Role in ``namespace``."""
+
+    name: str
+    component: str
+    rules: tuple[RbacRule, ...]
+    namespace: str = ""
+    notes: tuple[str, ...] = field(default=())
+
+    @property
+    def kind(self) -> str:
+        """``ClusterRole`` or ``Role``."""
+        return "Role" if self.namespace else "ClusterRole"
+
+    def to_dict(self) -> dict[str, Any]:
+        """The object as the API server takes it."""
+        meta: dict[str, Any] = {"name": self.name}
+        if self.namespace:
+            meta["namespace"] = self.namespace
+        meta["labels"] = labels(self.component)
+        return {
+            "apiVersion": API_VERSION,
+            "kind": self.kind,
+            "metadata": meta,
+            "rules": [r.to_dict() for r in self.rules],
+        }
+
+
+def labels(component: str) -> dict[str, str]:
+    """The recommended labels of every object fracctl ships."""
+    return {"app.kubernetes.io/name": "fracctl", "app.kubernetes.io/component": component}
+
+
+def role_name(role: str) -> str:
+    """``fracctl-<role>``: the name of the role's ClusterRole and Roles."""
+    return f"fracctl-{role}"
+
+
+# --- the rules ------------------------------------------------------------------------
+
+
+def _drift(p: Params) -> list[RbacRule]:
+    return [
+        RbacRule(
+            (p.target_group,),
+            (p.target_plural,),
+            ("get", "patch"),
+            "read the live object; patch is sent as a dry-run server-side apply only "
+            "(would the API server accept git's version as an update?)",
+            (p.target_name,),
+        ),
+        RbacRule(
+            (p.target_group,),
+            (p.target_plural,),
+            ("create",),
+            "a dry-run create only: validate git's object as a whole (RBAC cannot name an "
+            "object on create)",
+        ),
+        RbacRule(
+            ("apiextensions.k8s.io",),
+            ("customresourcedefinitions",),
+            ("get",),
+            "read the CRD's x-kubernetes-validations rules (which fields are immutable)",
+            (p.crd_name,),
+        ),
+    ]
+
+
+def _guard_reads(p: Params) -> list[RbacRule]:
+    return [
+        RbacRule(
+            ("",),
+            ("pods",),
+            ("list", "get"),
+            "find fractional pods in every namespace: a paged metadata-only list, then a "
+            "get of each pod that matches, for its node",
+        ),
+        RbacRule(("",), ("nodes",), ("list",), "read every node's labels (a metadata-only list)"),
+    ]
+
+
+def _preflight(p: Params) -> list[RbacRule]:
+    return [
+        *_guard_reads(p),
+        RbacRule(
+            (p.target_group,),
+            (p.target_plural,),
+            ("get",),
+            "read the live object's selector",
+            (p.target_name,),
+        ),
+    ]
+
+
+def _doctor(p: Params) -> tuple[list[RbacRule], dict[str, list[RbacRule]]]:
+    cluster = [
+        RbacRule(("",), ("nodes",), ("list",), "every node: GPU nodes, labels, taints, conditions"),
+        RbacRule(
+            ("",),
+            ("pods",),
+            ("list",),
+            "unfinished pods in pages (fractional ones and those on GPU nodes are kept), "
+            "and every pod of the reservation namespace",
+        ),
+        RbacRule(
+            ("",),
+            ("events",),
+            ("list",),
+            "the events of pending fractional pods, one list per namespace",
+        ),
+        RbacRule(
+            ("node.k8s.io",),
+            ("runtimeclasses",),
+            ("get",),
+            "the RuntimeClass the fractioning config names",
+            (p.runtime_class,),
+        ),
+        RbacRule(
+            (KAI_GROUP,),
+            ("configs",),
+            ("get",),
+            "KAI's scheduler Config (gpuSharingMode)",
+            (p.scheduler_config,),
+        ),
+        RbacRule(
+            (p.target_group,),
+            (p.target_plural,),
+            ("get",),
+            "the fractioning config itself",
+            (p.target_name,),
+        ),
+    ]
+    namespaced: dict[str, list[RbacRule]] = {}
+    namespaced.setdefault(p.agent_namespace, []).append(
+        RbacRule(
+            ("apps",),
+            ("daemonsets",),
+            ("get",),
+            "the node agents' DaemonSets",
+            p.agent_daemonsets,
+        )
+    )
+    for ns in dict.fromkeys((p.agent_namespace, p.scheduler_namespace)):
+        namespaced.setdefault(ns, []).append(
+            RbacRule(
+                ("apps",),
+                ("deployments", "daemonsets"),
+                ("list",),
+                "the workloads' images and tolerations",
+            )
+        )
+    return cluster, namespaced
+
+
+def _recreate(p: Params) -> tuple[list[RbacRule], dict[str, list[RbacRule]]]:
+    cluster = [
+        RbacRule(
+            (p.target_group,),
+            (p.target_plural,),
+            ("get", "list", "watch", "patch", "delete"),
+            "the one target object: read it, watch it go, delete it, dry-run (and with "
+            "--backend apply, server-side apply) git's version",
+            (p.target_name,),
+        ),
+        RbacRule(
+            (p.target_group,),
+            (p.target_plural,),
+            ("create",),
+            "the dry-run create that validates git's object, and an apply that creates it "
+            "(RBAC cannot name an object that does not exist yet)",
+        ),
+        RbacRule(
+            ("apiextensions.k8s.io",),
+            ("customresourcedefinitions",),
+            ("get",),
+            "read the CRD's immutable-field rules",
+            (p.crd_name,),
+        ),
+        RbacRule(
+            ("",),
+            ("pods",),
+            ("list", "get"),
+            "the fractional-pod guard (metadata-only list, then a get of each match)",
+        ),
+        RbacRule(
+            ("",),
+            ("nodes",),
+            ("list", "watch"),
+            "the label guards and the blast radius; watch the selected nodes become ready",
+        ),
+        RbacRule(
+            ("",),
+            ("namespaces",),
+            ("get",),
+            "check the lock Lease's namespace exists before creating the Lease",
+            (p.lock_namespace,),
+        ),
+    ]
+    namespaced: dict[str, list[RbacRule]] = {}
+    namespaced.setdefault(p.lock_namespace, []).extend(
+        [
+            RbacRule(
+                ("coordination.k8s.io",),
+                ("leases",),
+                ("create",),
+                "take the lock: create the Lease",
+            ),
+            RbacRule(
+                ("coordination.k8s.io",),
+                ("leases",),
+                ("get", "update", "delete"),
+                "hold the lock: read, renew and release the Lease",
+                (p.lock_name,),
+            ),
+        ]
+    )
+    namespaced.setdefault(p.events_namespace, []).append(
+        RbacRule(("",), ("events",), ("create",), "record a Recreated Event on the target")
+    )
+    if p.backend == "flux":
+        namespaced.setdefault(p.flux_namespace, []).append(
+            RbacRule(
+                (FLUX_GROUP,),
+                ("kustomizations",),
+                ("get", "patch"),
+                "read the Flux Kustomization and request a reconcile",
+                (p.flux_kustomization,),
+            )
+        )
+    return cluster, namespaced
+
+
+def roles(role: str, p: Params | None = None) -> list[Role]:
+    """The ClusterRole (and, for ``recreate``, the Roles) of ``role``.
+
+    Raises:
+        ValueError: ``role`` is not one of :data:`ROLES`.
+    """
+    p = p or Params()
+    name = role_name(role)
+    if role == "drift":
+        return [Role(name, role, tuple(_drift(p)))]
+    if role == "preflight":
+        return [Role(name, role, tuple(_preflight(p)))]
+    if role in ("recreate", "doctor"):
+        cluster, namespaced = _recreate(p) if role == "recreate" else _doctor(p)
+        out = [Role(name, role, tuple(cluster))]
+        out += [Role(name, role, tuple(rules), namespace=ns) for ns, rules in namespaced.items()]
+        return out
+    if role == "node-agent":
+        return [Role(name, role, ())]
+    raise ValueError(f"unknown role {role!r} (use {', '.join(ROLES)})")
+
+
+# --- rendering ------------------------------------------------------------------------
+
+
+def _flow(values: tuple[str, ...]) -> str:
+    return "[" + ", ".join(json.dumps(v) for v in values) + "]"
+
+
+def _yaml_role(r: Role) -> list[str]:
+    lines = [f"apiVersion: {API_VERSION}", f"kind: {r.kind}", "metadata:", f"  name: {r.name}"]
+    if r.namespace:
+        lines.append(f"  namespace: {r.namespace}")
+    lines.append("  labels:")
+    lines += [f"    {k}: {v}" for k, v in labels(r.component).items()]
+    if not r.rules:
+        return [*lines, "rules: []"]
+    lines.append("rules:")
+    for rule in r.rules:
+        lines.append(f"  # {rule.why}")
+        lines.append(f"  - apiGroups: {_flow(rule.api_groups)}")
+        lines.append(f"    resources: {_flow(rule.resources)}")
+        if rule.resource_names:
+            lines.append(f"    resourceNames: {_flow(rule.resource_names)}")
+        lines.append(f"    verbs: {_flow(rule.verbs)}")
+    return lines
+
+
+def to_yaml(role: str, found: list[Role], p: Params | None = None) -> str:
+    """The role's objects as commented YAML, exactly as ``fracctl rbac print`` shows them."""
+    p = p or Params()
+    head = [
+        f"# fracctl {role}: {SUMMARY[role]}.",
+        f"# Generated by `fracctl rbac print --role {role}`; do not edit by hand.",
+        f"# Target {p.target_kind}/{p.target_name} ({p.target_group})"
+        + (
+            f"; lock Lease {p.lock_namespace}/{p.lock_name}; backend {p.backend}."
+            if role == "recreate"
+            else "."
+        ),
+    ]
+    if role == "node-agent":
+        head.append(
+            "# The node agent makes no API calls: run its pods with "
+            "automountServiceAccountToken: false."
+        )
+    else:
+        head.append(
+            "# Bind the ClusterRole with a ClusterRoleBinding"
+            + (" and each Role with a RoleBinding in its namespace" if len(found) > 1 else "")
+            + " to the identity that runs the command."
+        )
+    if role == "drift":
+        head.append(
+            "# RBAC cannot tell a dry run from a write: pair it with the dry-run-only "
+            "ValidatingAdmissionPolicy (deploy/components/drift)."
+        )
+    lines = list(head)
+    for r in found:
+        lines.append("---")
+        lines += _yaml_role(r)
+    return "\n".join(lines) + "\n"

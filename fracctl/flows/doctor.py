@@ -1,0 +1,119 @@
+"""``fracctl doctor``: read the cluster (GET only) and look for known failure signatures."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fracctl.core.doctor import (
+    DAEMONSETS,
+    DEPLOYMENTS,
+    KAI_CONFIG,
+    RUNTIME_CLASSES,
+    DoctorReport,
+    DoctorSettings,
+    Snapshot,
+    diagnose,
+    gpu_nodes,
+)
+from fracctl.core.fractional import FINISHED_PHASES, AnnotationMatcher, PodKind, classify
+from fracctl.core.resources import EVENTS, NODES, PODS, ResourceRef
+from fracctl.errors import ConfigError, NotFound
+from fracctl.flows.context import Context
+
+
+def settings(ctx: Context) -> DoctorSettings:
+    """The checks' settings from the configuration."""
+    c = ctx.config
+    t = c.target
+    k = c.cluster
+    return DoctorSettings(
+        policy=c.labels,
+        condition=c.condition,
+        fraction_annotations=c.pods.fraction_annotations,
+        reservation_namespace=c.pods.reservation_namespace,
+        target_kind=t.kind,
+        target_name=t.name,
+        target_plural=t.plural,
+        target_group=t.group,
+        agent_namespace=k.agent_namespace,
+        agent_daemonsets=k.agent_daemonsets,
+        scheduler_namespace=k.scheduler_namespace,
+        scheduler_config=k.scheduler_config,
+        runtime_class=k.runtime_class,
+        gpu_taint=k.gpu_taint,
+        gpu_taint_required=k.gpu_taint_required,
+        gpu_resources=k.gpu_resources,
+    )
+
+
+def _get(ctx: Context, ref: ResourceRef, name: str) -> tuple[dict[str, Any] | None, str]:
+    """The object, or None and why: no such object, or no such resource type (no CRD)."""
+    try:
+        return ctx.kube.get(ref, name), ""
+    except NotFound as e:
+        if f'"{name}" not found' in e.status.message:
+            return None, "no such object"
+        return None, f"the API server serves no {ref.kind} in {ref.api_version}: CRD not installed"
+
+
+def snapshot(ctx: Context, s: DoctorSettings) -> Snapshot:
+    """Read what the checks need, with GET requests only.
+
+    Pods are listed whole, page by page (unfinished ones only); a page is kept only for
+    the pods the checks look at: fractional ones, KAI's reservation pods, and pods on
+    GPU nodes. Events are read only for fractional pods that are Pending.
+
+    Raises:
+        ApiError: the cluster refused a read (exit 3).
+    """
+    kube = ctx.kube
+    snap = Snapshot(nodes=kube.list(NODES))
+    snap.runtime_class = kube.get_or_none(RUNTIME_CLASSES, s.runtime_class)
+    snap.kai_config, snap.kai_config_missing = _get(ctx, KAI_CONFIG, s.scheduler_config)
+    snap.target, snap.target_missing = _get(ctx, ctx.config.target.ref, s.target_name)
+    snap.daemonsets = {
+        name: kube.get_or_none(DAEMONSETS, name, s.agent_namespace) for name in s.agent_daemonsets
+    }
+    snap.agent_pods = kube.list(PODS, namespace=s.agent_namespace)
+    for ns in dict.fromkeys((s.agent_namespace, s.scheduler_namespace)):
+        for ref in (DEPLOYMENTS, DAEMONSETS):
+            # Items of a list carry no kind of their own.
+            snap.workloads += [{**w, "kind": ref.kind} for w in kube.list(ref, namespace=ns)]
+
+    try:
+        matcher = AnnotationMatcher.compile(s.fraction_annotations)
+    except ValueError as e:
+        raise ConfigError(f"pods.fraction_annotations: {e}") from None
+    gpus = {n["metadata"]["name"] for n in gpu_nodes(snap.nodes, s)}
+    unfinished = ",".join(f"status.phase!={p}" for p in FINISHED_PHASES)
+    # Every reservation pod, failed ones included: a failed one is what the check is for.
+    snap.pods = kube.list(PODS, namespace=s.reservation_namespace)
+    for page in kube.list_pages(PODS, field_selector=unfinished, limit=ctx.config.pods.page_size):
+        for pod in page.get("items") or ():
+            meta = pod.get("metadata") or {}
+            if meta.get("namespace") == s.reservation_namespace:
+                continue
+            kind = classify(meta, matcher, reservation_namespace=s.reservation_namespace).kind
+            if kind is not PodKind.OTHER or (pod.get("spec") or {}).get("nodeName") in gpus:
+                snap.pods.append(pod)
+    pending: dict[str, set[str]] = {}  # namespace -> fractional pods Pending there
+    for pod in snap.pods:
+        meta = pod.get("metadata") or {}
+        verdict = classify(meta, matcher, reservation_namespace=s.reservation_namespace)
+        if (pod.get("status") or {}).get("phase") == "Pending" and verdict.kind is (
+            PodKind.FRACTIONAL
+        ):
+            pending.setdefault(meta["namespace"], set()).add(meta["name"])
+    # One list of pod events per namespace, not one per pod.
+    for ns, names in sorted(pending.items()):
+        for event in kube.list(EVENTS, namespace=ns, field_selector="involvedObject.kind=Pod"):
+            name = (event.get("involvedObject") or {}).get("name")
+            if name in names:
+                snap.events.setdefault(f"{ns}/{name}", []).append(event)
+    return snap
+
+
+def doctor(ctx: Context) -> DoctorReport:
+    """``fracctl doctor``: snapshot the cluster, then run every check on it."""
+    s = settings(ctx)
+    return diagnose(snapshot(ctx, s), s)

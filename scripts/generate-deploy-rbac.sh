@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Regenerate deploy/rbac/*.yaml from `fracctl rbac print` with the default configuration.
+# tests/test_deploy.py fails while the committed files differ from this output.
+set -euo pipefail
+repo="$(cd "$(dirname "$0")/.." && pwd)"
+fracctl="${FRACCTL:-$repo/.venv/bin/fracctl}"
+scratch="$(mktemp -d)"
+trap 'rm -rf "$scratch"' EXIT
+for role in drift preflight doctor recreate node-agent; do
+  # An empty folder and environment: no fracctl.yaml or FRACCTL_* setting applies.
+  (cd "$scratch" && env -i PATH="$PATH" HOME="$scratch" "$fracctl" rbac print --role "$role") \
+    > "$repo/deploy/rbac/$role.yaml"
+done
