@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import typer
 
@@ -125,40 +125,28 @@ def command(
     """
     from fracctl.flows import drift as flow
 
+    what: dict[str, Any] = {
+        "all_objects": all_objects,
+        "app": app,
+        "repo": repo,
+        "revision": revision,
+        "path": path,
+        "renderer": renderer,
+        "kind": kind,
+        "name": name,
+    }
     found = _app.fleet(ctx, fleet__parallel=parallel)
     if found is not None:
         from fracctl.flows import fleet
 
         c, clusters = found
         fmt = output or _default_format(c.env)
-        result = fleet.drift(
-            c,
-            clusters,
-            progress=fleet_cli.progress(c),
-            all_objects=all_objects,
-            app=app,
-            repo=repo,
-            revision=revision,
-            path=path,
-            renderer=renderer,
-            kind=kind,
-            name=name,
-        )
+        result = fleet.drift(c, clusters, progress=fleet_cli.progress(c), **what)
         fleet_cli.drift(c, result, fmt, junit_file)
         raise typer.Exit(result.exit_code)
     c = _app.context(ctx)
     fmt = output or _default_format(c.env)
-    report = flow.run(
-        c,
-        all_objects=all_objects,
-        app=app,
-        repo=repo,
-        revision=revision,
-        path=path,
-        renderer=renderer,
-        kind=kind,
-        name=name,
-    )
+    report = flow.run(c, **what)
     summary = flow.summary_line(report)
     if junit_file is not None:
         from fracctl.core.report import to_junit

@@ -29,17 +29,12 @@ def _parse_selector(values: list[str]) -> dict[str, str]:
 check_selector = _app.checked(_parse_selector)
 
 
-def selector_option(ctx: typer.Context, values: list[str] | None) -> dict[str, str] | None:
+def selector_option(values: list[str] | None) -> dict[str, str] | None:
     """Parse repeated ``KEY=VALUE`` flags into a selector (``None`` when not given).
 
     The option declares ``callback=check_selector``, which has already refused bad ones.
     """
-    if not values:
-        return None
-    try:
-        return _parse_selector(values)
-    except ValueError as e:
-        raise typer.BadParameter(str(e), ctx=ctx) from None
+    return _parse_selector(values) if values else None
 
 
 def command(
@@ -77,7 +72,7 @@ def command(
     """
     from fracctl.flows.preflight import preflight
 
-    wanted = selector_option(ctx, selector)
+    wanted = selector_option(selector)
     found = _app.fleet(ctx, fleet__parallel=parallel)
     if found is not None:
         from fracctl.flows import fleet

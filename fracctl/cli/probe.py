@@ -93,7 +93,7 @@ def command(
     """
     from fracctl.flows.probe import probe
 
-    wanted = selector_option(ctx, pool)
+    wanted = selector_option(pool)
     c = _app.context(ctx, timeouts__probe=timeout)
     result = probe(c, memory=memory, fraction=fraction, pool=wanted)
     if output == "json":

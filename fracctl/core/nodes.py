@@ -66,11 +66,16 @@ def describe_condition(node: Mapping[str, Any], type_: str) -> str:
     return text + ")"
 
 
+def field_at(obj: Mapping[str, Any], field_path: str) -> Any:
+    """The value at a dotted ``field_path`` (``spec.nodeSelector``); None where absent."""
+    value: Any = obj
+    for part in field_path.split("."):
+        value = value.get(part) if isinstance(value, Mapping) else None
+    return value
+
+
 def selector_of(obj: Mapping[str, Any] | None, field_path: str) -> dict[str, str] | None:
     """The node selector at ``field_path`` (``spec.nodeSelector``); None without an object."""
     if obj is None:
         return None
-    value: Any = obj
-    for part in field_path.split("."):
-        value = value.get(part) if isinstance(value, dict) else None
-    return dict(value or {})
+    return dict(field_at(obj, field_path) or {})

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from fracctl.core import recreate as plan_mod
-from fracctl.core.nodes import selector_of
+from fracctl.core.nodes import field_at, selector_of
 from fracctl.core.recreate import Plan
 from fracctl.errors import ConfigError, FracctlError, Refused, UsageError
 from fracctl.flows import backends
@@ -61,9 +61,7 @@ def read_backup(ctx: Context, path: str) -> Obj:
             f"{path} holds {found}, not the target {t.api_version} {t.kind}/{t.name}",
             hint="pass a backup that fracctl recreate wrote under recreate.state_dir/backups",
         )
-    value: Any = obj
-    for part in t.selector_field.split("."):
-        value = value.get(part) if isinstance(value, dict) else None
+    value = field_at(obj, t.selector_field)
     if not isinstance(value, dict) or not value:
         raise UsageError(f"{path}: the backed-up object has no {t.selector_field}")
     return obj
