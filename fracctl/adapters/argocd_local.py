@@ -100,7 +100,7 @@ class LocalArgoCD:
         for name in _PROCESSES:
             pid = self.pids.get(name)
             if pid:
-                _terminate(pid, timeout)
+                controlplane.terminate(pid, timeout)
 
 
 # --- binaries -------------------------------------------------------------------------
@@ -293,7 +293,7 @@ def start(
             if name != "redis":
                 proc_env["ARGOCD_BINARY_NAME"] = name
             with open(argocd.log(name), "ab") as log:
-                proc = _spawn(commands[name], log, detach, proc_env)
+                proc = controlplane.spawn(commands[name], log, detach, env=proc_env)
             argocd.pids[name] = proc.pid
             argocd.save()
         deadline = time.monotonic() + timeout
@@ -528,38 +528,6 @@ def _settings(kube: Kube, exe: Path, password: str, project: str) -> None:
             },
         },
     )
-
-
-# Children started by this process, kept so they are reaped (a detached sandbox's
-# processes outlive us and are stopped later by PID alone).
-_CHILDREN: dict[int, subprocess.Popen[bytes]] = {}
-
-
-def _spawn(argv: list[str], log: Any, detach: bool, env: dict[str, str]) -> subprocess.Popen[bytes]:
-    proc = subprocess.Popen(
-        argv,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        stdin=subprocess.DEVNULL,
-        start_new_session=detach,
-        env=env,
-    )
-    _CHILDREN[proc.pid] = proc
-    return proc
-
-
-def _terminate(pid: int, timeout: float) -> None:
-    proc = _CHILDREN.pop(pid, None)
-    if proc is None:
-        controlplane.terminate(pid, timeout)
-        return
-    if proc.poll() is None:
-        proc.terminate()
-        try:
-            proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=10)
 
 
 def _write_secret_file(path: Path, value: str) -> None:

@@ -265,6 +265,9 @@ def spawn(
         cwd=cwd,
         env=env,
     )
+    stale = _CHILDREN.get(proc.pid)
+    if stale is not None:  # the pid was reused: that process is gone, settle its record
+        stale.poll()
     _CHILDREN[proc.pid] = proc
     return proc
 
