@@ -28,6 +28,7 @@ from typing import Any
 
 from fracctl.adapters.flux import API_VERSION, KIND, REQUESTED_AT
 from fracctl.adapters.kube import APPLY_PATCH, Kube
+from fracctl.core.crd import open_crd
 from fracctl.core.resources import CRDS, NAMESPACES
 from fracctl.errors import ApiError, Conflict, NotFound
 
@@ -40,37 +41,7 @@ Obj = dict[str, Any]
 
 def kustomization_crd() -> Obj:
     """A minimal Kustomization CRD: the real names, an open schema."""
-    open_object = {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
-    return {
-        "apiVersion": "apiextensions.k8s.io/v1",
-        "kind": "CustomResourceDefinition",
-        "metadata": {"name": f"{PLURAL}.{GROUP}"},
-        "spec": {
-            "group": GROUP,
-            "names": {
-                "kind": KIND,
-                "listKind": "KustomizationList",
-                "plural": PLURAL,
-                "singular": "kustomization",
-                "shortNames": ["ks"],
-            },
-            "scope": "Namespaced",
-            "versions": [
-                {
-                    "name": "v1",
-                    "served": True,
-                    "storage": True,
-                    "subresources": {"status": {}},
-                    "schema": {
-                        "openAPIV3Schema": {
-                            "type": "object",
-                            "properties": {"spec": open_object, "status": open_object},
-                        }
-                    },
-                }
-            ],
-        },
-    }
+    return open_crd(GROUP, KIND, PLURAL, scope="Namespaced", short_names=("ks",))
 
 
 def install_crd(kube: Kube, *, timeout: float = 30.0) -> None:

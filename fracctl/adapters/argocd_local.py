@@ -20,12 +20,12 @@ import shutil
 import subprocess
 import time
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 from fracctl.adapters import controlplane
 from fracctl.adapters.kube import Kube
+from fracctl.core.clock import utc_timestamp
 from fracctl.core.resources import CRDS, NAMESPACES, ResourceRef
 from fracctl.errors import Conflict, ExternalError, NotFound, TimedOut, UsageError
 from fracctl.redact import redact, register
@@ -512,7 +512,7 @@ def _settings(kube: Kube, exe: Path, password: str, project: str) -> None:
             },
         },
     )
-    now = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    now = utc_timestamp()
     _put(
         kube,
         SECRETS,

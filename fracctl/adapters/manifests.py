@@ -7,36 +7,17 @@ from pathlib import Path
 from typing import TextIO
 
 from fracctl.adapters.render import (
-    MANIFEST_SUFFIXES,
     Document,
     field_line,
     manifests_of,
     parse_documents,
+    read_manifest,
+    walk_manifests,
 )
 from fracctl.errors import ExternalError, UsageError
 
 STDIN = "-"
 STDIN_NAME = "<stdin>"
-
-
-def _files(path: Path) -> list[Path]:
-    if path.is_file():
-        return [path]
-    found = [
-        p
-        for p in path.rglob("*")
-        if p.is_file() and p.suffix in MANIFEST_SUFFIXES and ".git" not in p.parts
-    ]
-    return sorted(found)
-
-
-def _read(path: Path) -> str:
-    try:
-        return path.read_text(encoding="utf-8")
-    except UnicodeDecodeError:
-        raise ExternalError(f"{path}: not UTF-8 text") from None
-    except OSError as e:
-        raise ExternalError(f"{path}: cannot read: {e.strerror}") from None
 
 
 def read_inputs(paths: Sequence[str], stdin: TextIO) -> tuple[list[Document], int]:
@@ -65,9 +46,9 @@ def read_inputs(paths: Sequence[str], stdin: TextIO) -> tuple[list[Document], in
         path = Path(raw)
         if not path.exists():
             raise UsageError(f"{raw}: no such file or directory")
-        for f in _files(path):
+        for f in walk_manifests(path):
             count += 1
-            docs.extend(manifests_of(parse_documents(_read(f), str(f))))
+            docs.extend(manifests_of(parse_documents(read_manifest(f, str(f)), str(f))))
     return docs, count
 
 

@@ -309,7 +309,8 @@ def detect_renderer(names: Sequence[str]) -> str:
 # --- renderers ---------------------------------------------------------------------------
 
 
-def _walk_manifests(root: Path) -> list[Path]:
+def walk_manifests(root: Path) -> list[Path]:
+    """``root`` itself, or every manifest file below it (outside ``.git``), in path order."""
     if root.is_file():
         return [root]
     files = [
@@ -320,7 +321,8 @@ def _walk_manifests(root: Path) -> list[Path]:
     return sorted(files, key=lambda p: p.relative_to(root).as_posix())
 
 
-def _read(path: Path, name: str) -> str:
+def read_manifest(path: Path, name: str) -> str:
+    """A manifest file's text; one-line errors name it as ``name``."""
     try:
         return path.read_text(encoding="utf-8")
     except UnicodeDecodeError:
@@ -332,11 +334,11 @@ def _read(path: Path, name: str) -> str:
 def render_plain(export: Path, rel: str) -> list[Document]:
     """Every manifest under ``rel`` (recursive, multi-document; kustomization files skipped)."""
     out: list[Document] = []
-    for f in _walk_manifests(export / rel if rel else export):
+    for f in walk_manifests(export / rel if rel else export):
         if f.name in KUSTOMIZATION_FILES:
             continue
         name = f.relative_to(export).as_posix()
-        out.extend(manifests_of(parse_documents(_read(f, name), name)))
+        out.extend(manifests_of(parse_documents(read_manifest(f, name), name)))
     return out
 
 
@@ -364,20 +366,20 @@ def _run_tool(argv: list[str], cwd: Path, what: str, timeout: float) -> str:
 
 def _check_yaml_under(export: Path, rel: str) -> None:
     """Parse every YAML file under ``rel`` so a syntax error is named with file and line."""
-    for f in _walk_manifests(export / rel if rel else export):
+    for f in walk_manifests(export / rel if rel else export):
         name = f.relative_to(export).as_posix()
-        parse_documents(_read(f, name), name)
+        parse_documents(read_manifest(f, name), name)
 
 
 def _index_sources(export: Path) -> dict[tuple[str, str, str], Document]:
     """``(kind, namespace, name)`` -> the document in the export that declares it."""
     index: dict[tuple[str, str, str], Document] = {}
-    for f in _walk_manifests(export)[:5000]:
+    for f in walk_manifests(export)[:5000]:
         if f.name in KUSTOMIZATION_FILES or f.stat().st_size > 2_000_000:
             continue
         name = f.relative_to(export).as_posix()
         try:
-            docs = manifests_of(parse_documents(_read(f, name), name))
+            docs = manifests_of(parse_documents(read_manifest(f, name), name))
         except ExternalError:
             continue
         for d in docs:

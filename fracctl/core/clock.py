@@ -74,3 +74,10 @@ class Backoff:
     def reset(self) -> None:
         """Start again from ``first`` (after progress)."""
         self.attempt = 0
+
+
+def utc_timestamp() -> str:
+    """Now, as RFC 3339 UTC to the second (``2026-12-01T10:00:00Z``), as Kubernetes writes it."""
+    from datetime import datetime, timezone
+
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")

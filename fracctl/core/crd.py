@@ -109,29 +109,39 @@ def fractioning_crd(
     }
 
 
-def kai_config_crd() -> dict[str, Any]:
-    """A minimal CRD for KAI's cluster-scoped ``Config``: the real names, an open schema.
+def open_crd(
+    group: str,
+    kind: str,
+    plural: str,
+    *,
+    scope: str,
+    version: str = "v1",
+    short_names: tuple[str, ...] = (),
+) -> dict[str, Any]:
+    """A CRD with another project's real names and an open schema (status subresource).
 
-    Enough for a ``kai-config`` object to exist and be read (``spec.global.gpuSharingMode``);
-    KAI's own CRD validates far more.
+    Enough for its objects to exist and be read where the project itself cannot run.
     """
     open_object = {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
+    names: dict[str, Any] = {
+        "kind": kind,
+        "listKind": f"{kind}List",
+        "plural": plural,
+        "singular": kind.lower(),
+    }
+    if short_names:
+        names["shortNames"] = list(short_names)
     return {
         "apiVersion": "apiextensions.k8s.io/v1",
         "kind": "CustomResourceDefinition",
-        "metadata": {"name": "configs.kai.scheduler"},
+        "metadata": {"name": f"{plural}.{group}"},
         "spec": {
-            "group": "kai.scheduler",
-            "names": {
-                "kind": "Config",
-                "listKind": "ConfigList",
-                "plural": "configs",
-                "singular": "config",
-            },
-            "scope": "Cluster",
+            "group": group,
+            "names": names,
+            "scope": scope,
             "versions": [
                 {
-                    "name": "v1",
+                    "name": version,
                     "served": True,
                     "storage": True,
                     "subresources": {"status": {}},
@@ -145,3 +155,12 @@ def kai_config_crd() -> dict[str, Any]:
             ],
         },
     }
+
+
+def kai_config_crd() -> dict[str, Any]:
+    """A minimal CRD for KAI's cluster-scoped ``Config``: the real names, an open schema.
+
+    Enough for a ``kai-config`` object to exist and be read (``spec.global.gpuSharingMode``);
+    KAI's own CRD validates far more.
+    """
+    return open_crd("kai.scheduler", "Config", "configs", scope="Cluster")

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from fracctl.config import Config
+from fracctl.core.clock import utc_timestamp
 from fracctl.errors import ExitCode, FracctlError, Refused, Unreachable, UsageError
 from fracctl.flows.context import Context, redacting_console
 from fracctl.flows.signals import interrupt_on_sigterm
@@ -598,13 +599,11 @@ def resume_command(
 
 def _audit(base: Context, out: FleetResult) -> str:
     """One audit line for the fleet run, beside the clusters' own."""
-    from datetime import datetime, timezone
-
     from fracctl.flows.lock import identity
     from fracctl.flows.recreate import record
 
     entry = {
-        "time": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "time": utc_timestamp(),
         "who": identity(),
         "action": "recreate-fleet",
         "outcome": "stopped" if out.stopped else "done",

@@ -24,11 +24,10 @@ condition stays ``False`` with reason ``MPSDaemonCrashLoop``, as when mpsd canno
 from __future__ import annotations
 
 import threading
-from datetime import datetime, timezone
 from typing import Any
 
 from fracctl.config import Config
-from fracctl.core.clock import Clock, SystemClock
+from fracctl.core.clock import Clock, SystemClock, utc_timestamp
 from fracctl.core.doctor import DAEMONSETS
 from fracctl.core.nodes import condition, labels_of, matches
 from fracctl.core.resources import NODES
@@ -145,7 +144,7 @@ class OperatorSimulation:
         ):
             return
         since = current.get("lastTransitionTime") if current.get("status") == status else None
-        stamp = since or datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+        stamp = since or utc_timestamp()
         self.kube.patch(
             self.ref,
             meta["name"],
@@ -223,7 +222,7 @@ class OperatorSimulation:
         have = condition(node, cond)
         if have and (have.get("status"), have.get("reason")) == want[:2]:
             return
-        stamp = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+        stamp = utc_timestamp()
         self.kube.patch(
             NODES,
             node["metadata"]["name"],

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from fracctl.core import recreate as plan_mod
+from fracctl.core.clock import utc_timestamp
 from fracctl.core.drift import IN_SYNC, MISSING_DESIRED, REJECTED
 from fracctl.core.nodes import is_ready, selector_of, selector_string
 from fracctl.core.recreate import Plan
@@ -75,13 +76,20 @@ class RecreateResult:
         }
 
 
-def _now() -> str:
-    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
 def state_dir(ctx: Context) -> Path:
     """Where backups and the audit log live."""
     return Path(ctx.expand(ctx.config.recreate.state_dir))
+
+
+def require_confirmation(
+    ctx: Context, action: str, *, dry_run: bool, yes: bool, confirm: object | None
+) -> None:
+    """Refuse (exit 2) a change that nobody can confirm: no ``--yes`` and no terminal."""
+    if not dry_run and not yes and (confirm is None or not ctx.interactive):
+        raise UsageError(
+            f"refusing to {action} without confirmation: stdin is not a terminal",
+            hint="review the plan with --dry-run, then pass --yes",
+        )
 
 
 def check_backend(ctx: Context, backend: str) -> Backend:
@@ -395,7 +403,7 @@ def _record(run: Run) -> None:
     final = run.ctx.kube.get_or_none(t.ref, t.name)
     done = {
         **run.entry,
-        "time": _now(),
+        "time": utc_timestamp(),
         "outcome": "recreated" if result.plan.changes_cluster else "ready",
         "backup": result.backup,
     }
@@ -468,17 +476,13 @@ def recreate(
     at = boundary or (lambda _step: None)
     backend = backend or ctx.config.recreate.backend
     chosen = check_backend(ctx, backend)
-    if not dry_run and not yes and (confirm is None or not ctx.interactive):
-        raise UsageError(
-            "refusing to recreate without confirmation: stdin is not a terminal",
-            hint="review the plan with --dry-run, then pass --yes",
-        )
+    require_confirmation(ctx, "recreate", dry_run=dry_run, yes=yes, confirm=confirm)
     objects = desired_objects if desired_objects is not None else render_desired(ctx)
     t = ctx.config.target
 
     lock: LeaseLock | NoLock = NoLock() if dry_run else LeaseLock(ctx)
     entry: dict[str, Any] = {
-        "time": _now(),
+        "time": utc_timestamp(),
         "who": lock.me,
         "action": "recreate",
         "object": f"{t.kind}/{t.name}",
@@ -549,7 +553,7 @@ def recreate(
                     ctx.warn(said)
             entry.update(
                 outcome=f"failed: {e}" if isinstance(e, FracctlError) else "interrupted",
-                time=_now(),
+                time=utc_timestamp(),
                 backup=backup_path,
             )
             with contextlib.suppress(Exception):

@@ -14,13 +14,20 @@ from pathlib import Path
 from typing import Any
 
 from fracctl.core import recreate as plan_mod
+from fracctl.core.clock import utc_timestamp
 from fracctl.core.nodes import field_at, selector_of
 from fracctl.core.recreate import Plan
 from fracctl.errors import ConfigError, FracctlError, Refused, UsageError
 from fracctl.flows import backends
 from fracctl.flows.context import Context
 from fracctl.flows.lock import LeaseLock, NoLock
-from fracctl.flows.recreate import RecreateResult, _now, record, verify, wait_gone
+from fracctl.flows.recreate import (
+    RecreateResult,
+    record,
+    require_confirmation,
+    verify,
+    wait_gone,
+)
 from fracctl.flows.signals import interrupt_on_sigterm
 from fracctl.flows.wait import wait_ready
 
@@ -97,14 +104,10 @@ def restore(
     t = ctx.config.target
     obj = read_backup(ctx, path)
     want = selector_of(obj, t.selector_field) or {}
-    if not dry_run and not yes and (confirm is None or not ctx.interactive):
-        raise UsageError(
-            "refusing to restore without confirmation: stdin is not a terminal",
-            hint="review the plan with --dry-run, then pass --yes",
-        )
+    require_confirmation(ctx, "restore", dry_run=dry_run, yes=yes, confirm=confirm)
     lock: LeaseLock | NoLock = NoLock() if dry_run else LeaseLock(ctx)
     entry: dict[str, Any] = {
-        "time": _now(),
+        "time": utc_timestamp(),
         "who": lock.me,
         "action": "restore",
         "object": f"{t.kind}/{t.name}",
@@ -157,7 +160,7 @@ def restore(
             verify(ctx, want, applier, said)
             result.ready = wait_ready(ctx, selector=want)
         except (FracctlError, KeyboardInterrupt) as e:
-            entry.update(time=_now(), outcome=f"failed: {e}" if str(e) else "interrupted")
+            entry.update(time=utc_timestamp(), outcome=f"failed: {e}" if str(e) else "interrupted")
             with contextlib.suppress(Exception):
                 record(ctx, live=None, entry=entry)
             raise

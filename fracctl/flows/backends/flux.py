@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
 from typing import Any
 
+from fracctl.core.clock import utc_timestamp
 from fracctl.errors import Refused, UsageError
 from fracctl.flows.backends import Obj, require
 from fracctl.flows.context import Context
@@ -47,7 +47,7 @@ class FluxBackend:
     def recreate(self, ctx: Context, desired: Obj) -> str:
         """Request a reconcile and wait until it was handled and Ready settled."""
         flux = self._flux(ctx)
-        now = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+        now = utc_timestamp()
         requested = flux.request_reconcile(now)
         status = flux.wait_ready(requested, timeout=ctx.config.timeouts.sync, clock=ctx.clock)
         return f"Flux applied revision {status.get('lastAppliedRevision', '?')}"
