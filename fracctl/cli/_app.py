@@ -51,16 +51,21 @@ class Globals:
 
 
 def context(
-    ctx: typer.Context, *, env: Mapping[str, str] | None = None, **overrides: Any
+    ctx: typer.Context,
+    *,
+    env: Mapping[str, str] | None = None,
+    fleet_ok: bool = False,
+    **overrides: Any,
 ) -> Context:
     """Build (once) the I/O context for this invocation.
 
     ``overrides`` are flag values as ``section__key=value`` (``None`` ignored); a flag
     declared with :func:`setting` is named in any error about its value. ``env`` replaces
-    the environment the configuration is read from.
+    the environment the configuration is read from. Unless ``fleet_ok``, a fleet address
+    (``--context`` twice, ``--all-contexts``) is refused.
     """
     g: Globals = ctx.find_root().obj or Globals()
-    if not overrides.pop("_fleet", False) and (len(g.contexts) > 1 or g.all_contexts):
+    if not fleet_ok and (len(g.contexts) > 1 or g.all_contexts):
         from fracctl.errors import UsageError
 
         raise UsageError(
@@ -94,7 +99,7 @@ def fleet(ctx: typer.Context, **overrides: Any) -> tuple[Context, list[Member]] 
     """
     from fracctl.flows.fleet import members
 
-    c = context(ctx, _fleet=True, **overrides)
+    c = context(ctx, fleet_ok=True, **overrides)
     g: Globals = ctx.find_root().obj or Globals()
     found = members(c.config, contexts=g.contexts, all_contexts=g.all_contexts, env=c.env)
     return None if found is None else (c, found)
