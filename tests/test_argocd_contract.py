@@ -166,6 +166,26 @@ def test_read_only_account_gets_but_cannot_sync(server_for: Factory, incident: I
     assert "applications, sync" in e.value.message
 
 
+def test_can_i_and_the_managed_resources_the_recreate_proof_reads(
+    server_for: Factory, incident: Incident
+) -> None:
+    """What ``recreate`` proves before a delete: the app lists the target, can-i says yes."""
+    with server_for(incident) as server:
+        with server.client() as c:
+            app = c.get_application(server.app)
+            project = app["spec"]["project"]
+            assert c.can_i("applications", "sync", f"{project}/{server.app}")
+            managed = app["status"].get("resources") or []
+        with server.viewer() as v:
+            assert not v.can_i("applications", "sync", f"{project}/{server.app}")
+    assert any(
+        r.get("group") == TARGET["group"]
+        and r.get("kind") == TARGET["kind"]
+        and r.get("name") == TARGET["name"]
+        for r in managed
+    ), managed
+
+
 def test_post_and_delete_need_a_json_content_type(server_for: Factory, incident: Incident) -> None:
     """Even without a body: fracctl's client always sends it on POST and DELETE."""
     with server_for(incident) as server:

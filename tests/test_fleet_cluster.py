@@ -156,6 +156,24 @@ def test_a_wave_stops_when_its_canary_fails(fleet: Fleet) -> None:
     assert json.loads(audit[-1])["clusters"]["us"]["state"] == "not-started"
 
 
+def test_a_later_wave_that_cannot_pass_stops_the_rollout_before_the_canary(
+    fleet: Fleet,
+) -> None:
+    """Every cluster is planned read-only first, even with --yes: the canary is untouched."""
+    seed_three(fleet)
+    config = fleet.write_config(
+        [{"context": "us", "wave": 0}, {"context": "ap", "wave": 1}, {"context": "eu", "wave": 1}]
+    )
+    canary = fleet.uid("us")
+    r = run_cli("--config", config, "recreate", "--yes", "-o", "json")
+    assert r.exit_code == ExitCode.FINDING, r.output
+    clusters = r.json["clusters"]
+    assert clusters["ap"]["state"] == "refused"
+    assert clusters["us"]["state"] == clusters["eu"]["state"] == "not-started"
+    assert r.json["stopped"] == "ap (wave 1) refused"
+    assert fleet.uid("us") == canary and fleet.selector("us") == OLD, "the canary was touched"
+
+
 def test_dry_run_plans_every_cluster(fleet: Fleet) -> None:
     seed_three(fleet)
     config = fleet.write_config(

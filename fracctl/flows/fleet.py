@@ -504,11 +504,7 @@ def recreate(
     """
     from fracctl.flows import recreate as flow
 
-    if not dry_run and not yes and (confirm is None or not base.interactive):
-        raise UsageError(
-            "refusing to recreate without confirmation: stdin is not a terminal",
-            hint="review the plans with --dry-run, then pass --yes",
-        )
+    flow.require_confirmation(base, "recreate", dry_run=dry_run, yes=yes, confirm=confirm)
 
     def job(dry: bool) -> Job:
         def run(ctx: Context, m: Member, step: Callable[[str], None]) -> tuple[str, int, Any]:
@@ -529,24 +525,29 @@ def recreate(
     try:
         for m in fleet:  # every cluster's kubeconfig entry is checked before anything runs
             runner.connect(m).kube  # noqa: B018
-        if dry_run or not yes:
-            shown.start(fleet)
-            out.results = runner.each(
-                fleet, job(True), parallel=max(parallel, _parallel(base, None))
-            )
-            if dry_run or out.exit_code != 0:
-                out.stopped = None if dry_run else "a cluster's plan failed; nothing changed"
-                return out
-            shown.stop()
-            if confirm is None or not confirm(out):
-                raise Refused("not confirmed; nothing changed")
+        # Every cluster is planned first, --yes or not: its backend proven and its guards
+        # run read-only, so that a later wave's wrong token stops the rollout before the
+        # canary is touched.
         shown.start(fleet)
-        stop = None if continue_on_failure else threading.Event()
+        out.results = runner.each(fleet, job(True), parallel=max(parallel, _parallel(base, None)))
+        if dry_run:
+            return out
         done: dict[str, ClusterResult] = {}
+        to_run: Sequence[Member] = fleet
+        if out.exit_code != 0 and not continue_on_failure:
+            # Nothing starts: the clusters whose plan failed say why, the rest wait.
+            done = {r.name: r for r in out.results if r.exit_code != 0}
+            to_run = []
+        else:
+            shown.stop()
+            if not yes and (confirm is None or not confirm(out)):
+                raise Refused("not confirmed; nothing changed")
+            shown.start(fleet)
+        stop = None if continue_on_failure else threading.Event()
         # SIGTERM (a cancelled CI job) between two clusters stops the rollout as Ctrl-C
         # does: no further cluster starts, and the summary and audit line still come.
         with interrupt_on_sigterm():
-            for wave, group in waves(fleet):
+            for wave, group in waves(to_run):
                 if runner.cancel.is_set() or (stop is not None and stop.is_set()):
                     continue
                 base.info(f"wave {wave}: {', '.join(m.name for m in group)}")
