@@ -23,7 +23,7 @@ from fracctl.core.policy import (
     opted_in,
     standings,
 )
-from fracctl.core.resources import NODES, PODS
+from fracctl.core.resources import NODES
 from fracctl.errors import Conflict, Refused, UsageError
 from fracctl.flows.context import Context
 from fracctl.flows.preflight import live_selector, matcher
@@ -257,16 +257,14 @@ def _fractional_pods_on(ctx: Context, node: str) -> list[str]:
     m = matcher(ctx)
     reservation_ns = ctx.config.pods.reservation_namespace
     out = []
-    for page in ctx.kube.list_pages(
-        PODS,
-        metadata_only=True,
+    for page in ctx.kube.pod_pages(
         field_selector=f"spec.nodeName={node},{unfinished_selector()}",
         limit=ctx.config.pods.page_size,
     ):
-        for item in page.get("items") or ():
-            meta = item.get("metadata") or {}
+        for pod in page.pods:
+            meta = {"namespace": pod.namespace, "annotations": pod.annotations}
             if classify(meta, m, reservation_namespace=reservation_ns).kind is PodKind.FRACTIONAL:
-                out.append(f"{meta.get('namespace')}/{meta.get('name')}")
+                out.append(f"{pod.namespace}/{pod.name}")
     return out
 
 

@@ -27,7 +27,7 @@ from fracctl.core.fractional import (
 from fracctl.core.immutability import get_path
 from fracctl.core.nodes import selector_string
 from fracctl.core.policy import PolicyRule, is_denied, node_findings, selector_findings, standings
-from fracctl.core.resources import NODES, PODS
+from fracctl.core.resources import NODES
 from fracctl.errors import ConfigError, FracctlError
 from fracctl.flows.context import Context
 
@@ -143,34 +143,31 @@ def matcher(ctx: Context) -> AnnotationMatcher:
 def scan_fractional_pods(ctx: Context) -> FractionalScan:
     """Find every unfinished fractional pod in the cluster, and KAI's reservation pods.
 
-    Lists pods of every namespace in pages of ``pods.page_size`` as metadata only
-    (PartialObjectMetadataList), skipping finished pods with a field selector; only the
-    pods that match are fetched whole, to learn their node.
+    One paged list of the pods of every namespace (``pods.page_size`` a page), finished
+    pods left out by a field selector. Each pod is read only for its name, namespace,
+    annotations and node (:meth:`Kube.pod_pages`), so the scan needs no request per
+    matching pod and keeps up with the API server.
     """
     m = matcher(ctx)
     reservation_ns = ctx.config.pods.reservation_namespace
     scan = FractionalScan()
-    hits: list[tuple[PodKind, str, str, tuple[str, ...]]] = []
-    for page in ctx.kube.list_pages(
-        PODS,
-        metadata_only=True,
-        field_selector=unfinished_selector(),
-        limit=ctx.config.pods.page_size,
+    for page in ctx.kube.pod_pages(
+        field_selector=unfinished_selector(), limit=ctx.config.pods.page_size
     ):
         scan.pages += 1
-        for item in page.get("items") or ():
-            scan.scanned += 1
-            meta = item.get("metadata") or {}
-            verdict = classify(meta, m, reservation_namespace=reservation_ns)
-            if verdict.kind is not PodKind.OTHER:
-                hits.append((verdict.kind, meta["namespace"], meta["name"], verdict.keys))
-    for kind, namespace, name, keys in hits:
-        # Metadata carries no node name; fetch the few pods that matched.
-        pod = ctx.kube.get_or_none(PODS, name, namespace)
-        if pod is None or (pod.get("status") or {}).get("phase") in FINISHED_PHASES:
-            continue  # gone or finished since the list
-        found = ScannedPod(namespace, name, (pod.get("spec") or {}).get("nodeName"), keys)
-        (scan.pods if kind is PodKind.FRACTIONAL else scan.reservations).append(found)
+        scan.scanned += len(page.pods)
+        for pod in page.pods:
+            if not pod.annotations and pod.namespace != reservation_ns:
+                continue
+            verdict = classify(
+                {"namespace": pod.namespace, "annotations": pod.annotations},
+                m,
+                reservation_namespace=reservation_ns,
+            )
+            if verdict.kind is PodKind.OTHER or pod.phase in FINISHED_PHASES:
+                continue
+            found = ScannedPod(pod.namespace, pod.name, pod.node or None, verdict.keys)
+            (scan.pods if verdict.kind is PodKind.FRACTIONAL else scan.reservations).append(found)
     return scan
 
 
