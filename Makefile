@@ -42,7 +42,9 @@ lint: venv
 demo: venv control-plane
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" bash scripts/demo.sh
 
+# Every benchmark, then benchmarks/RESULTS.md and benchmarks/plots/ from their results.
 bench: venv control-plane
+	$(VENV)/bin/pip install -q -e '.[dev,bench]'
 	$(PY) benchmarks/run.py $(BENCH_ARGS)
 
 # The container image from the Containerfile, built with podman and checked by running it.

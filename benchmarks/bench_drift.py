@@ -155,7 +155,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--objects", type=int, default=200)
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--quick", action="store_true", help="fewer repeats")
-    args = ap.parse_args(argv)
+    ap.add_argument("--out", default=str(REPO / "benchmarks" / "out" / "drift.json"))
+    args, _ = ap.parse_known_args(argv)
     if args.quick:
         args.repeat = 2
 
@@ -256,6 +257,23 @@ def main(argv: list[str] | None = None) -> int:
             f"kubectl diff --server-side     {fmt(kubectl_times)}"
             f"   ({kubectl_requests} API requests)"
         )
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(
+        json.dumps(
+            {
+                "objects": len(desired),
+                "verdicts": counts,
+                "api_calls": calls,
+                "render": render_times,
+                "check": check_times,
+                "process": cli_times,
+                "kubectl_diff": kubectl_times,
+                "kubectl_requests": kubectl_requests,
+            },
+            indent=2,
+        )
+    )
     return 0
 
 

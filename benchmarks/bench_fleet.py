@@ -160,7 +160,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--quick", action="store_true", help="fewer repeats")
     ap.add_argument("--rtt", type=float, default=0.0, help="round trip to each cluster, ms")
-    args = ap.parse_args(argv)
+    ap.add_argument("--out", default=str(REPO / "benchmarks" / "out" / "fleet.json"))
+    args, _ = ap.parse_known_args(argv)
     if args.quick:
         args.repeat = 1
 
@@ -235,6 +236,22 @@ def main(argv: list[str] | None = None) -> int:
             print(
                 f"  during the fleet run: fracctl used {med(own_cpu):.2f} CPU s, the API "
                 f"servers and etcds {med(server_cpu):.2f} CPU s"
+            )
+            out = Path(args.out)
+            out.parent.mkdir(parents=True, exist_ok=True)
+            out.write_text(
+                json.dumps(
+                    {
+                        "objects": args.objects,
+                        "rtt_ms": args.rtt,
+                        "singles": singles,
+                        "sequential": sequential,
+                        "fleet": fleet,
+                        "fracctl_cpu": own_cpu,
+                        "servers_cpu": server_cpu,
+                    },
+                    indent=2,
+                )
             )
         finally:
             if proxy is not None:

@@ -24,8 +24,10 @@ from __future__ import annotations
 
 import argparse
 import concurrent.futures as cf
+import dataclasses
 import json
 import os
+import re
 import shutil
 import signal
 import statistics
@@ -34,6 +36,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -41,9 +44,10 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from fracctl.adapters import controlplane  # noqa: E402
-from fracctl.adapters.kube import Kube  # noqa: E402
+from fracctl.adapters import controlplane, kubeproto  # noqa: E402
+from fracctl.adapters.kube import METADATA_LIST, POD_LIST, Kube  # noqa: E402
 from fracctl.config import Config  # noqa: E402
+from fracctl.core.fractional import AnnotationMatcher, PodKind, classify  # noqa: E402
 from fracctl.core.resources import NAMESPACES, NODES, PODS  # noqa: E402
 from fracctl.errors import Conflict  # noqa: E402
 
@@ -280,18 +284,24 @@ def connect(kubeconfig: str, pool: int) -> Kube:
 
 
 def seed(
-    kubeconfig: str, *, nodes: int, pods: int, workers: int, full_status: bool = False
+    kubeconfig: str,
+    *,
+    nodes: int,
+    pods: range,
+    workers: int,
+    full_status: bool = False,
 ) -> dict[str, Any]:
-    """Create the namespaces, nodes and pods through the API server.
+    """Create the namespaces, the nodes and the pods numbered ``pods`` through the API server.
 
-    A pod's status goes through the ``status`` subresource, as a kubelet writes it. Only
-    finished pods need it for the answer (the field selector skips them); the others stay
-    ``Pending`` unless ``full_status``, which gives every pod its status and so a second
-    ``managedFields`` entry, at about three times the seeding time.
+    Pods can be added in steps (0-10k, then 10k-50k, ...): what each is depends on its
+    number alone. A pod's status goes through the ``status`` subresource, as a kubelet
+    writes it. Only finished pods need it for the answer (the field selector leaves them
+    out); the others stay ``Pending`` unless ``full_status``, which gives every pod its
+    status, and so a second ``managedFields`` entry, at about three times the seeding time.
     """
     kube = connect(kubeconfig, workers + 4)
     started = time.monotonic()
-    for ns in {namespace_of(i, kind_of(i)) for i in range(min(pods, 4000))} | {RESERVATION_NS}:
+    for ns in {namespace_of(i, kind_of(i)) for i in range(4000)} | {RESERVATION_NS}:
         try:
             kube.create(NAMESPACES, {"apiVersion": "v1", "kind": "Namespace",
                                      "metadata": {"name": ns}})  # fmt: skip
@@ -312,34 +322,32 @@ def seed(
         except Conflict:
             return
         if full_status or status["phase"] in ("Succeeded", "Failed"):
-                kube.patch(PODS, meta["name"], {"status": status}, namespace=meta["namespace"],
+            kube.patch(PODS, meta["name"], {"status": status}, namespace=meta["namespace"],
                        subresource="status")  # fmt: skip
 
-    done = 0
-    lock = threading.Lock()
-
-    def run(fn: Any, n: int, what: str) -> None:
-        nonlocal done
-        done = 0
+    def run(fn: Any, items: range, what: str) -> None:
+        done, t0 = 0, time.monotonic()
         with cf.ThreadPoolExecutor(workers) as pool:
-            for _ in pool.map(fn, range(n), chunksize=64):
-                with lock:
-                    done += 1
-                    if done % 10000 == 0:
-                        rate = done / (time.monotonic() - t0)
-                        print(f"  {what}: {done}/{n} ({rate:.0f}/s)", file=sys.stderr, flush=True)
+            for _ in pool.map(fn, items, chunksize=64):
+                done += 1
+                if done % 10000 == 0:
+                    rate = done / (time.monotonic() - t0)
+                    print(f"  {what}: {done}/{len(items)} ({rate:.0f}/s)", file=sys.stderr,
+                          flush=True)  # fmt: skip
 
-    t0 = time.monotonic()
-    run(make_node, nodes, "nodes")
-    t0 = time.monotonic()
+    run(make_node, range(nodes), "nodes")
     run(make_pod, pods, "pods")
     elapsed = time.monotonic() - started
     sample, _ = pod_body(2, nodes)  # a running pod
     stored = kube.get(PODS, sample["metadata"]["name"], sample["metadata"]["namespace"])
+    kube.close()
     return {
         "seconds": round(elapsed, 1),
+        "pods_created": len(pods),
         "workers": workers,
         "full_status": full_status,
+        "requests": len(pods) + (len(pods) if full_status else
+                                 sum(1 for i in pods if kind_of(i).endswith("done"))),
         "pod_json_bytes": len(json.dumps(stored, separators=(",", ":"))),
         "pod_json_bytes_without_managed_fields": len(
             json.dumps(
@@ -352,7 +360,7 @@ def seed(
                 separators=(",", ":"),
             )  # fmt: skip
         ),
-    }
+    }  # fmt: skip
 
 
 # --- measuring -------------------------------------------------------------------------
@@ -462,12 +470,14 @@ def measure_pipeline(
     return result
 
 
-def scan_only(kubeconfig: str) -> None:
+def scan_only(kubeconfig: str, page_size: int) -> None:
     """Child process: the scan alone; prints what it found."""
     from fracctl.flows.context import Context
     from fracctl.flows.preflight import scan_fractional_pods
 
-    ctx = Context(config=Config(), kube_factory=lambda: Kube.connect(kubeconfig=kubeconfig))
+    config = Config()
+    config = dataclasses.replace(config, pods=dataclasses.replace(config.pods, page_size=page_size))
+    ctx = Context(config=config, kube_factory=lambda: Kube.connect(kubeconfig=kubeconfig))
     scan = scan_fractional_pods(ctx)
     for p in scan.pods:
         print(f"{p.namespace}/{p.name} {p.node or '-'}")
@@ -475,160 +485,307 @@ def scan_only(kubeconfig: str) -> None:
           file=sys.stderr)  # fmt: skip
 
 
+def _list(kube: Kube, accept: str, limit: int, token: str | None) -> Any:
+    kube._count("GET pods")
+    return kube._send(  # the adapter's own connection pool, headers and TLS
+        "GET",
+        PODS.path(),
+        query={"fieldSelector": FIELD_SELECTOR, "limit": limit, "continue": token},
+        accept=accept,
+        stream=True,
+        timeout=300,
+    )
+
+
+_JSON_TOKEN = re.compile(rb'"continue":"([^"]*)"')
+
+
+def wire(kube: Kube, accept: str, limit: int) -> dict[str, int]:
+    """The scan's LIST requests with every body read to the end and dropped undecoded.
+
+    The ``continue`` token is taken from the head of each body (a list's metadata comes
+    before its items); that is the only thing read.
+    """
+    token: str | None = None
+    pages = total = 0
+    while True:
+        resp = _list(kube, accept, limit, token)
+        head = b""
+        for chunk in resp.stream(1 << 20):
+            head = head or chunk
+            total += len(chunk)
+        resp.release_conn()
+        pages += 1
+        if head.startswith(kubeproto.MAGIC):
+            token = kubeproto.continue_token(head)
+        else:
+            m = _JSON_TOKEN.search(head[:4096])
+            token = m.group(1).decode() if m else ""
+        if not token:
+            return {"pages": pages, "bytes": total}
+
+
+def wire_only(kubeconfig: str, page_size: int) -> None:
+    """Child process: the wire alone, the same requests as the scan."""
+    kube = Kube.connect(kubeconfig=kubeconfig, timeout=300)
+    print(json.dumps(wire(kube, POD_LIST, page_size)))
+
+
+# --- levers: the ways the scan could read the pods, side by side in one process --------
+
+
+def _old_scan(kube: Kube, limit: int, decode: Callable[[bytes], Any]) -> int:
+    """The scan as it was: JSON metadata-only pages decoded whole, then a GET per match."""
+    m = AnnotationMatcher.compile(Config().pods.fraction_annotations)
+    token: str | None = None
+    hits = []
+    while True:
+        resp = _list(kube, METADATA_LIST, limit, token)
+        page = decode(resp.read())
+        resp.release_conn()
+        for item in page["items"]:
+            meta = item["metadata"]
+            if classify(meta, m, reservation_namespace=RESERVATION_NS).kind is PodKind.FRACTIONAL:
+                hits.append((meta["namespace"], meta["name"]))
+        token = page["metadata"].get("continue")
+        if not token:
+            break
+    for ns, name in hits:
+        kube.get_or_none(PODS, name, ns)
+    return len(hits)
+
+
+def _walk(kube: Kube, accept: str, limit: int, gets: bool) -> int:
+    """Protobuf pages walked one after another (no second thread); GETs for the nodes."""
+    m = AnnotationMatcher.compile(Config().pods.fraction_annotations)
+    token: str | None = None
+    hits = []
+    while True:
+        resp = _list(kube, accept, limit, token)
+        page = kubeproto.pod_page(resp.read())
+        resp.release_conn()
+        for pod in page.pods:
+            verdict = classify({"namespace": pod.namespace, "annotations": pod.annotations}, m,
+                               reservation_namespace=RESERVATION_NS)  # fmt: skip
+            if verdict.kind is PodKind.FRACTIONAL:
+                hits.append((pod.namespace, pod.name))
+        token = page.continue_token
+        if not token:
+            break
+    if gets:
+        for ns, name in hits:
+            kube.get_or_none(PODS, name, ns)
+    return len(hits)
+
+
+def _pod_pages(kube: Kube, limit: int) -> int:
+    from fracctl.flows.context import Context
+    from fracctl.flows.preflight import scan_fractional_pods
+
+    config = Config()
+    config = dataclasses.replace(config, pods=dataclasses.replace(config.pods, page_size=limit))
+    return len(scan_fractional_pods(Context(config=config, kube_factory=lambda: kube)).pods)
+
+
+def levers(kubeconfig: str, want: int, page_sizes: list[int]) -> list[dict[str, Any]]:
+    """Each way of reading the pods once, wall and CPU seconds, in this process."""
+    kube = Kube.connect(kubeconfig=kubeconfig, timeout=300)
+    pb_meta = f"{kubeproto.PROTOBUF};as=PartialObjectMetadataList;g=meta.k8s.io;v=v1"
+    cases: list[tuple[str, str, int, Callable[[], Any]]] = [
+        ("wire", "JSON metadata-only", 500, lambda: wire(kube, METADATA_LIST, 500)),
+        ("wire", "protobuf metadata-only", 500, lambda: wire(kube, pb_meta, 500)),
+        ("wire", "protobuf pods", 500, lambda: wire(kube, POD_LIST, 500)),
+        ("before: JSON metadata, json.loads, a GET per match", "JSON metadata-only", 500,
+         lambda: _old_scan(kube, 500, json.loads)),
+    ]  # fmt: skip
+    try:
+        import orjson
+
+        cases.append(("JSON metadata, orjson, a GET per match", "JSON metadata-only", 500,
+                      lambda: _old_scan(kube, 500, orjson.loads)))  # fmt: skip
+    except ImportError:
+        print("levers: orjson is not installed; its row is left out", file=sys.stderr)
+    cases += [
+        ("protobuf metadata walked, a GET per match", "protobuf metadata-only", 500,
+         lambda: _walk(kube, pb_meta, 500, gets=True)),
+        ("protobuf pods walked, one page after another", "protobuf pods", 500,
+         lambda: _walk(kube, POD_LIST, 500, gets=False)),
+    ]  # fmt: skip
+    for size in page_sizes:
+        cases.append(("wire", "protobuf pods", size, lambda size=size: wire(kube, POD_LIST, size)))
+        cases.append(("fracctl scan: protobuf pods walked, next page fetched meanwhile",
+                      "protobuf pods", size, lambda size=size: _pod_pages(kube, size)))  # fmt: skip
+    out = []
+    for how, representation, size, fn in cases:
+        calls = sum(kube.calls.values())
+        t0, c0 = time.monotonic(), time.process_time()
+        got = fn()
+        wall, cpu = time.monotonic() - t0, time.process_time() - c0
+        if how != "wire" and got != want:
+            raise RuntimeError(f"lever {how!r} found {got} pods, expected {want}")
+        row = {"how": how, "representation": representation, "page_size": size,
+               "seconds": round(wall, 3), "cpu_seconds": round(cpu, 3),
+               "requests": sum(kube.calls.values()) - calls}  # fmt: skip
+        if how == "wire":
+            row.update(requests=got["pages"], bytes=got["bytes"])
+        print(f"  lever {how} [{representation}, {size}]: {wall:.2f} s", file=sys.stderr)
+        out.append(row)
+    kube.close()
+    return out
+
+
+# --- the report ------------------------------------------------------------------------
+
+
 def mib(n: float) -> str:
     return f"{n / 2**20:,.0f} MiB"
 
 
+def _median(runs: list[dict[str, Any]], key: str) -> float:
+    return float(statistics.median(r[key] for r in runs))
+
+
 def summarise(results: dict[str, Any]) -> str:
-    runs = results["runs"]
-    med = {
-        k: {m: statistics.median(x[m] for x in v) for m in ("seconds", "peak_rss")}
-        for k, v in runs.items()
-        if k != "kubectl_jq"
-    }
-    base = [r for r in runs["kubectl_jq"] if r["finished"]]
     lines = [
-        f"{results['nodes']} nodes, {results['pods']} pods "
-        f"({results['expected_fractional']} running fractional), {results['cpus']} CPUs, "
-        f"{mib(results['mem_total'])} RAM; pod JSON {results['seeding']['pod_json_bytes']} "
-        f"bytes ({results['seeding']['pod_json_bytes_without_managed_fields']} without "
-        f"managedFields); seeding took {results['seeding']['seconds']:.0f}s",
+        f"{results['cpus']} CPUs, {mib(results['mem_total'])} RAM; page size "
+        f"{results['page_size']}; pod JSON {results['pod_json_bytes']} bytes "
+        f"({results['pod_json_bytes_without_managed_fields']} without managedFields)",
         "",
-        "| tool | wall (median) | peak RSS (median) |",
-        "|---|---|---|",
-        f"| fracctl scan | {med['scan']['seconds']:.1f} s | {mib(med['scan']['peak_rss'])} |",
-        f"| fracctl preflight -o json | {med['preflight']['seconds']:.1f} s | "
-        f"{mib(med['preflight']['peak_rss'])} |",
+        "| pods (nodes) | tool | wall (median; range) | peak RSS (median) | vs wire |",
+        "|---|---|---|---|---|",
     ]
-    for r in runs["kubectl_jq"]:
-        state = "" if r["finished"] else " (KILLED: host memory ran low)"
-        lines.append(
-            f"| kubectl get pods -A -o json \\| jq{state} | {r['seconds']:.1f} s | "
-            f"{mib(r['kubectl_peak_rss'])} + {mib(r['jq_peak_rss'])} |"
-        )
-    scan = med["scan"]
-    if base:
-        secs = statistics.median(r["seconds"] for r in base)
-        rss = statistics.median(r["peak_rss"] for r in base)
-        kub = statistics.median(r["kubectl_peak_rss"] for r in base)
-        results["speedup_scan"] = secs / scan["seconds"]
-        results["memory_ratio_scan"] = scan["peak_rss"] / rss
-        results["memory_ratio_scan_vs_kubectl_alone"] = scan["peak_rss"] / kub
-        lines.append(
-            f"scan: {secs / scan['seconds']:.1f}x faster; peak RSS {scan['peak_rss'] / rss:.3f} "
-            f"of the pipeline's (sum of both), {scan['peak_rss'] / kub:.3f} of kubectl's alone"
-        )
-    else:
-        killed = runs["kubectl_jq"][0]
-        results["speedup_scan_at_least"] = killed["seconds"] / scan["seconds"]
-        results["memory_ratio_scan_at_most"] = scan["peak_rss"] / killed["peak_rss"]
-        lines.append(
-            f"kubectl | jq never finished; when killed it had run {killed['seconds']:.0f} s "
-            f"and held {mib(killed['peak_rss'])}: the scan is at least "
-            f"{killed['seconds'] / scan['seconds']:.1f}x faster and needs at most "
-            f"{scan['peak_rss'] / killed['peak_rss']:.3f} of the memory"
-        )
+    for size in results["sizes"]:
+        runs = size["runs"]
+        wire_s = _median(runs["wire"], "seconds")
+        head = f"{size['pods']:,} ({size['nodes']:,})"
+        for key, label in (("wire", "wire (bodies read, not decoded)"), ("scan", "fracctl scan"),
+                           ("preflight", "fracctl preflight -o json")):  # fmt: skip
+            r = runs[key]
+            lo, hi = min(x["seconds"] for x in r), max(x["seconds"] for x in r)
+            lines.append(
+                f"| {head} | {label} | {_median(r, 'seconds'):.2f} s; {lo:.2f}-{hi:.2f} | "
+                f"{mib(_median(r, 'peak_rss'))} | {_median(r, 'seconds') / wire_s:.2f}x |"
+            )
+            head = ""
+        for r in runs.get("kubectl_jq", []):
+            state = "" if r["finished"] else " (killed: host memory ran low)"
+            lines.append(
+                f"| | kubectl \\| jq{state} | {r['seconds']:.1f} s | {mib(r['kubectl_peak_rss'])}"
+                f" + {mib(r['jq_peak_rss'])} | {r['seconds'] / wire_s:.1f}x |"
+            )
+    if results.get("levers"):
+        lines += ["", "| how | representation | page size | requests | wall | CPU |",
+                  "|---|---|---|---|---|---|"]  # fmt: skip
+        for row in results["levers"]:
+            lines.append(
+                f"| {row['how']} | {row['representation']} | {row['page_size']} | "
+                f"{row['requests']} | {row['seconds']:.2f} s | {row['cpu_seconds']:.2f} s |"
+            )
     return "\n".join(lines)
+
+
+def _sizes(args: argparse.Namespace) -> list[int]:
+    if args.sizes:
+        return sorted(int(x.replace("_", "")) for x in args.sizes.split(","))
+    if args.pods:
+        return [args.pods]
+    return [10_000] if args.quick else [10_000, 50_000, 100_000]
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    ap.add_argument("--quick", action="store_true", help="500 nodes, 10,000 pods")
-    ap.add_argument("--nodes", type=int)
-    ap.add_argument("--pods", type=int)
-    ap.add_argument("--repeat", type=int, default=2, help="fracctl runs (median)")
+    ap.add_argument("--quick", action="store_true", help="10,000 pods, 500 nodes, no levers")
+    ap.add_argument("--sizes", help="pod counts to measure at, seeded in steps (10000,50000,...)")
+    ap.add_argument("--pods", type=int, help="one pod count")
+    ap.add_argument("--nodes", type=int, help="nodes (default: a twentieth of the largest size)")
+    ap.add_argument("--repeat", type=int, default=3, help="runs of each fracctl command (median)")
     ap.add_argument("--baseline-repeat", type=int, default=1, help="kubectl | jq runs")
+    ap.add_argument("--no-baseline", action="store_true", help="leave out kubectl | jq")
+    ap.add_argument("--no-levers", action="store_true", help="leave out the lever comparison")
+    ap.add_argument("--page-size", type=int, default=Config().pods.page_size)
     ap.add_argument("--workers", type=int, default=24, help="concurrent seeding requests")
-    ap.add_argument(
-        "--memory-floor", type=float, default=1.5,
-        help="GiB of MemAvailable below which the baseline is killed",
-    )  # fmt: skip
     ap.add_argument(
         "--full-status", action="store_true",
         help="give every pod its kubelet status (a second write per pod), not only finished ones",
+    )  # fmt: skip
+    ap.add_argument(
+        "--memory-floor", type=float, default=1.5,
+        help="GiB of MemAvailable below which the baseline is killed",
     )  # fmt: skip
     ap.add_argument("--seed-only", action="store_true", help="seed, then stop (use with --keep)")
     ap.add_argument("--state-dir", help="control-plane state (kept with --keep; reused)")
     ap.add_argument("--keep", action="store_true", help="leave the state dir for a rerun")
     ap.add_argument("--out", default=str(REPO / "benchmarks" / "out" / "preflight.json"))
     ap.add_argument("--scan-only", metavar="KUBECONFIG", help=argparse.SUPPRESS)
-    args = ap.parse_args(argv)
+    ap.add_argument("--wire-only", metavar="KUBECONFIG", help=argparse.SUPPRESS)
+    args, _ = ap.parse_known_args(argv)
     if args.scan_only:
-        scan_only(args.scan_only)
+        scan_only(args.scan_only, args.page_size)
         return 0
-    nodes = args.nodes or (500 if args.quick else 5000)
-    pods = args.pods or (10_000 if args.quick else 100_000)
+    if args.wire_only:
+        wire_only(args.wire_only, args.page_size)
+        return 0
+    sizes = _sizes(args)
+    nodes = args.nodes or max(500, sizes[-1] // 20)
     kubectl = shutil.which("kubectl") or "/usr/bin/kubectl"
     jq = shutil.which("jq")
-    if not jq:
-        print("bench_preflight: jq is needed for the baseline", file=sys.stderr)
+    if not jq and not args.no_baseline:
+        print("bench_preflight: jq is needed for the baseline (or --no-baseline)", file=sys.stderr)
         return 2
 
     state = Path(args.state_dir or tempfile.mkdtemp(prefix="fracctl-bench-"))
-    marker = state / f"seeded-{nodes}-{pods}{'-full-status' if args.full_status else ''}.json"
-    reuse = marker.is_file()
-    if not reuse and (state / "etcd").exists():
-        shutil.rmtree(state)
-    print(f"control plane in {state} ({'reusing seeded data' if reuse else 'fresh'})",
-          file=sys.stderr)  # fmt: skip
+    marker = state / "seeded.json"
+    shape = {"nodes": nodes, "full_status": args.full_status}
+    seeded: dict[str, Any] = json.loads(marker.read_text()) if marker.is_file() else {}
+    if seeded.get("shape") != shape and (state / "etcd").exists():
+        shutil.rmtree(state)  # seeded differently: start over
+        seeded = {}
+    seeded.setdefault("shape", shape)
+    seeded.setdefault("pods", 0)
+    seeded.setdefault("steps", [])
+    print(f"control plane in {state} ({seeded['pods']} pods seeded already)", file=sys.stderr)
     cp = controlplane.start(state, binaries=controlplane.find_binaries(REPO))
     results: dict[str, Any] = {
-        "nodes": nodes,
-        "pods": pods,
         "cpus": os.cpu_count(),
         "mem_total": os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"),
+        "page_size": args.page_size,
+        "nodes": nodes,
+        "sizes": [],
     }
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("FRACCTL_", "KUBECONFIG"))}
+    env["PYTHONPATH"] = str(REPO)
+    me = [sys.executable, str(Path(__file__).resolve())]
+    page = ["--page-size", str(args.page_size)]
     try:
-        if reuse:
-            results["seeding"] = json.loads(marker.read_text())
-        else:
-            print(f"seeding {nodes} nodes and {pods} pods ...", file=sys.stderr)
-            results["seeding"] = seed(cp.kubeconfig, nodes=nodes, pods=pods,
-                                      workers=args.workers, full_status=args.full_status)  # fmt: skip
-            marker.write_text(json.dumps(results["seeding"]))
-            print(f"seeded in {results['seeding']['seconds']:.0f} s", file=sys.stderr)
+        for size in sizes:
+            if size > seeded["pods"]:
+                print(f"seeding pods {seeded['pods']}-{size} ({nodes} nodes) ...", file=sys.stderr)
+                step = seed(cp.kubeconfig, nodes=nodes, pods=range(seeded["pods"], size),
+                            workers=args.workers, full_status=args.full_status)  # fmt: skip
+                seeded["steps"].append(step)
+                seeded["pods"] = size
+                marker.write_text(json.dumps(seeded))
+                print(f"seeded in {step['seconds']:.0f} s", file=sys.stderr)
+            elif size < seeded["pods"]:
+                print(f"skipping {size}: {seeded['pods']} pods are seeded", file=sys.stderr)
+                continue
+            if args.seed_only:
+                continue
+            results["sizes"].append(
+                measure_size(args, cp.kubeconfig, size, nodes, env, me, page, kubectl, jq)
+            )
         if args.seed_only:
             return 0
-        want = truth(pods, nodes)
-        results["expected_fractional"] = len(want)
-
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("FRACCTL_", "KUBECONFIG"))}
-        env["PYTHONPATH"] = str(REPO)
-        kc_get = [kubectl, "--kubeconfig", cp.kubeconfig, "get", "pods", "-A", "-o", "json",
-                  "--field-selector", FIELD_SELECTOR]  # fmt: skip
-        scan_cmd = [sys.executable, str(Path(__file__).resolve()), "--scan-only", cp.kubeconfig]
-        pre_cmd = [sys.executable, "-m", "fracctl", "--kubeconfig", cp.kubeconfig, "preflight",
-                   "-o", "json", "--selector", OPT_IN]  # fmt: skip
-        measure(scan_cmd, env=env)  # warm-up, not counted
-
-        runs: dict[str, list[dict[str, Any]]] = {"scan": [], "preflight": [], "kubectl_jq": []}
-        for r in range(args.repeat):
-            print(f"fracctl run {r + 1}/{args.repeat}", file=sys.stderr)
-            wall, rss, out = measure(scan_cmd, env=env)
-            got = set(out.splitlines())
-            if got != want:
-                raise RuntimeError(f"scan found {len(got)} pods, expected {len(want)}")
-            runs["scan"].append({"seconds": wall, "peak_rss": rss})
-
-            wall, rss, out = measure(pre_cmd, env=env)
-            report = json.loads(out)
-            found = {f"{p['namespace']}/{p['name']} {p['node']}"
-                     for p in report["pods"]["fractional"]}  # fmt: skip
-            if found != want:
-                raise RuntimeError(f"preflight found {len(found)} pods, expected {len(want)}")
-            runs["preflight"].append({"seconds": wall, "peak_rss": rss})
-        for r in range(args.baseline_repeat):
-            print(f"kubectl | jq run {r + 1}/{args.baseline_repeat}", file=sys.stderr)
-            res = measure_pipeline(
-                kc_get, [jq, "-r", JQ_FILTER], env=env, floor=int(args.memory_floor * 2**30)
-            )
-            got = set(res.pop("stdout").splitlines())
-            if res["finished"] and got != want:
-                raise RuntimeError(f"kubectl | jq found {len(got)} pods, expected {len(want)}")
-            runs["kubectl_jq"].append(res)
-            if not res["finished"]:
-                break  # it will not fit the next time either
-        results["runs"] = runs
+        last = seeded["steps"][-1]
+        results["seeding"] = seeded["steps"]
+        results["pod_json_bytes"] = last["pod_json_bytes"]
+        results["pod_json_bytes_without_managed_fields"] = last[
+            "pod_json_bytes_without_managed_fields"
+        ]
+        if not args.no_levers and not args.quick and results["sizes"]:
+            want = len(truth(seeded["pods"], nodes))
+            print("levers ...", file=sys.stderr)
+            results["levers"] = levers(cp.kubeconfig, want, [250, 500, 1000, 2000])
     finally:
         cp.stop()
         if not args.keep:
@@ -639,6 +796,61 @@ def main(argv: list[str] | None = None) -> int:
     Path(args.out).write_text(json.dumps(results, indent=2))
     print(f"\n{text}\nresults: {args.out}")
     return 0
+
+
+def measure_size(
+    args: argparse.Namespace,
+    kubeconfig: str,
+    size: int,
+    nodes: int,
+    env: dict[str, str],
+    me: list[str],
+    page: list[str],
+    kubectl: str,
+    jq: str | None,
+) -> dict[str, Any]:
+    """Every tool at one pod count, each answer checked against the seeded truth first."""
+    want = truth(size, nodes)
+    wire_cmd = [*me, "--wire-only", kubeconfig, *page]
+    scan_cmd = [*me, "--scan-only", kubeconfig, *page]
+    pre_cmd = [sys.executable, "-m", "fracctl", "--kubeconfig", kubeconfig, "preflight",
+               "-o", "json", "--selector", OPT_IN]  # fmt: skip
+    kc_get = [kubectl, "--kubeconfig", kubeconfig, "get", "pods", "-A", "-o", "json",
+              "--field-selector", FIELD_SELECTOR]  # fmt: skip
+    measure(scan_cmd, env=env)  # warm-up (the server's caches and the page cache), not counted
+    runs: dict[str, list[dict[str, Any]]] = {"wire": [], "scan": [], "preflight": []}
+    for r in range(args.repeat):
+        print(f"{size} pods: run {r + 1}/{args.repeat}", file=sys.stderr)
+        wall, rss, out = measure(wire_cmd, env=env)
+        runs["wire"].append({"seconds": wall, "peak_rss": rss, **json.loads(out)})
+
+        wall, rss, out = measure(scan_cmd, env=env)
+        got = set(out.splitlines())
+        if got != want:
+            raise RuntimeError(f"scan found {len(got)} pods, expected {len(want)}")
+        runs["scan"].append({"seconds": wall, "peak_rss": rss})
+
+        wall, rss, out = measure(pre_cmd, env=env)
+        report = json.loads(out)
+        found = {f"{p['namespace']}/{p['name']} {p['node']}"
+                 for p in report["pods"]["fractional"]}  # fmt: skip
+        if found != want:
+            raise RuntimeError(f"preflight found {len(found)} pods, expected {len(want)}")
+        runs["preflight"].append({"seconds": wall, "peak_rss": rss})
+    if not args.no_baseline and jq:
+        runs["kubectl_jq"] = []
+        for r in range(args.baseline_repeat):
+            print(f"{size} pods: kubectl | jq run {r + 1}/{args.baseline_repeat}", file=sys.stderr)
+            res = measure_pipeline(
+                kc_get, [jq, "-r", JQ_FILTER], env=env, floor=int(args.memory_floor * 2**30)
+            )
+            got = set(res.pop("stdout").splitlines())
+            if res["finished"] and got != want:
+                raise RuntimeError(f"kubectl | jq found {len(got)} pods, expected {len(want)}")
+            runs["kubectl_jq"].append(res)
+            if not res["finished"]:
+                break  # it will not fit the next time either
+    return {"pods": size, "nodes": nodes, "expected_fractional": len(want), "runs": runs}
 
 
 if __name__ == "__main__":

@@ -1,4 +1,7 @@
-"""Run every benchmark: `make bench` (full sizes) or `make bench BENCH_ARGS=--quick`."""
+"""Run every benchmark, then write RESULTS.md and the plots from their results.
+
+`make bench` (full sizes) or `make bench BENCH_ARGS=--quick`.
+"""
 
 from __future__ import annotations
 
@@ -17,6 +20,9 @@ def main() -> int:
         print(f"\n=== {path.stem} {' '.join(args)}", flush=True)
         module = importlib.import_module(f"benchmarks.{path.stem}")
         failed |= int(module.main(list(args)) or 0)
+    from benchmarks import report
+
+    report.main([])
     return failed
 
 

@@ -78,6 +78,21 @@ def test_reads_name_namespace_annotations_node_and_phase() -> None:
     assert kubeproto.continue_token(body) == "next-please"
 
 
+def test_the_token_is_read_from_the_head_of_a_body_still_arriving() -> None:
+    body = page(*(pod(f"p{i}", "ns") for i in range(50)), token="t-1")
+    assert kubeproto.continue_token(body[:80]) == "t-1"
+    with pytest.raises(ProtoError, match="list's metadata"):
+        kubeproto.continue_token(body[:30])
+    # items before the list's metadata: the whole body is walked
+    odd = envelope(field(2, pod("a", "ns")) + field(1, field(3, "t-2")))
+    assert kubeproto.continue_token(odd) == "t-2"
+    assert kubeproto.continue_token(envelope(b"")) == ""
+    for bad, why in ((b"{}", "not a Kubernetes"), (kubeproto.MAGIC, "holds no object"),
+                     (kubeproto.MAGIC + b"\x12", "truncated")):  # fmt: skip
+        with pytest.raises(ProtoError, match=why):
+            kubeproto.continue_token(bad)
+
+
 def test_the_last_page_has_no_token() -> None:
     body = page(pod("a", "ns"))
     assert kubeproto.pod_page(body).continue_token == ""

@@ -301,19 +301,38 @@ def pod_page(data: bytes) -> PodPage:
 
 
 def continue_token(data: bytes) -> str:
-    """The ``continue`` token of a protobuf list page, read from its first field alone.
+    """The ``continue`` token of a protobuf list page, read from the head of the body.
 
-    The API server writes a list's ``metadata`` before its items, so this reads a few
-    bytes, not the page; a page laid out otherwise is walked whole.
+    The API server writes a list's ``metadata`` before its items, so the token is in
+    the first few hundred bytes: this reads those and nothing else, and works on the
+    first chunk of a body still arriving. A list laid out otherwise is walked whole,
+    which needs the whole body.
     """
-    buf, i, end = unwrap(data)
-    for number, wire, start, stop in _fields(buf, i, end):
-        if number == _LIST_META and wire == _BYTES:
-            for n, w, s, e in _fields(buf, start, stop):
-                if n == _LISTMETA_CONTINUE and w == _BYTES:
-                    return _text(buf, s, e)
-            return ""
-    return ""
+    if not data.startswith(MAGIC):
+        raise ProtoError("not a Kubernetes protobuf body")
+    i = len(MAGIC)
+    try:
+        while i < len(data):
+            tag, i = _varint(data, i)
+            if tag & 7 != _BYTES:
+                i = _skip(data, i, tag & 7)
+                continue
+            n, i = _varint(data, i)
+            if tag >> 3 != _UNKNOWN_RAW:
+                i += n
+                continue
+            if n == 0:
+                return ""
+            tag, j = _varint(data, i)
+            if tag != _LIST_META << 3 | _BYTES:
+                return pod_page(data).continue_token
+            m, j = _varint(data, j)
+            if j + m > len(data):
+                raise ProtoError("the body ends inside the list's metadata")
+            return _find_string(data, j, j + m, _LISTMETA_CONTINUE)
+    except IndexError:
+        raise ProtoError("the body ends inside a field") from None
+    raise ProtoError("the envelope holds no object")
 
 
 # meta.k8s.io/v1 Status, StatusDetails, StatusCause

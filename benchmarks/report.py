@@ -1,0 +1,370 @@
+"""Write ``benchmarks/RESULTS.md`` and the PNG plots from the benchmarks' JSON results.
+
+    python benchmarks/report.py            # reads benchmarks/out/*.json
+
+Every figure comes from ``benchmarks/out/`` as the last ``make bench`` left it; a
+benchmark with no result file is reported as not run. Plots need matplotlib (the
+``bench`` extra); without it the tables are still written and the plots are left as
+they were.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+OUT = HERE / "out"
+PLOTS = HERE / "plots"
+
+
+def load(name: str) -> Any:
+    path = OUT / f"{name}.json"
+    return json.loads(path.read_text()) if path.is_file() else None
+
+
+def mib(n: float) -> str:
+    return f"{n / 2**20:,.0f} MiB"
+
+
+def secs(x: float) -> str:
+    return f"{x * 1000:.0f} ms" if x < 1 else f"{x:.2f} s"
+
+
+def spread(xs: list[float]) -> str:
+    """median (min-max) of some seconds."""
+    return f"{secs(statistics.median(xs))} ({secs(min(xs))}-{secs(max(xs))})"
+
+
+def _version(argv: list[str]) -> str:
+    if not shutil.which(argv[0]):
+        return "not installed"
+    try:
+        out = subprocess.run(argv, capture_output=True, text=True, timeout=20).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return "unknown"
+    return out.strip().splitlines()[0] if out.strip() else "unknown"
+
+
+def machine() -> list[str]:
+    model = ""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    ram = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    sys.path.insert(0, str(REPO))
+    from fracctl import __version__
+
+    build = (REPO / "scripts" / "build-control-plane.sh").read_text()
+    k8s = build.split('K8S_VERSION="${FRACCTL_K8S_VERSION:-', 1)[1].split("}", 1)[0]
+    etcd = build.split('ETCD_VERSION="${FRACCTL_ETCD_VERSION:-', 1)[1].split("}", 1)[0]
+    try:
+        import orjson
+
+        orjson_version = orjson.__version__
+    except ImportError:
+        orjson_version = "not installed"
+    return [
+        f"- **Machine:** {os.cpu_count()} CPUs ({model or platform.machine()}), "
+        f"{ram / 2**30:.1f} GiB RAM, Linux {platform.release()}; the API server, etcd and "
+        "the measured tools share these CPUs.",
+        f"- **Versions:** fracctl {__version__}, Python {platform.python_version()}, "
+        f"kube-apiserver {k8s}, etcd {etcd} (JSON storage), "
+        f"{_version(['kubectl', 'version', '--client'])}, {_version(['jq', '--version'])}, "
+        f"orjson {orjson_version}.",
+    ]
+
+
+# --- sections ---------------------------------------------------------------------------
+
+
+def preflight_section(data: Any) -> list[str]:
+    lines = ["## preflight: the fractional-pod scan against the wire and `kubectl | jq`", ""]
+    if not data:
+        return [*lines, "Not run.", ""]
+    lines += [
+        "    python benchmarks/bench_preflight.py              # 10k, 50k, 100k pods; levers",
+        "    python benchmarks/bench_preflight.py --quick      # 10k pods",
+        "",
+        "**Data.** Pods shaped like Deployment pods (two containers with env, ports, "
+        "resources, probes, volumes, owner reference, labels, annotations), created through "
+        "the API server; finished pods get their status through the `status` subresource as "
+        "a kubelet writes it, the rest stay `Pending` (the scan reads no more of a pod than "
+        "its phase). 1% of pods are fractional in four annotation styles, a tenth of those "
+        "and 2% of all pods have finished, 0.05% are reservation pods: 100,000 pods hold 900 "
+        "running fractional pods. Pods are added in steps and measured at each size; nodes: "
+        f"{data['nodes']:,}. Stored pod: {data['pod_json_bytes']:,} bytes of JSON, "
+        f"{data['pod_json_bytes_without_managed_fields']:,} without `managedFields`.",
+        "",
+        "**Method.** Each tool runs in its own process under GNU `time` (its own peak RSS); "
+        "every answer is checked against the seeded truth before its time counts. *wire* is "
+        "the scan's own requests (same page size, field selector and `Accept` header, the "
+        "adapter's connection pool) with every body read to the end and dropped undecoded: "
+        "the time the API server needs to send the pages. *fracctl scan* is "
+        "`scan_fractional_pods()` alone; *fracctl preflight* the whole command. The baseline "
+        "is `kubectl get pods -A -o json` with the same field selector piped into a `jq` "
+        "filter with the same annotation rules; a guard kills it when the host's available "
+        f"memory falls under 1.5 GiB. Page size {data['page_size']}.",
+        "",
+        "| pods | tool | wall: median (range) | peak RSS | / wire |",
+        "|---:|---|---|---:|---:|",
+    ]
+    for size in data["sizes"]:
+        runs = size["runs"]
+        wire = statistics.median(r["seconds"] for r in runs["wire"])
+        label = f"{size['pods']:,}"
+        for key, name in (("wire", "wire"), ("scan", "fracctl scan"),
+                          ("preflight", "fracctl preflight -o json")):  # fmt: skip
+            times = [r["seconds"] for r in runs[key]]
+            rss = statistics.median(r["peak_rss"] for r in runs[key])
+            lines.append(
+                f"| {label} | {name} | {spread(times)} | {mib(rss)} | "
+                f"{statistics.median(times) / wire:.2f}x |"
+            )
+            label = ""
+        for r in runs.get("kubectl_jq", []):
+            killed = "" if r["finished"] else ", **killed** (host memory)"
+            lines.append(
+                f"| | kubectl \\| jq{killed} | {secs(r['seconds'])} | "
+                f"{mib(r['kubectl_peak_rss'])} + {mib(r['jq_peak_rss'])} | "
+                f"{r['seconds'] / wire:.1f}x |"
+            )
+    lines += ["", "![scan time and memory against pods](plots/scan.png)", ""]
+    if data.get("levers"):
+        biggest = data["sizes"][-1]["pods"] if data["sizes"] else 0
+        lines += [
+            f"**Levers** at {biggest:,} pods, each once in one process (wall and this "
+            "process's CPU; the API server's CPU is not in the CPU column):",
+            "",
+            "| how | representation | page size | requests | bytes | wall | CPU |",
+            "|---|---|---:|---:|---:|---:|---:|",
+        ]
+        for row in data["levers"]:
+            size = f"{row['bytes'] / 1e6:,.0f} MB" if "bytes" in row else ""
+            lines.append(
+                f"| {row['how']} | {row['representation']} | {row['page_size']} | "
+                f"{row['requests']} | {size} | {row['seconds']:.2f} s | "
+                f"{row['cpu_seconds']:.2f} s |"
+            )
+        lines.append("")
+    return lines
+
+
+def wait_section(data: Any) -> list[str]:
+    lines = ["## wait: reaction to the last node turning ready", ""]
+    if not data:
+        return [*lines, "Not run.", ""]
+    lines += [
+        "    python benchmarks/bench_wait.py          # 20 trials each",
+        "",
+        f"**Method.** {data['nodes']} nodes selected by the live config; per trial a real "
+        f"`fracctl wait` process is started and seen watching, {data['nodes'] - 1} nodes are "
+        f"marked `{data['condition']}=True`, then the last one; the figure is the time from "
+        "the API server acknowledging that last write to the process exiting. The baseline "
+        f"is a {data['poll_seconds']}-second polling loop ({data['poll_tool']}) like the "
+        "original recreate script's, the nodes turned ready at a random point of its cycle.",
+        "",
+        "| waiter | trials | median | p90 | min | max |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
+    for key, name in (("fracctl", "`fracctl wait` (watch)"),
+                      ("poll_10s", f"{data['poll_seconds']} s polling loop")):  # fmt: skip
+        xs = sorted(data[key])
+        p90 = xs[min(len(xs) - 1, int(round(0.9 * (len(xs) - 1))))]
+        lines.append(
+            f"| {name} | {len(xs)} | {secs(statistics.median(xs))} | {secs(p90)} | "
+            f"{secs(xs[0])} | {secs(xs[-1])} |"
+        )
+    lines += ["", "![wait reaction distribution](plots/wait.png)", ""]
+    return lines
+
+
+def startup_section(data: Any) -> list[str]:
+    lines = ["## start-up", ""]
+    if not data:
+        return [*lines, "Not run.", ""]
+    lines += [
+        "    python benchmarks/bench_startup.py --runs 20",
+        "",
+        "| command | runs | median | min | max |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    for name, row in data["commands"].items():
+        times = row["times"]
+        lines.append(
+            f"| `{name}` | {len(times)} | {secs(statistics.median(times))} | "
+            f"{secs(min(times))} | {secs(max(times))} |"
+        )
+    for note in data.get("notes", []):
+        lines += ["", note]
+    return [*lines, ""]
+
+
+def drift_section(data: Any) -> list[str]:
+    lines = ["## drift: rendered objects judged against the live cluster", ""]
+    if not data:
+        return [*lines, "Not run.", ""]
+    calls = sum(data["api_calls"].values())
+    lines += [
+        "    python benchmarks/bench_drift.py                  # 200 objects",
+        "",
+        f"{data['objects']} objects (Deployments, ConfigMaps, the GpuFractioningConfig); one "
+        "LIST per kind, one dry-run create per desired object (validation before any "
+        "verdict), one server-side apply dry run per differing object; verdicts "
+        f"{data['verdicts']}.",
+        "",
+        "| step | median (range) |",
+        "|---|---|",
+        f"| render (git export + YAML) | {spread(data['render'])} |",
+        f"| drift check, {calls} API calls | {spread(data['check'])} |",
+        f"| whole `fracctl drift --all` process | {spread(data['process'])} |",
+    ]
+    if data.get("kubectl_diff"):
+        lines.append(
+            f"| `kubectl diff --server-side`, {data['kubectl_requests']} requests | "
+            f"{spread(data['kubectl_diff'])} |"
+        )
+    return [*lines, ""]
+
+
+def fleet_section(runs: list[Any]) -> list[str]:
+    lines = ["## fleet: drift over 3 clusters against 3 single-cluster runs in a row", ""]
+    if not runs:
+        return [*lines, "Not run.", ""]
+    lines += [
+        "    python benchmarks/bench_fleet.py --objects 200 [--rtt 50]",
+        "",
+        "| objects per cluster | round trip | slowest single | sequential | fleet | "
+        "fleet / slowest | fleet CPU: fracctl, servers |",
+        "|---:|---:|---:|---:|---:|---:|---|",
+    ]
+    for d in runs:
+        med = statistics.median
+        slowest = max(med(v) for v in d["singles"].values())
+        fleet = med(d["fleet"])
+        rtt = f"{d['rtt_ms']:g} ms" if d["rtt_ms"] else "local"
+        lines.append(
+            f"| {d['objects']} | {rtt} | {secs(slowest)} | {secs(med(d['sequential']))} | "
+            f"{secs(fleet)} | {fleet / slowest:.2f}x | {med(d['fracctl_cpu']):.2f} s, "
+            f"{med(d['servers_cpu']):.2f} s |"
+        )
+    return [*lines, ""]
+
+
+# --- plots ------------------------------------------------------------------------------
+
+
+def plots(preflight: Any, wait: Any) -> list[str]:
+    """Write the PNGs; the names of those written."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("report: matplotlib is not installed (pip install -e '.[bench]'); no plots",
+              file=sys.stderr)  # fmt: skip
+        return []
+    PLOTS.mkdir(exist_ok=True)
+    written = []
+    if preflight and preflight["sizes"]:
+        fig, (ax_t, ax_m) = plt.subplots(1, 2, figsize=(10, 4))
+        pods = [s["pods"] for s in preflight["sizes"]]
+        for key, name, style in (("wire", "wire (read, not decoded)", "k--"),
+                                 ("scan", "fracctl scan", "C0-o"),
+                                 ("preflight", "fracctl preflight", "C2-s")):  # fmt: skip
+            t = [
+                statistics.median(r["seconds"] for r in s["runs"][key]) for s in preflight["sizes"]
+            ]
+            m = [
+                statistics.median(r["peak_rss"] for r in s["runs"][key]) / 2**20
+                for s in preflight["sizes"]
+            ]
+            ax_t.plot(pods, t, style, label=name)
+            ax_m.plot(pods, m, style, label=name)
+        base = [(s["pods"], r) for s in preflight["sizes"] for r in s["runs"].get("kubectl_jq", [])]
+        if base:
+            done = [(p, r) for p, r in base if r["finished"]]
+            killed = [(p, r) for p, r in base if not r["finished"]]
+            for group, marker, name in ((done, "C3-^", "kubectl | jq"),
+                                        (killed, "C3x", "kubectl | jq, killed")):  # fmt: skip
+                if group:
+                    ax_t.plot([p for p, _ in group], [r["seconds"] for _, r in group], marker,
+                              label=name)  # fmt: skip
+                    ax_m.plot([p for p, _ in group], [r["peak_rss"] / 2**20 for _, r in group],
+                              marker, label=name)  # fmt: skip
+        ax_t.set(xlabel="pods", ylabel="wall seconds (log)", yscale="log",
+                 title="time to find every fractional pod")  # fmt: skip
+        ax_m.set(xlabel="pods", ylabel="peak RSS, MiB (log)", yscale="log", title="peak memory")
+        for ax in (ax_t, ax_m):
+            ax.grid(True, which="both", alpha=0.3)
+            ax.legend(fontsize=8)
+        fig.tight_layout()
+        fig.savefig(PLOTS / "scan.png", dpi=110)
+        plt.close(fig)
+        written.append("scan.png")
+    if wait:
+        fig, ax = plt.subplots(figsize=(7, 3.2))
+        data = [wait["fracctl"], wait["poll_10s"]]
+        ax.boxplot(
+            data,
+            orientation="horizontal",
+            tick_labels=["fracctl wait", "10 s polling"],
+            whis=(0, 100),
+        )
+        for y, xs in enumerate(data, start=1):
+            ax.plot(xs, [y] * len(xs), "o", alpha=0.5, markersize=4)
+        ax.set(xlabel="seconds from the last node ready to return (log)", xscale="log",
+               title=f"wait reaction, {len(wait['fracctl'])} trials each")  # fmt: skip
+        ax.grid(True, which="both", axis="x", alpha=0.3)
+        fig.tight_layout()
+        fig.savefig(PLOTS / "wait.png", dpi=110)
+        plt.close(fig)
+        written.append("wait.png")
+    return written
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    ap.add_argument("--out", default=str(HERE / "RESULTS.md"))
+    args, _ = ap.parse_known_args(argv)
+    from datetime import date
+
+    preflight, wait = load("preflight"), load("wait")
+    fleet = [json.loads(p.read_text()) for p in sorted(OUT.glob("fleet*.json"))]
+    lines = [
+        "# Benchmark results",
+        "",
+        f"Written by `make bench` on {date.today().isoformat()} from `benchmarks/out/`; "
+        "every figure as measured. Each benchmark starts its own kube-apiserver + etcd; "
+        "nothing here runs in the test suite.",
+        "",
+        *machine(),
+        "",
+        *preflight_section(preflight),
+        *wait_section(wait),
+        *startup_section(load("startup")),
+        *drift_section(load("drift")),
+        *fleet_section(fleet),
+    ]
+    Path(args.out).write_text("\n".join(lines).rstrip() + "\n")
+    written = plots(preflight, wait)
+    print(f"wrote {args.out}" + (f" and plots/{', plots/'.join(written)}" if written else ""))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
