@@ -74,30 +74,29 @@ def classify(method: str, path: str) -> tuple[str, str] | None:
 
 @pytest.fixture
 def recorded(monkeypatch: pytest.MonkeyPatch) -> set[tuple[str, str]]:
-    """``(verb, resource)`` of every call made by a Kube client connected from now on."""
+    """``(verb, resource)`` of every request a Kube client connected from now on sends.
+
+    Recorded where every request leaves the adapter (``_send``), so no helper is missed.
+    """
     used: set[tuple[str, str]] = set()
-    connect, request, watch = Kube.connect.__func__, Kube.request, Kube.watch  # type: ignore[attr-defined]
+    connect, send = Kube.connect.__func__, Kube._send  # type: ignore[attr-defined]
 
     def connect_recording(cls: type[Kube], **kwargs: Any) -> Kube:
         kube = connect(cls, **kwargs)
         kube._fracctl_record = True  # type: ignore[attr-defined]
         return kube
 
-    def request_recording(self: Kube, method: str, path: str, **kwargs: Any) -> Any:
+    def send_recording(self: Kube, method: str, path: str, **kwargs: Any) -> Any:
         if getattr(self, "_fracctl_record", False):
             found = classify(method, path)
+            if found and (kwargs.get("query") or {}).get("watch"):
+                found = ("watch", found[1])
             if found:
                 used.add(found)
-        return request(self, method, path, **kwargs)
-
-    def watch_recording(self: Kube, ref: ResourceRef, **kwargs: Any) -> Any:
-        if getattr(self, "_fracctl_record", False):
-            used.add(("watch", ref.plural))
-        return watch(self, ref, **kwargs)
+        return send(self, method, path, **kwargs)
 
     monkeypatch.setattr(Kube, "connect", classmethod(connect_recording))
-    monkeypatch.setattr(Kube, "request", request_recording)
-    monkeypatch.setattr(Kube, "watch", watch_recording)
+    monkeypatch.setattr(Kube, "_send", send_recording)
     return used
 
 

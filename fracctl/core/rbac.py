@@ -9,7 +9,7 @@ Roles:
 - ``drift``: read the objects it checks and the target's CRD; ``create`` and ``patch``
   only for its dry-run validation (keep them to dry runs with the admission policy in
   ``deploy/components/drift``).
-- ``preflight``: reads only; pods and nodes are listed as metadata.
+- ``preflight``: reads only; pods and nodes are listed.
 - ``doctor``: reads only: nodes, pods, the events of pending fractional pods, the
   RuntimeClass, KAI's Config, the target, and the agents' and scheduler's workloads.
 - ``recreate``: the one target object (by name where RBAC allows it), the lock Lease in
@@ -30,7 +30,7 @@ ROLES: tuple[str, ...] = ("drift", "preflight", "doctor", "recreate", "node-agen
 
 SUMMARY = {
     "drift": "read the checked objects and their CRD; create/patch as dry runs only",
-    "preflight": "read pods and nodes (metadata lists) and the target object",
+    "preflight": "read pods and nodes (lists) and the target object",
     "doctor": "read nodes, pods, pod events, the RuntimeClass, KAI's Config and workloads",
     "recreate": "the target object, the lock Lease, an Event, and the guards' reads",
     "node-agent": "no API access at all: the agent only talks to the MPS daemon",
@@ -163,9 +163,9 @@ def _guard_reads(p: Params) -> list[RbacRule]:
         RbacRule(
             ("",),
             ("pods",),
-            ("list", "get"),
-            "find fractional pods in every namespace: a paged metadata-only list, then a "
-            "get of each pod that matches, for its node",
+            ("list",),
+            "find fractional pods in every namespace: one paged list, read for each pod's "
+            "annotations and node",
         ),
         RbacRule(("",), ("nodes",), ("list",), "read every node's labels (a metadata-only list)"),
     ]
@@ -271,8 +271,8 @@ def _recreate(p: Params) -> tuple[list[RbacRule], dict[str, list[RbacRule]]]:
         RbacRule(
             ("",),
             ("pods",),
-            ("list", "get"),
-            "the fractional-pod guard (metadata-only list, then a get of each match)",
+            ("list",),
+            "the fractional-pod guard (one paged list of every namespace)",
         ),
         RbacRule(
             ("",),

@@ -1,8 +1,9 @@
 """Guards that must pass before the fractioning config is deleted and recreated.
 
 * no fractional pod runs anywhere (recreating restarts the MPS daemons; running
-  fractional pods lose their CUDA context), found by a paged, metadata-only scan of
-  every namespace, so a cluster of 100k pods is never held in memory;
+  fractional pods lose their CUDA context), found by one paged scan of every
+  namespace that reads each pod's annotations and node and nothing more, so a cluster
+  of 100k pods is never held in memory;
 * the node opt-in label follows the policy (allowed classes carry it, denied nodes
   never, a node being denied by its class label or by its GPU product label), and no
   class label contradicts the GPU product;
