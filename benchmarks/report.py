@@ -203,11 +203,23 @@ def startup_section(data: Any) -> list[str]:
         "|---|---:|---:|---:|---:|",
     ]
     for name, row in data["commands"].items():
-        times = row["times"]
+        times = row["times_s"]
         lines.append(
             f"| `{name}` | {len(times)} | {secs(statistics.median(times))} | "
             f"{secs(min(times))} | {secs(max(times))} |"
         )
+    if data.get("help_to_kubectl_ratio"):
+        lines += ["", f"`fracctl --help` takes {data['help_to_kubectl_ratio']:.2f}x "
+                      "`kubectl version --client`, measured in the same rounds."]  # fmt: skip
+    lines += [
+        "",
+        f"fracctl is run as `{data['fracctl']}`; the commands take turns, one of each per "
+        "round. `--version` is answered before the CLI framework loads; `--help` imports "
+        "no command module, only the names and summaries of the command table, and "
+        "typer's help renderer without the Markdown and traceback renderers fracctl never "
+        "uses; a command imports its own module alone. No Kubernetes client, HTTP or YAML "
+        "library loads on these paths (`tests/test_cli.py` checks it).",
+    ]
     for note in data.get("notes", []):
         lines += ["", note]
     return [*lines, ""]

@@ -1,4 +1,9 @@
-"""The ``fracctl`` entry point: global options, command registration, one error boundary."""
+"""The ``fracctl`` entry point: the command list, one error boundary.
+
+Start-up is kept short: this module imports neither typer nor any command, so
+``fracctl --version`` is answered with the standard library alone, and a run imports the
+module of the command it runs and no other (:mod:`fracctl.cli._root`).
+"""
 
 from __future__ import annotations
 
@@ -6,100 +11,84 @@ import contextlib
 import os
 import sys
 from types import TracebackType
-from typing import Annotated
-
-import typer
+from typing import TYPE_CHECKING, Any
 
 from fracctl import __version__
-from fracctl.cli import _app, drift, node, nodes, preflight, probe, rbac, recreate, render, sandbox
-from fracctl.cli import doctor as doctor_cmd
-from fracctl.cli import lint as lint_cmd
-from fracctl.errors import ExitCode, FracctlError
 from fracctl.redact import RedactingWriter, redact
 
-app = typer.Typer(
-    name="fracctl",
-    help=(
-        "GitOps safety for immutable-field changes and fractional GPU rollouts.\n\n"
-        "Renders what git wants, compares it with what the cluster really has, refuses "
-        "when it is unsafe, and performs delete -> recreate -> wait as one guarded, "
-        "resumable operation."
+if TYPE_CHECKING:
+    import typer
+
+# The one place commands are listed: each command's name, the module under fracctl.cli
+# that registers it (``register(root)``), and its summary in ``fracctl --help``, in the
+# order ``--help`` lists them (typer's: commands, then groups). Command modules import
+# _app, never this module, so the CLI stays free of import circles. tests/test_cli.py
+# holds each summary equal to the command's own help, and the list to the modules.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "render": (
+        "render",
+        "Render the desired manifests of a git revision, without touching any checkout.",
     ),
-    no_args_is_help=True,
-    add_completion=True,
-    pretty_exceptions_enable=False,
-    pretty_exceptions_show_locals=False,
-    context_settings={"help_option_names": ["-h", "--help"]},
-)
+    "drift": (
+        "drift",
+        "Compare the live cluster with git on immutable fields; ask the API server to judge.",
+    ),
+    "preflight": ("preflight", "Run every guard a recreate must pass, and show the blast radius."),
+    "recreate": (
+        "recreate",
+        "Delete and recreate the fractioning config from git, guarded and resumable.",
+    ),
+    "wait": (
+        "recreate",
+        "Wait until every node the live config selects reports the readiness condition.",
+    ),
+    "probe": ("probe", "Send a fractional probe pod at a pool; report what KAI did with it."),
+    "doctor": ("doctor", "Look for the known ways fractional GPUs fail, read-only."),
+    "lint": ("lint", "Check rendered manifests for GPU scheduling mistakes, offline."),
+    "nodes": (
+        "nodes",
+        "Check and label GPU nodes for fractions (opt-in label; denied classes such as H200).",
+    ),
+    "node": ("node", "On a GPU host: preflight, the MPS control daemon, the memory probe."),
+    "sandbox": ("sandbox", "A local real control plane seeded with a scenario (demo, rehearsal)."),
+    "rbac": ("rbac", "The least-privilege RBAC of each fracctl role, to review and apply."),
+}
 
 
-def _version(value: bool) -> None:
-    if value:
-        print(f"fracctl {__version__}")
-        raise typer.Exit()
+def complete_app() -> typer.Typer:
+    """The CLI with every command imported and registered (for introspection and tests).
 
-
-@app.callback()
-def _globals(
-    ctx: typer.Context,
-    config: Annotated[
-        str | None, typer.Option("--config", "-c", help="Path to fracctl.yaml.", show_default=False)
-    ] = None,
-    kubeconfig: Annotated[
-        str | None, typer.Option(help="Kubeconfig file (else $KUBECONFIG).", show_default=False)
-    ] = None,
-    context: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--context",
-            metavar="NAME",
-            help="Kubeconfig context; repeat it to address a fleet (drift, preflight, recreate).",
-            show_default=False,
-        ),
-    ] = None,
-    all_contexts: Annotated[
-        bool,
-        typer.Option(
-            "--all-contexts",
-            help="Address every context of the kubeconfig as a fleet (drift, preflight, recreate).",
-        ),
-    ] = False,
-    debug: Annotated[
-        bool, typer.Option("--debug", help="Show tracebacks of unexpected errors.")
-    ] = False,
-    version: Annotated[
-        bool,
-        typer.Option("--version", callback=_version, is_eager=True, help="Print the version."),
-    ] = False,
-) -> None:
-    """Global options."""
-    contexts = list(context or [])
-    ctx.obj = _app.Globals(
-        config=config,
-        kubeconfig=kubeconfig,
-        context=contexts[0] if len(contexts) == 1 else None,
-        contexts=contexts,
-        all_contexts=all_contexts,
-        debug=debug,
+    ``main`` runs the same root and commands, importing a command only when it is used.
+    """
+    from fracctl.cli import (
+        _root,
+        doctor,
+        drift,
+        lint,
+        node,
+        nodes,
+        preflight,
+        probe,
+        rbac,
+        recreate,
+        render,
+        sandbox,
     )
 
+    every = (doctor, drift, lint, node, nodes, preflight, probe, rbac, recreate, render, sandbox)
+    modules = {m.__name__.rpartition(".")[2]: m for m in every}
+    root = _root.new_app()
+    for name in dict.fromkeys(module for module, _ in COMMANDS.values()):
+        modules[name].register(root)
+    return root
 
-# The one place commands are listed. Command modules import _app, never this module,
-# so registering here keeps the CLI free of import circles.
-for _module in (
-    render,
-    drift,
-    preflight,
-    recreate,
-    nodes,
-    node,
-    probe,
-    sandbox,
-    rbac,
-    doctor_cmd,
-    lint_cmd,
-):
-    _module.register(app)
+
+def __getattr__(name: str) -> Any:
+    """``app``: the complete CLI (:func:`complete_app`), built on first use."""
+    if name == "app":
+        globals()["app"] = built = complete_app()
+        return built
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _err(message: str) -> None:
@@ -159,8 +148,18 @@ def main(argv: list[str] | None = None) -> None:
 
 def _run(args: list[str], debug: bool) -> int:
     """Run the command; its exit code. Only unexpected errors under ``--debug`` escape."""
+    if args == ["--version"]:  # the common case, answered with the standard library alone
+        print(f"fracctl {__version__}")
+        return 0
+    import typer
+
+    from fracctl.cli import _root
+    from fracctl.errors import ExitCode, FracctlError
+
+    if _root.wants_help(args):
+        _root.import_rich_help()
     try:
-        rc = app(args=args, prog_name="fracctl", standalone_mode=False)
+        rc = _root.lazy_app(COMMANDS)(args=args, prog_name="fracctl", standalone_mode=False)
         code = int(rc) if isinstance(rc, int) else 0
         if code == ExitCode.INTERRUPTED:  # typer turns Ctrl-C into a returned 130
             _err("Interrupted.")
