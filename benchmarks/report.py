@@ -83,7 +83,8 @@ def machine() -> list[str]:
         "the measured tools share these CPUs.",
         f"- **Versions:** fracctl {__version__}, Python {platform.python_version()}, "
         f"kube-apiserver {k8s}, etcd {etcd} (JSON storage), "
-        f"{_version(['kubectl', 'version', '--client'])}, {_version(['jq', '--version'])}, "
+        f"kubectl {_version(['kubectl', 'version', '--client']).split(':')[-1].strip()}, "
+        f"{_version(['jq', '--version'])}, "
         f"orjson {orjson_version}.",
     ]
 
@@ -211,9 +212,10 @@ def startup_section(data: Any) -> list[str]:
     if data.get("help_to_kubectl_ratio"):
         lines += ["", f"`fracctl --help` takes {data['help_to_kubectl_ratio']:.2f}x "
                       "`kubectl version --client`, measured in the same rounds."]  # fmt: skip
+    how = str(data["fracctl"]).replace(str(REPO) + "/", "")
     lines += [
         "",
-        f"fracctl is run as `{data['fracctl']}`; the commands take turns, one of each per "
+        f"fracctl is run as `{how}`; the commands take turns, one of each per "
         "round. `--version` is answered before the CLI framework loads; `--help` imports "
         "no command module, only the names and summaries of the command table, and "
         "typer's help renderer without the Markdown and traceback renderers fracctl never "
