@@ -30,7 +30,6 @@ import os
 import re
 import shutil
 import signal
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -44,6 +43,7 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
+from benchmarks import report  # noqa: E402
 from fracctl.adapters import controlplane, kubeproto  # noqa: E402
 from fracctl.adapters.kube import METADATA_LIST, POD_LIST, Kube  # noqa: E402
 from fracctl.config import Config  # noqa: E402
@@ -637,53 +637,6 @@ def levers(kubeconfig: str, want: int, page_sizes: list[int]) -> list[dict[str, 
 # --- the report ------------------------------------------------------------------------
 
 
-def mib(n: float) -> str:
-    return f"{n / 2**20:,.0f} MiB"
-
-
-def _median(runs: list[dict[str, Any]], key: str) -> float:
-    return float(statistics.median(r[key] for r in runs))
-
-
-def summarise(results: dict[str, Any]) -> str:
-    lines = [
-        f"{results['cpus']} CPUs, {mib(results['mem_total'])} RAM; page size "
-        f"{results['page_size']}; pod JSON {results['pod_json_bytes']} bytes "
-        f"({results['pod_json_bytes_without_managed_fields']} without managedFields)",
-        "",
-        "| pods (nodes) | tool | wall (median; range) | peak RSS (median) | vs wire |",
-        "|---|---|---|---|---|",
-    ]
-    for size in results["sizes"]:
-        runs = size["runs"]
-        wire_s = _median(runs["wire"], "seconds")
-        head = f"{size['pods']:,} ({size['nodes']:,})"
-        for key, label in (("wire", "wire (bodies read, not decoded)"), ("scan", "fracctl scan"),
-                           ("preflight", "fracctl preflight -o json")):  # fmt: skip
-            r = runs[key]
-            lo, hi = min(x["seconds"] for x in r), max(x["seconds"] for x in r)
-            lines.append(
-                f"| {head} | {label} | {_median(r, 'seconds'):.2f} s; {lo:.2f}-{hi:.2f} | "
-                f"{mib(_median(r, 'peak_rss'))} | {_median(r, 'seconds') / wire_s:.2f}x |"
-            )
-            head = ""
-        for r in runs.get("kubectl_jq", []):
-            state = "" if r["finished"] else " (killed: host memory ran low)"
-            lines.append(
-                f"| | kubectl \\| jq{state} | {r['seconds']:.1f} s | {mib(r['kubectl_peak_rss'])}"
-                f" + {mib(r['jq_peak_rss'])} | {r['seconds'] / wire_s:.1f}x |"
-            )
-    if results.get("levers"):
-        lines += ["", "| how | representation | page size | requests | wall | CPU |",
-                  "|---|---|---|---|---|---|"]  # fmt: skip
-        for row in results["levers"]:
-            lines.append(
-                f"| {row['how']} | {row['representation']} | {row['page_size']} | "
-                f"{row['requests']} | {row['seconds']:.2f} s | {row['cpu_seconds']:.2f} s |"
-            )
-    return "\n".join(lines)
-
-
 def _sizes(args: argparse.Namespace) -> list[int]:
     if args.sizes:
         return sorted(int(x.replace("_", "")) for x in args.sizes.split(","))
@@ -791,10 +744,7 @@ def main(argv: list[str] | None = None) -> int:
         if not args.keep:
             shutil.rmtree(state, ignore_errors=True)
 
-    text = summarise(results)
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(json.dumps(results, indent=2))
-    print(f"\n{text}\nresults: {args.out}")
+    report.save(args.out, results, "\n".join(report.preflight_section(results)))
     return 0
 
 

@@ -66,6 +66,7 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
+from benchmarks import report  # noqa: E402
 from fracctl.adapters import controlplane  # noqa: E402
 from fracctl.adapters.kube import Kube  # noqa: E402
 from fracctl.config import Config  # noqa: E402
@@ -428,10 +429,7 @@ def main(argv: list[str] | None = None) -> int:
         cp.stop()
         shutil.rmtree(state, ignore_errors=True)
 
-    text = summarise(results)
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(json.dumps(results, indent=2))
-    print(f"\n{text}\nresults: {args.out}")
+    report.save(args.out, results, summarise(results))
     return 0
 
 

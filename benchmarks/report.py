@@ -27,6 +27,14 @@ OUT = HERE / "out"
 PLOTS = HERE / "plots"
 
 
+def save(path: str | Path, results: Any, text: str) -> None:
+    """Write one benchmark's results where this report reads them; print its summary."""
+    out = Path(path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(results, indent=2) + "\n")
+    print(f"\n{text}\nresults: {out}")
+
+
 def load(name: str) -> Any:
     path = OUT / f"{name}.json"
     return json.loads(path.read_text()) if path.is_file() else None

@@ -13,7 +13,7 @@ from fracctl import config as cfg
 from fracctl.adapters import controlplane
 from fracctl.adapters.kube import Kube
 from fracctl.flows.sandbox import install_crd
-from tests.helpers import Cluster
+from tests.helpers import CannedServer, Cluster
 
 if TYPE_CHECKING:
     from tests.argocd_real import RealArgoCD
@@ -132,3 +132,13 @@ def fleet(
     finally:
         for name in ("us", "ap"):
             clusters[name].cleanup()
+
+
+@pytest.fixture
+def canned_server() -> Iterator[CannedServer]:
+    """A local server answering every GET with one canned body (HTML unless changed)."""
+    server = CannedServer()
+    try:
+        yield server
+    finally:
+        server.close()

@@ -2,54 +2,21 @@
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-
 import pytest
 
 from fracctl.adapters.kube import Kube
 from fracctl.core.nodes import selector_of
 from fracctl.core.resources import NODES
 from fracctl.errors import ExitCode, ExternalError, Unreachable
-
-
-class _Html(BaseHTTPRequestHandler):
-    def do_GET(self) -> None:  # noqa: N802 - http.server's naming
-        body = b"<html>login</html>"
-        self.send_response(200)
-        self.send_header("Content-Type", "text/html")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args: object) -> None:
-        pass
-
-
-@pytest.fixture
-def html_server() -> Iterator[str]:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Html)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
+from tests.helpers import CannedServer, kube_at
 
 
 def _kube(host: str) -> Kube:
-    from kubernetes.client import Configuration
-
-    cfg = Configuration()
-    cfg.host = host
-    cfg.api_key = {"authorization": "Bearer sekret-token-123"}
-    return Kube(cfg, timeout=5)
+    return kube_at(host, token="sekret-token-123")
 
 
-def test_a_non_json_answer_is_a_clear_error(html_server: str) -> None:
-    kube = _kube(html_server)
+def test_a_non_json_answer_is_a_clear_error(canned_server: CannedServer) -> None:
+    kube = _kube(canned_server.url)
     with pytest.raises(ExternalError, match="not JSON") as e:
         kube.get(NODES, "a")
     assert e.value.exit_code == ExitCode.EXTERNAL

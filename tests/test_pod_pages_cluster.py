@@ -4,8 +4,6 @@ the same server sends, pages are followed, and errors stay readable."""
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
@@ -13,7 +11,7 @@ from fracctl.adapters import kubeproto
 from fracctl.adapters.kube import Kube
 from fracctl.core.resources import PODS
 from fracctl.errors import ApiError, ExternalError
-from tests.helpers import Cluster
+from tests.helpers import CannedServer, Cluster, kube_at
 
 
 def _seed(cluster: Cluster) -> None:
@@ -73,45 +71,6 @@ def test_a_refused_list_keeps_the_servers_words(cluster: Cluster) -> None:
     assert "noSuchField" in str(e.value)
 
 
-class _Proxy(BaseHTTPRequestHandler):
-    """What a proxy in front of the API server might answer."""
-
-    body = b""
-    content_type = ""
-
-    def do_GET(self) -> None:  # noqa: N802 - http.server's naming
-        self.send_response(200)
-        self.send_header("Content-Type", self.content_type)
-        self.send_header("Content-Length", str(len(self.body)))
-        self.end_headers()
-        self.wfile.write(self.body)
-
-    def log_message(self, *args: object) -> None:
-        pass
-
-
-@pytest.fixture
-def proxy() -> Iterator[type[_Proxy]]:
-    handler = type("Handler", (_Proxy,), {})
-    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    handler.url = f"http://127.0.0.1:{server.server_address[1]}"  # type: ignore[attr-defined]
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield handler
-    finally:
-        server.shutdown()
-        server.server_close()
-
-
-def _kube(url: str) -> Kube:
-    from kubernetes.client import Configuration
-
-    cfg = Configuration()
-    cfg.host = url
-    return Kube(cfg, timeout=5)
-
-
 @pytest.mark.parametrize(
     ("content_type", "body", "why"),
     [
@@ -122,24 +81,24 @@ def _kube(url: str) -> Kube:
     ],
 )
 def test_an_unreadable_answer_is_one_clear_error(
-    proxy: type[_Proxy], content_type: str, body: bytes, why: str
+    canned_server: CannedServer, content_type: str, body: bytes, why: str
 ) -> None:
-    proxy.content_type, proxy.body = content_type, body
-    kube = _kube(proxy.url)  # type: ignore[attr-defined]
+    canned_server.content_type, canned_server.body = content_type, body
+    kube = kube_at(canned_server.url)
     with pytest.raises(ExternalError, match=why) as e:
         list(kube.pod_pages())
     assert "cannot read (GET pods" in str(e.value)
     kube.close()
 
 
-def test_a_json_answer_is_read_as_json(proxy: type[_Proxy]) -> None:
-    proxy.content_type = "application/json"
-    proxy.body = (
+def test_a_json_answer_is_read_as_json(canned_server: CannedServer) -> None:
+    canned_server.content_type = "application/json"
+    canned_server.body = (
         b'{"kind":"PodList","metadata":{},"items":[{"metadata":{"name":"a","namespace":"n",'
         b'"annotations":{"gpu-fraction":"1"}},"spec":{"nodeName":"x"},'
         b'"status":{"phase":"Running"}}]}'
     )
-    kube = _kube(proxy.url)  # type: ignore[attr-defined]
+    kube = kube_at(canned_server.url)
     (page,) = list(kube.pod_pages())
     assert page.pods == [kubeproto.PodFields("a", "n", {"gpu-fraction": "1"}, "x", "Running")]
     kube.close()
