@@ -15,6 +15,7 @@ from fracctl.adapters.kube import Kube
 from fracctl.config import Config
 from fracctl.core.resources import LEASES, NAMESPACES, NODES, PODS, ResourceRef
 from fracctl.errors import Conflict, NotFound
+from fracctl.flows.probe import PROBE_LABEL
 
 SMP = "application/strategic-merge-patch+json"
 
@@ -267,12 +268,18 @@ class Cluster:
                 self.kube.delete(NODES, node["metadata"]["name"])
             except NotFound:
                 pass
-        for ns in self.created_namespaces:
-            for pod in self.kube.list(PODS, namespace=ns):
-                try:
-                    self.kube.delete(PODS, pod["metadata"]["name"], ns, grace_period=0)
-                except NotFound:
-                    pass
+        # The test namespaces' pods, and probe pods wherever a failed test left one (a
+        # leftover fractional pod would make every later guard refuse).
+        leftovers = [
+            p for ns in self.created_namespaces for p in self.kube.list(PODS, namespace=ns)
+        ]
+        leftovers += self.kube.list(PODS, label_selector=f"{PROBE_LABEL}=true")
+        for pod in leftovers:
+            meta = pod["metadata"]
+            try:
+                self.kube.delete(PODS, meta["name"], meta["namespace"], grace_period=0)
+            except NotFound:
+                pass
 
 
 class CannedServer:

@@ -212,6 +212,7 @@ def test_keyboard_interrupt_still_deletes(cluster: Cluster) -> None:
 def _run_and_signal(cluster: Cluster, tmp_path: Path, sig: int) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("FRACCTL_")}
     env["PYTHONPATH"] = str(REPO)
+    env["PYTHONFAULTHANDLER"] = "1"  # SIGABRT dumps every thread's stack, should it hang
     proc = subprocess.Popen(
         [
             sys.executable,
@@ -239,7 +240,12 @@ def _run_and_signal(cluster: Cluster, tmp_path: Path, sig: int) -> subprocess.Co
             time.sleep(0.1)
         time.sleep(0.3)  # let it settle into the watch
         proc.send_signal(sig)
-        out, err = proc.communicate(timeout=30)
+        try:
+            out, err = proc.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.send_signal(signal.SIGABRT)
+            _, err = proc.communicate(timeout=10)
+            pytest.fail(f"fracctl probe did not exit 30 s after the signal; where it was:\n{err}")
     finally:
         if proc.poll() is None:
             proc.kill()
