@@ -213,11 +213,18 @@ def _run_and_signal(cluster: Cluster, tmp_path: Path, sig: int) -> subprocess.Co
     env = {k: v for k, v in os.environ.items() if not k.startswith("FRACCTL_")}
     env["PYTHONPATH"] = str(REPO)
     env["PYTHONFAULTHANDLER"] = "1"  # SIGABRT dumps every thread's stack, should it hang
+    # Ctrl-C as a terminal delivers it. A shell that runs the suite in the background
+    # (`make test &`) starts it with SIGINT ignored; children inherit that, and Python
+    # then installs no KeyboardInterrupt handler, so the signal would never arrive.
+    as_from_a_terminal = (
+        "import runpy, signal; signal.signal(signal.SIGINT, signal.default_int_handler); "
+        "runpy.run_module('fracctl', run_name='__main__', alter_sys=True)"
+    )
     proc = subprocess.Popen(
         [
             sys.executable,
-            "-m",
-            "fracctl",
+            "-c",
+            as_from_a_terminal,
             "--kubeconfig",
             cluster.kubeconfig,
             "probe",
