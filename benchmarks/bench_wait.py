@@ -238,6 +238,16 @@ class Waiter:
         for t in self._threads:
             t.join(10)
 
+    def __enter__(self) -> Waiter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        """Kill it if it still runs (a failed trial), then collect what it wrote."""
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+        self.drain()
+
     def tail(self) -> str:
         return " | ".join(self.lines[-5:])
 
@@ -267,8 +277,7 @@ def fracctl_trial(b: Bench, env: dict[str, str], cwd: str) -> dict[str, Any]:
     argv = [sys.executable, "-m", "fracctl", "--kubeconfig", b.cp.kubeconfig,
             "wait", "--timeout", "2m", "-o", "json"]  # fmt: skip
     started = time.monotonic()
-    w = Waiter(argv, env, cwd)
-    try:
+    with Waiter(argv, env, cwd) as w:
         w.wait_for("listing of every node", shows(b.names, "False"))
         listed = time.monotonic()
         deadline = listed + 30
@@ -284,11 +293,6 @@ def fracctl_trial(b: Bench, env: dict[str, str], cwd: str) -> dict[str, Any]:
         ack = time.monotonic()
         rc = w.finish(30)
         exited = time.monotonic()
-    finally:
-        if w.proc.poll() is None:
-            w.proc.kill()
-            w.proc.wait()
-    w.drain()
     if rc != 0:
         raise RuntimeError(f"fracctl wait exited {rc}: {w.tail()}")
     nodes = json.loads(w.stdout)["nodes"]
@@ -310,8 +314,7 @@ def poll_trial(
     selector = ",".join(f"{k}={v}" for k, v in SELECTOR.items())
     argv = ["bash", "-c", POLL_SCRIPT, "poll", kubectl, b.cp.kubeconfig, selector, b.cond,
             str(POLL_SECONDS)]  # fmt: skip
-    w = Waiter(argv, env, cwd)
-    try:
+    with Waiter(argv, env, cwd) as w:
         w.wait_for("first check", lambda lines: any(x.startswith("poll:") for x in lines))
         time.sleep(phase)
         for name in b.names:
@@ -319,11 +322,6 @@ def poll_trial(
         ack = time.monotonic()
         rc = w.finish(POLL_SECONDS * 3)
         exited = time.monotonic()
-    finally:
-        if w.proc.poll() is None:
-            w.proc.kill()
-            w.proc.wait()
-    w.drain()
     if rc != 0 or w.stdout.strip() != "all ready":
         raise RuntimeError(f"the poll loop exited {rc} ({w.stdout.strip()!r}): {w.tail()}")
     checks = sum(1 for x in w.lines if x.startswith("poll:"))
