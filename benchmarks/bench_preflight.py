@@ -47,7 +47,12 @@ from benchmarks import report  # noqa: E402
 from fracctl.adapters import controlplane, kubeproto  # noqa: E402
 from fracctl.adapters.kube import METADATA_LIST, POD_LIST, Kube  # noqa: E402
 from fracctl.config import Config  # noqa: E402
-from fracctl.core.fractional import AnnotationMatcher, PodKind, classify  # noqa: E402
+from fracctl.core.fractional import (  # noqa: E402
+    AnnotationMatcher,
+    PodKind,
+    classify,
+    classify_pod,
+)
 from fracctl.core.resources import NAMESPACES, NODES, PODS  # noqa: E402
 from fracctl.errors import Conflict  # noqa: E402
 
@@ -565,8 +570,8 @@ def _walk(kube: Kube, accept: str, limit: int, gets: bool) -> int:
         page = kubeproto.pod_page(resp.read())
         resp.release_conn()
         for pod in page.pods:
-            verdict = classify({"namespace": pod.namespace, "annotations": pod.annotations}, m,
-                               reservation_namespace=RESERVATION_NS)  # fmt: skip
+            verdict = classify_pod(pod.namespace, pod.annotations, m,
+                                   reservation_namespace=RESERVATION_NS)  # fmt: skip
             if verdict.kind is PodKind.FRACTIONAL:
                 hits.append((pod.namespace, pod.name))
         token = page.continue_token

@@ -80,33 +80,9 @@ def fractioning_crd(
             "status": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
         },
     }
-    return {
-        "apiVersion": "apiextensions.k8s.io/v1",
-        "kind": "CustomResourceDefinition",
-        "metadata": {"name": f"{plural}.{group}"},
-        "spec": {
-            "group": group,
-            "scope": "Cluster",
-            "names": {
-                "kind": kind,
-                "listKind": f"{kind}List",
-                "plural": plural,
-                "singular": kind.lower(),
-            },
-            "versions": [
-                {
-                    "name": version,
-                    "served": True,
-                    "storage": True,
-                    "subresources": {"status": {}},
-                    "schema": {"openAPIV3Schema": schema},
-                    "additionalPrinterColumns": [
-                        {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"}
-                    ],
-                }
-            ],
-        },
-    }
+    age = {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"}
+    return _crd(group, kind, plural, scope="Cluster", version=version, schema=schema,
+                printer_columns=[age])  # fmt: skip
 
 
 def open_crd(
@@ -123,6 +99,23 @@ def open_crd(
     Enough for its objects to exist and be read where the project itself cannot run.
     """
     open_object = {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
+    schema = {"type": "object", "properties": {"spec": open_object, "status": open_object}}
+    return _crd(group, kind, plural, scope=scope, version=version, schema=schema,
+                short_names=short_names)  # fmt: skip
+
+
+def _crd(
+    group: str,
+    kind: str,
+    plural: str,
+    *,
+    scope: str,
+    version: str,
+    schema: dict[str, Any],
+    short_names: tuple[str, ...] = (),
+    printer_columns: list[dict[str, str]] | None = None,
+) -> dict[str, Any]:
+    """A CRD serving and storing one version with ``schema`` and a status subresource."""
     names: dict[str, Any] = {
         "kind": kind,
         "listKind": f"{kind}List",
@@ -131,29 +124,20 @@ def open_crd(
     }
     if short_names:
         names["shortNames"] = list(short_names)
+    served: dict[str, Any] = {
+        "name": version,
+        "served": True,
+        "storage": True,
+        "subresources": {"status": {}},
+        "schema": {"openAPIV3Schema": schema},
+    }
+    if printer_columns:
+        served["additionalPrinterColumns"] = printer_columns
     return {
         "apiVersion": "apiextensions.k8s.io/v1",
         "kind": "CustomResourceDefinition",
         "metadata": {"name": f"{plural}.{group}"},
-        "spec": {
-            "group": group,
-            "names": names,
-            "scope": scope,
-            "versions": [
-                {
-                    "name": version,
-                    "served": True,
-                    "storage": True,
-                    "subresources": {"status": {}},
-                    "schema": {
-                        "openAPIV3Schema": {
-                            "type": "object",
-                            "properties": {"spec": open_object, "status": open_object},
-                        }
-                    },
-                }
-            ],
-        },
+        "spec": {"group": group, "names": names, "scope": scope, "versions": [served]},
     }
 
 

@@ -118,8 +118,24 @@ def classify(
         ``RESERVATION`` for any pod in the reservation namespace, ``FRACTIONAL`` with the
         matched keys for a pod carrying a fraction annotation, ``OTHER`` otherwise.
     """
-    keys = tuple(matcher.match(metadata.get("annotations")))
-    if metadata.get("namespace") == reservation_namespace:
+    return classify_pod(
+        metadata.get("namespace"),
+        metadata.get("annotations"),
+        matcher,
+        reservation_namespace=reservation_namespace,
+    )
+
+
+def classify_pod(
+    namespace: str | None,
+    annotations: Mapping[str, str] | None,
+    matcher: AnnotationMatcher,
+    *,
+    reservation_namespace: str,
+) -> PodClass:
+    """:func:`classify` from a pod's namespace and annotations alone."""
+    keys = tuple(matcher.match(annotations))
+    if namespace == reservation_namespace:
         return PodClass(PodKind.RESERVATION, keys)
     if keys:
         return PodClass(PodKind.FRACTIONAL, keys)

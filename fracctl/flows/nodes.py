@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from fracctl.core.fractional import PodKind, classify, unfinished_selector
+from fracctl.core.fractional import PodKind, classify_pod, unfinished_selector
 from fracctl.core.nodes import describe_condition, labels_of, matches, node_name_problems
 from fracctl.core.policy import (
     Finding,
@@ -262,8 +262,10 @@ def _fractional_pods_on(ctx: Context, node: str) -> list[str]:
         limit=ctx.config.pods.page_size,
     ):
         for pod in page.pods:
-            meta = {"namespace": pod.namespace, "annotations": pod.annotations}
-            if classify(meta, m, reservation_namespace=reservation_ns).kind is PodKind.FRACTIONAL:
+            verdict = classify_pod(
+                pod.namespace, pod.annotations, m, reservation_namespace=reservation_ns
+            )
+            if verdict.kind is PodKind.FRACTIONAL:
                 out.append(f"{pod.namespace}/{pod.name}")
     return out
 

@@ -22,7 +22,7 @@ from fracctl.core.fractional import (
     FINISHED_PHASES,
     AnnotationMatcher,
     PodKind,
-    classify,
+    classify_pod,
     unfinished_selector,
 )
 from fracctl.core.immutability import get_path
@@ -158,12 +158,8 @@ def scan_fractional_pods(ctx: Context) -> FractionalScan:
         scan.pages += 1
         scan.scanned += len(page.pods)
         for pod in page.pods:
-            if not pod.annotations and pod.namespace != reservation_ns:
-                continue
-            verdict = classify(
-                {"namespace": pod.namespace, "annotations": pod.annotations},
-                m,
-                reservation_namespace=reservation_ns,
+            verdict = classify_pod(
+                pod.namespace, pod.annotations, m, reservation_namespace=reservation_ns
             )
             if verdict.kind is PodKind.OTHER or pod.phase in FINISHED_PHASES:
                 continue

@@ -222,6 +222,18 @@ def verify(ctx: Context, desired_selector: dict[str, str], backend: Backend, sai
     )
 
 
+def audit_entry(ctx: Context, action: str, *, who: str, **fields: Any) -> dict[str, Any]:
+    """The start of an audit line: when, who, what, on which object, and ``fields``."""
+    t = ctx.config.target
+    return {
+        "time": utc_timestamp(),
+        "who": who,
+        "action": action,
+        "object": f"{t.kind}/{t.name}",
+        **fields,
+    }
+
+
 def record(ctx: Context, *, live: Obj | None, entry: dict[str, Any]) -> str:
     """Append the audit line, and put an Event on the new object (best effort)."""
     from fracctl.redact import redact
@@ -481,13 +493,7 @@ def recreate(
     t = ctx.config.target
 
     lock: LeaseLock | NoLock = NoLock() if dry_run else LeaseLock(ctx)
-    entry: dict[str, Any] = {
-        "time": utc_timestamp(),
-        "who": lock.me,
-        "action": "recreate",
-        "object": f"{t.kind}/{t.name}",
-        "backend": backend,
-    }
+    entry = audit_entry(ctx, "recreate", who=lock.me, backend=backend)
     with interrupt_on_sigterm(), lock:
         at("locked")
         drift = check_target(ctx, desired_objects=objects)

@@ -23,6 +23,7 @@ from fracctl.flows.context import Context
 from fracctl.flows.lock import LeaseLock, NoLock
 from fracctl.flows.recreate import (
     RecreateResult,
+    audit_entry,
     record,
     require_confirmation,
     verify,
@@ -106,14 +107,7 @@ def restore(
     want = selector_of(obj, t.selector_field) or {}
     require_confirmation(ctx, "restore", dry_run=dry_run, yes=yes, confirm=confirm)
     lock: LeaseLock | NoLock = NoLock() if dry_run else LeaseLock(ctx)
-    entry: dict[str, Any] = {
-        "time": utc_timestamp(),
-        "who": lock.me,
-        "action": "restore",
-        "object": f"{t.kind}/{t.name}",
-        "backend": "apply",
-        "backup": str(path),
-    }
+    entry = audit_entry(ctx, "restore", who=lock.me, backend="apply", backup=str(path))
     with interrupt_on_sigterm(), lock:
         live = ctx.kube.get_or_none(t.ref, t.name)
         live_sel = selector_of(live, t.selector_field)
