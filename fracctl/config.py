@@ -364,6 +364,11 @@ class ClusterConfig:
     agent_daemonsets: list[str] = field(
         default_factory=lambda: ["gpu-fractioning-mpsd", "gpu-fractioning-fractiond"]
     )
+    # The gpu-fractioning operator, in agent_namespace (upstream chart defaults): it
+    # releases the config's finalizer on delete. Its leader-election Lease shows it runs
+    # now; "" when leader election is off (then only the Deployment is read).
+    operator_deployment: str = "gpu-fractioning"
+    operator_lease: str = "gpu-fractioning.kai.scheduler"
     scheduler_namespace: str = "kai-scheduler"
     scheduler_config: str = "kai-config"  # the cluster-scoped Config (kai.scheduler/v1)
     runtime_class: str = "nvidia"
@@ -372,7 +377,13 @@ class ClusterConfig:
     gpu_resources: list[str] = field(default_factory=lambda: list(DEFAULT_GPU_RESOURCES))
 
     def __post_init__(self) -> None:
-        _names_given(self, "agent_namespace", "scheduler_namespace", "scheduler_config")
+        _names_given(
+            self,
+            "agent_namespace",
+            "operator_deployment",
+            "scheduler_namespace",
+            "scheduler_config",
+        )
         if not self.gpu_taint.strip():
             raise ValueError("gpu_taint cannot be empty")
 

@@ -179,6 +179,8 @@ class ArgoCDStandIn:
         self.sync_requests: list[Obj] = []
         self.refreshes: list[str] = []
         self.busy_rejections = 0
+        #: Set, ``syncwindows`` answers ``canSync: false`` (a deny window is active).
+        self.sync_blocked = False
 
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
@@ -452,7 +454,7 @@ class ArgoCDStandIn:
             self._op_state = None  # as Argo CD's SetAppOperation does
             self._terminate.clear()
             self._generation += 1
-            quirk = self._quirk_now()
+            quirk = None if sync["dryRun"] else self._quirk_now()  # quirks hit real syncs
             worker = threading.Thread(
                 target=self._run, args=(op, body.get("revision"), quirk), daemon=True
             )
@@ -561,6 +563,17 @@ class ArgoCDStandIn:
                 **result,
                 "status": "Synced",
                 "message": f"{ident} unchanged",
+                "hookPhase": "Succeeded",
+            }
+        if dry_run:
+            # As the real v3.2.11 does (contract test): kubectl's client-side dry run,
+            # which reads the live object and sends nothing to the API server's admission.
+            live = self._live(obj)
+            verb = "configured" if live is not None else "created"
+            return {
+                **result,
+                "status": "Synced",
+                "message": f"{ident} {verb}{suffix}",
                 "hookPhase": "Succeeded",
             }
         body = json.loads(json.dumps(obj))
@@ -695,6 +708,9 @@ class ArgoCDStandIn:
                 "namespace": "",
                 "server": "https://kubernetes.default.svc",
             }
+        if method == "GET" and sub == "syncwindows":
+            # As the real v3.2.11 answers with no window assigned (contract test).
+            return {"canSync": not self.sync_blocked}
         if method == "POST" and sub == "sync":
             if not isinstance(body, dict):
                 raise grpc_error(400, 3, "invalid request body")

@@ -33,6 +33,7 @@ from fracctl.core.resources import CRDS, NAMESPACES
 from fracctl.errors import ApiError, Conflict, NotFound
 
 GROUP = "kustomize.toolkit.fluxcd.io"
+SOURCE_GROUP = "source.toolkit.fluxcd.io"
 PLURAL = "kustomizations"
 FIELD_MANAGER = "kustomize-controller"
 
@@ -120,6 +121,7 @@ class FluxStandIn:
         except Conflict:
             pass
         self._delete_kustomization()
+        self._source()
         self.kube.create(
             self.ref,
             {
@@ -138,6 +140,49 @@ class FluxStandIn:
         self._thread = threading.Thread(target=self._loop, daemon=True)
         self._thread.start()
         return self
+
+    def _source(self) -> None:
+        """The GitRepository the Kustomization reads, Ready with an artifact.
+
+        Stands in for source-controller: an open-schema CRD with the real names, and
+        the status the real one writes once it fetched a revision.
+        """
+        crd = open_crd(SOURCE_GROUP, "GitRepository", "gitrepositories", scope="Namespaced")
+        try:
+            self.kube.create(CRDS, crd)
+        except Conflict:
+            pass
+        deadline = time.monotonic() + 30
+        while True:
+            try:  # discovery is cached, so ask for the collection until it is served
+                self.kube.request("GET", f"/apis/{SOURCE_GROUP}/v1/gitrepositories")
+                break
+            except ApiError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.1)
+        ref = self.kube.resolve(f"{SOURCE_GROUP}/v1", "GitRepository")
+        body = {
+            "apiVersion": f"{SOURCE_GROUP}/v1",
+            "kind": "GitRepository",
+            "metadata": {"name": "flux-system", "namespace": self.namespace},
+            "spec": {"interval": "1m", "url": "http://127.0.0.1/gitops.git"},
+        }
+        try:
+            self.kube.create(ref, body, namespace=self.namespace)
+        except Conflict:
+            pass
+        status = {
+            "artifact": {"revision": self.revision},
+            "conditions": [_cond("True", "Succeeded", "stored artifact for revision")],
+        }
+        self.kube.patch(
+            ref,
+            "flux-system",
+            {"status": status},
+            namespace=self.namespace,
+            subresource="status",
+        )
 
     def __exit__(self, *exc: object) -> None:
         self._stop.set()

@@ -10,7 +10,7 @@ from typing import Any
 from fracctl import config as cfg
 from fracctl.adapters.git import init_repo
 from fracctl.flows.context import Context
-from fracctl.flows.operator_sim import OperatorSimulation, SimulationThread
+from fracctl.flows.operator_sim import LEASE_DURATION, OperatorSimulation, SimulationThread
 from tests.helpers import Cluster
 
 REPO = Path(__file__).resolve().parents[1]
@@ -32,10 +32,17 @@ class Incident:
         kube = self.cluster.kube
         return Context(config=self.config(**overrides), kube_factory=lambda: kube, env=env or {})
 
-    def operator(self, delay: float = 0.2) -> SimulationThread:
-        return SimulationThread(
-            OperatorSimulation(self.cluster.kube, self.cluster.config, delay=delay)
+    def operator(
+        self, delay: float = 0.2, lease_duration: int = LEASE_DURATION
+    ) -> SimulationThread:
+        """The operator simulation, leading (a fresh Lease) while the context is open.
+
+        A short ``lease_duration`` lets a test see the Lease go stale soon after it stops.
+        """
+        sim = OperatorSimulation(
+            self.cluster.kube, self.cluster.config, delay=delay, lease_duration=lease_duration
         )
+        return SimulationThread(sim)
 
     @property
     def state_dir(self) -> Path:

@@ -39,7 +39,12 @@ def test_the_configuration_names_the_lock_the_target_and_flux(tmp_path: Path) ->
                 "-o", "json")  # fmt: skip
     assert r.exit_code == ExitCode.OK, r.output
     by_ns = {d["metadata"].get("namespace", ""): d for d in r.json}
-    assert set(by_ns) == {"", "ops", "default", "gitops"}
+    assert set(by_ns) == {"", "ops", "default", "gitops", "gpu-fractioning"}
+    operator = by_ns["gpu-fractioning"]["rules"]
+    assert [(r["resources"], r["resourceNames"], r["verbs"]) for r in operator] == [
+        (["deployments"], ["gpu-fractioning"], ["get"]),
+        (["leases"], ["gpu-fractioning.kai.scheduler"], ["get"]),
+    ]
     cluster = by_ns[""]["rules"]
     assert cluster[0]["apiGroups"] == ["gpu-sharing.kai.scheduler"]
     assert {"resources": ["namespaces"], "resourceNames": ["ops"]}.items() <= {
@@ -47,13 +52,16 @@ def test_the_configuration_names_the_lock_the_target_and_flux(tmp_path: Path) ->
     }.items()
     (lock,) = [x for x in by_ns["ops"]["rules"] if x.get("resourceNames")]
     assert lock["resourceNames"] == ["gfc-lock"]
-    (flux,) = by_ns["gitops"]["rules"]
+    flux, sources = by_ns["gitops"]["rules"]
     assert flux == {
         "apiGroups": [rbac.FLUX_GROUP],
         "resources": ["kustomizations"],
         "resourceNames": ["gpus"],
         "verbs": ["get", "patch"],
     }
+    assert sources["verbs"] == ["get"] and "resourceNames" not in sources
+    assert set(sources["apiGroups"]) == {rbac.FLUX_GROUP, rbac.FLUX_SOURCE_GROUP}
+    assert "gitrepositories" in sources["resources"]
     # Other backends need nothing of Flux.
     plain = run_cli("-c", str(config), "rbac", "print", "--role", "recreate", "-o", "json")
     assert "gitops" not in {d["metadata"].get("namespace", "") for d in plain.json}

@@ -16,6 +16,7 @@ from fracctl.core.resources import LEASES
 from fracctl.errors import ExitCode, FracctlError
 from fracctl.flows.recreate import recreate
 from fracctl.flows.restore import restore
+from tests.argocd_real import TARGET
 from tests.argocd_standin import ArgoCDStandIn
 from tests.helpers import Cluster, granted, run_cli
 from tests.recreate_fixtures import NEW, OLD, Incident, make_incident
@@ -92,7 +93,7 @@ def test_argocd_that_cannot_recreate_stops_before_the_delete(
     assert_untouched(incident, uid)
 
 
-def test_argocd_proof_uses_get_and_can_i_only(
+def test_argocd_proof_reads_and_dry_runs_only(
     incident: Incident, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     with ArgoCDStandIn(
@@ -109,11 +110,15 @@ def test_argocd_proof_uses_get_and_can_i_only(
             "json",
         )
         requests = [(m, p) for m, p, _q, _b in argo.requests]
+        writes = [b for m, _p, _q, b in argo.requests if m != "GET"]
     assert r.exit_code == ExitCode.OK, r.output
     assert r.json["outcome"] == "dry-run"
     assert ("GET", "/api/v1/applications/gpu-fractioning") in requests
     assert ("GET", "/api/v1/account/can-i/applications/sync/default/gpu-fractioning") in requests
-    assert all(m == "GET" for m, _p in requests), requests
+    assert ("GET", "/api/v1/applications/gpu-fractioning/syncwindows") in requests
+    assert ("GET", "/api/v1/applications/gpu-fractioning/manifests") in requests
+    # The one request that is not a read is the sync that follows, as a dry run.
+    assert [(w["dryRun"], w["resources"]) for w in writes] == [(True, [dict(TARGET)])], requests
     assert any("may sync default/gpu-fractioning" in p for p in r.json["proofs"])
     assert any("may delete gpufractioningconfigs default" in p for p in r.json["proofs"])
 

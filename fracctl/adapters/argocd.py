@@ -89,6 +89,15 @@ MANIFESTS_SHAPE: dict[str, type | tuple[type, ...]] = {
     "": dict,
     "manifests": list,
     "manifests[]": (str, dict),
+    "revision": str,
+}
+SYNC_WINDOWS_SHAPE: dict[str, type | tuple[type, ...]] = {
+    "": dict,
+    "activeWindows": list,
+    "activeWindows[]": dict,
+    "assignedWindows": list,
+    "assignedWindows[]": dict,
+    "canSync": bool,
 }
 
 
@@ -490,17 +499,36 @@ class ArgoCD:
             name: the application.
             revision: a git revision (default: the application's target revision).
         """
+        return self.rendering(name, revision)[0]
+
+    def rendering(self, name: str, revision: str | None = None) -> tuple[list[Obj], str]:
+        """The manifests Argo CD's repo server renders now, and the commit it rendered.
+
+        The repo server resolves ``revision`` (default: the application's
+        ``targetRevision``) itself, so this is what a sync started now would apply.
+        """
         path, params = _app_path(name)
         doc = self.request(
             "GET", f"{path}/manifests", params={**params, "revision": revision}, app=name
         )
         what = f"GET manifests of {name}"
+        body = checked(doc, MANIFESTS_SHAPE, what, url=self.url)
         out: list[Obj] = []
-        for m in checked(doc, MANIFESTS_SHAPE, what, url=self.url).get("manifests") or []:
+        for m in body.get("manifests") or []:
             decoded = _decode_state(m, "manifest")
             if decoded is not None:
                 out.append(decoded)
-        return out
+        return out, str(body.get("revision") or "")
+
+    def sync_windows(self, name: str) -> Obj:
+        """``GET …/{name}/syncwindows``: the windows that apply now, and ``canSync``.
+
+        ``canSync`` is Argo CD's own answer for a manual sync started now (a deny window,
+        or an allow window that is not open, with ``manualSync: false``, makes it false).
+        """
+        path, params = _app_path(name)
+        doc = self.request("GET", f"{path}/syncwindows", params=params, app=name)
+        return checked(doc, SYNC_WINDOWS_SHAPE, f"GET sync windows of {name}", url=self.url)
 
     def sync(
         self,
@@ -828,7 +856,10 @@ def checked(
     """
     for path, expected in shape.items():
         for where, value in _values_at(doc, path):
-            if value is None or (isinstance(value, expected) and not isinstance(value, bool)):
+            kinds = expected if isinstance(expected, tuple) else (expected,)
+            if value is None or (
+                isinstance(value, expected) and (bool in kinds or not isinstance(value, bool))
+            ):
                 continue
             part = f"`{where}`" if where else "the answer"
             raise ArgoCDError(
@@ -873,7 +904,7 @@ def _json_type(value: Any) -> str:
 
 
 def _expected_type(expected: type | tuple[type, ...]) -> str:
-    names = {dict: "an object", list: "a list", str: "a string", int: "a number"}
+    names = {dict: "an object", list: "a list", str: "a string", int: "a number", bool: "a boolean"}
     kinds = expected if isinstance(expected, tuple) else (expected,)
     return " or ".join(names.get(k, k.__name__) for k in kinds)
 

@@ -202,10 +202,10 @@ class Kube:
             raise _api_error(resp.status, raw)
         return resp
 
-    def request(self, method: str, path: str, **kwargs: Any) -> Obj:
-        """One request; the decoded JSON body."""
+    def request(self, method: str, path: str, *, label: str = "", **kwargs: Any) -> Obj:
+        """One request; the decoded JSON body. ``label`` names it in :attr:`calls`."""
         plural = _plural_of(path)
-        self._count(f"{method} {plural}")
+        self._count(label or f"{method} {plural}")
         resp = self._send(method, path, **kwargs)
         if not resp.data:
             return {}
@@ -433,10 +433,13 @@ class Kube:
         propagation: str = "Background",
         grace_period: int | None = None,
         resource_version: str | None = None,
+        dry_run: bool = False,
     ) -> Obj:
         """DELETE an object; with ``uid`` only that incarnation of it.
 
         ``grace_period=0`` removes a pod bound to a node at once (no kubelet confirms).
+        ``dry_run`` runs authorization, the preconditions and admission (policies and
+        webhooks) and changes nothing.
         """
         body: Obj = {"kind": "DeleteOptions", "apiVersion": "v1", "propagationPolicy": propagation}
         preconditions = {"uid": uid, "resourceVersion": resource_version}
@@ -444,7 +447,12 @@ class Kube:
             body["preconditions"] = {k: v for k, v in preconditions.items() if v}
         if grace_period is not None:
             body["gracePeriodSeconds"] = grace_period
-        return self.request("DELETE", ref.path(namespace=namespace, name=name), body=body)
+        label = ""
+        if dry_run:
+            body["dryRun"] = ["All"]
+            label = f"DELETE {ref.plural} (dry run)"
+        path = ref.path(namespace=namespace, name=name)
+        return self.request("DELETE", path, body=body, label=label)
 
     def watch(
         self,

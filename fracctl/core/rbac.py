@@ -38,6 +38,7 @@ SUMMARY = {
 
 API_VERSION = "rbac.authorization.k8s.io/v1"
 FLUX_GROUP = "kustomize.toolkit.fluxcd.io"
+FLUX_SOURCE_GROUP = "source.toolkit.fluxcd.io"
 KAI_GROUP = "kai.scheduler"  # KAI's cluster-scoped Config (configs.kai.scheduler/v1)
 
 
@@ -57,6 +58,8 @@ class Params:
     flux_kustomization: str = "gpu-fractioning"
     agent_namespace: str = "gpu-fractioning"
     agent_daemonsets: tuple[str, ...] = ("gpu-fractioning-mpsd", "gpu-fractioning-fractiond")
+    operator_deployment: str = "gpu-fractioning"
+    operator_lease: str = "gpu-fractioning.kai.scheduler"
     scheduler_namespace: str = "kai-scheduler"
     scheduler_config: str = "kai-config"
     runtime_class: str = "nvidia"
@@ -309,15 +312,43 @@ def _recreate(p: Params) -> tuple[list[RbacRule], dict[str, list[RbacRule]]]:
     namespaced.setdefault(p.events_namespace, []).append(
         RbacRule(("",), ("events",), ("create",), "record a Recreated Event on the target")
     )
-    if p.backend == "flux":
-        namespaced.setdefault(p.flux_namespace, []).append(
+    operator = namespaced.setdefault(p.agent_namespace, [])
+    operator.append(
+        RbacRule(
+            ("apps",),
+            ("deployments",),
+            ("get",),
+            "prove the operator that releases the finalizer is available before a delete",
+            (p.operator_deployment,),
+        )
+    )
+    if p.operator_lease:
+        operator.append(
             RbacRule(
-                (FLUX_GROUP,),
-                ("kustomizations",),
-                ("get", "patch"),
-                "read the Flux Kustomization and request a reconcile",
-                (p.flux_kustomization,),
+                ("coordination.k8s.io",),
+                ("leases",),
+                ("get",),
+                "prove the operator leads now (its leader-election Lease is fresh)",
+                (p.operator_lease,),
             )
+        )
+    if p.backend == "flux":
+        namespaced.setdefault(p.flux_namespace, []).extend(
+            [
+                RbacRule(
+                    (FLUX_GROUP,),
+                    ("kustomizations",),
+                    ("get", "patch"),
+                    "read the Flux Kustomization and request a reconcile",
+                    (p.flux_kustomization,),
+                ),
+                RbacRule(
+                    (FLUX_GROUP, FLUX_SOURCE_GROUP),
+                    ("kustomizations", "gitrepositories", "ocirepositories", "buckets"),
+                    ("get",),
+                    "prove the Kustomization's dependencies and its source are Ready",
+                ),
+            ]
         )
     return cluster, namespaced
 

@@ -19,22 +19,34 @@ This is not the operator. It does only what the real one visibly does to the API
 
 A node annotated ``sandbox.fracctl.io/simulate: never-ready`` never becomes ready: its
 condition stays ``False`` with reason ``MPSDaemonCrashLoop``, as when mpsd cannot start.
+
+Like the real operator (a controller-runtime manager with leader election on, as the
+upstream chart installs it) it also leads: it renews its leader-election Lease
+(``cluster.operator_lease`` in ``cluster.agent_namespace``) every couple of seconds, and,
+standing in for the Deployment controller, keeps its Deployment
+(``cluster.operator_deployment``) there with one available replica. When the simulation
+stops, both stay as they were: the Deployment still says available (stale, as a real
+one is for a while), and the Lease goes stale once its duration has passed.
 """
 
 from __future__ import annotations
 
 import threading
+import uuid
+from datetime import datetime, timezone
 from typing import Any
 
 from fracctl.config import Config
 from fracctl.core.clock import Clock, SystemClock, utc_timestamp
 from fracctl.core.doctor import DAEMONSETS
 from fracctl.core.nodes import condition, labels_of, matches
-from fracctl.core.resources import NODES
+from fracctl.core.resources import DEPLOYMENTS, LEASES, NAMESPACES, NODES
 from fracctl.errors import Conflict, FracctlError, NotFound
 
 NEVER_READY = "sandbox.fracctl.io/simulate"
 SMP = "application/strategic-merge-patch+json"
+LEASE_DURATION = 15  # seconds, controller-runtime's default
+MICROTIME = "%Y-%m-%dT%H:%M:%S.%fZ"
 
 
 def _never_ready(node: dict[str, Any]) -> bool:
@@ -49,7 +61,13 @@ class OperatorSimulation:
     """Reconciles the config object and node conditions like the real operator."""
 
     def __init__(
-        self, kube: Any, config: Config, *, delay: float = 1.0, clock: Clock | None = None
+        self,
+        kube: Any,
+        config: Config,
+        *,
+        delay: float = 1.0,
+        clock: Clock | None = None,
+        lease_duration: int = LEASE_DURATION,
     ) -> None:
         self.kube = kube
         self.config = config
@@ -57,6 +75,94 @@ class OperatorSimulation:
         self.clock = clock or SystemClock()
         self.ref = config.target.ref
         self._seen: dict[str, float] = {}  # node -> when first matched
+        self.lease_duration = lease_duration
+        self.identity = f"operator-sim_{uuid.uuid4()}"
+        self._renewed_at: float | None = None  # monotonic time of the last renewal
+
+    def lead(self) -> None:
+        """Renew the leader-election Lease when due; keep the Deployment available."""
+        now = self.clock.monotonic()
+        renew_every = min(2.0, self.lease_duration / 3)
+        if self._renewed_at is not None and now - self._renewed_at < renew_every:
+            return
+        k = self.config.cluster
+        self._namespace(k.agent_namespace)
+        if k.operator_lease:
+            self._renew(k.operator_lease, k.agent_namespace)
+        self._deployment(k.operator_deployment, k.agent_namespace)
+        self._renewed_at = now
+
+    def _namespace(self, name: str) -> None:
+        if self.kube.get_or_none(NAMESPACES, name) is None:
+            try:
+                self.kube.create(NAMESPACES, {"metadata": {"name": name}})
+            except Conflict:
+                pass
+
+    def _renew(self, name: str, namespace: str) -> None:
+        stamp = datetime.fromtimestamp(self.clock.now(), timezone.utc).strftime(MICROTIME)
+        spec = {
+            "holderIdentity": self.identity,
+            "leaseDurationSeconds": self.lease_duration,
+            "renewTime": stamp,
+        }
+        lease = self.kube.get_or_none(LEASES, name, namespace)
+        if lease is None:
+            body = {"metadata": {"name": name}, "spec": {**spec, "acquireTime": stamp}}
+            self.kube.create(LEASES, body, namespace=namespace)
+            return
+        if (lease.get("spec") or {}).get("holderIdentity") != self.identity:
+            spec = {**spec, "acquireTime": stamp}
+        self.kube.patch(LEASES, name, {"spec": spec}, namespace=namespace)
+
+    def _deployment(self, name: str, namespace: str) -> None:
+        deploy = self.kube.get_or_none(DEPLOYMENTS, name, namespace)
+        if deploy is None:
+            labels = {"app.kubernetes.io/name": "gpu-fractioning"}
+            deploy = self.kube.create(
+                DEPLOYMENTS,
+                {
+                    "metadata": {"name": name, "labels": labels},
+                    "spec": {
+                        "replicas": 1,
+                        "selector": {"matchLabels": labels},
+                        "template": {
+                            "metadata": {"labels": labels},
+                            "spec": {"containers": [{"name": "manager", "image": "operator"}]},
+                        },
+                    },
+                },
+                namespace=namespace,
+            )
+        status = deploy.get("status") or {}
+        if status.get("availableReplicas") == 1:
+            return
+        stamp = utc_timestamp()
+        self.kube.patch(
+            DEPLOYMENTS,
+            name,
+            {
+                "status": {
+                    "observedGeneration": deploy["metadata"].get("generation"),
+                    "replicas": 1,
+                    "readyReplicas": 1,
+                    "availableReplicas": 1,
+                    "updatedReplicas": 1,
+                    "conditions": [
+                        {
+                            "type": "Available",
+                            "status": "True",
+                            "reason": "MinimumReplicasAvailable",
+                            "message": "Deployment has minimum availability.",
+                            "lastTransitionTime": stamp,
+                            "lastUpdateTime": stamp,
+                        }
+                    ],
+                }
+            },
+            namespace=namespace,
+            subresource="status",
+        )
 
     def reconcile(self) -> None:
         """One pass."""
@@ -257,6 +363,7 @@ class OperatorSimulation:
         """Reconcile until ``stop`` is set; transient API errors are retried."""
         while not stop.is_set():
             try:
+                self.lead()
                 self.reconcile()
             except (Conflict, NotFound):
                 pass  # raced with a writer; the next pass sees the new state

@@ -348,7 +348,9 @@ class Run:
 
 def _prove(run: Run) -> None:
     deletes = plan_mod.DELETE in run.result.plan.steps
-    run.result.proofs = backends.prove(run.ctx, run.backend, run.desired, deletes=deletes)
+    proof = backends.prove(run.ctx, run.backend, run.desired, deletes=deletes, live=run.live)
+    run.result.proofs = proof.evidence
+    run.desired = proof.creates  # verify holds the live object to what was proven
     for line in run.result.proofs:
         run.ctx.info(f"proven: {line}")
 

@@ -139,7 +139,7 @@ def restore(
         )
         result = RecreateResult(plan=plan, outcome=plan.reason, backend="apply", backup=path)
         applier = backends.get("apply")
-        result.proofs = backends.prove(ctx, applier, _restorable(obj), deletes=False)
+        result.proofs = backends.prove(ctx, applier, _restorable(obj), deletes=False).evidence
         if dry_run:
             result.outcome = "dry-run"
             return result

@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from fracctl.core.backends import NAMES, choices, entry
-from fracctl.errors import ExternalError, FracctlError, UsageError
+from fracctl.errors import ExternalError, FracctlError, Refused, UsageError
 from fracctl.flows.context import Context
 
 Obj = dict[str, Any]
@@ -31,10 +32,16 @@ class Backend(Protocol):
         """Check the configuration alone (no I/O); a usage error when it cannot work."""
         ...
 
-    def check(self, ctx: Context, desired: Obj) -> list[str]:
-        """Prove, read-only, that :meth:`recreate` can work; returns the evidence.
+    def check(self, ctx: Context, desired: Obj) -> Proof:
+        """Rehearse :meth:`recreate` read-only: the evidence, and what it will create.
+
+        What it will create is the backend's own rendering where it has one (Argo CD's
+        manifests at the application's revision, Flux's source artifact), so that
+        ``verify`` holds the live object to what was proven, not to a local render.
 
         Raises:
+            Refused: the backend would create something other than git's object, or
+                would not run now (a sync window, a suspended Kustomization).
             FracctlError: it cannot (wrong token, missing permission, missing object).
         """
         ...
@@ -44,14 +51,21 @@ class Backend(Protocol):
         ...
 
 
+@dataclass(frozen=True)
+class Proof:
+    """What a rehearsal showed: the evidence, and the object the backend will create."""
+
+    evidence: list[str]
+    creates: Obj
+
+
 class BackendCheckFailed(FracctlError):
     """A backend's read-only proof failed; nothing was changed. Keeps the cause's exit code."""
 
-    def __init__(self, backend: str, cause: FracctlError) -> None:
+    def __init__(self, backend: str, cause: FracctlError, *, what: str = "") -> None:
+        what = what or f"the {backend} backend cannot recreate the object"
         super().__init__(
-            f"the {backend} backend cannot recreate the object, so nothing was deleted or "
-            f"changed: {cause.message}",
-            hint=cause.hint,
+            f"{what}, so nothing was deleted or changed: {cause.message}", hint=cause.hint
         )
         self.exit_code = cause.exit_code
         self.cause = cause
@@ -90,10 +104,55 @@ def require(ctx: Context, verb: str, *, ref: Any, name: str, namespace: str | No
     return f"may {verb} {ref.plural} {where}"
 
 
-def check_delete(ctx: Context) -> list[str]:
-    """Prove the Kubernetes identity may read, watch and delete the target."""
+def check_delete(ctx: Context, live: Obj | None = None) -> list[str]:
+    """Prove the delete that follows will pass and that the object will then go.
+
+    RBAC for read, watch and delete; a server-side dry-run delete of exactly this
+    incarnation (uid precondition), which runs authorization and every admission policy
+    and webhook; and, when the object carries the operator's finalizer, that the operator
+    which releases it runs and leads now.
+    """
     t = ctx.config.target
-    return [require(ctx, verb, ref=t.ref, name=t.name) for verb in ("get", "watch", "delete")]
+    evidence = [require(ctx, verb, ref=t.ref, name=t.name) for verb in ("get", "watch", "delete")]
+    if live is None:
+        return evidence
+    meta = live.get("metadata") or {}
+    ctx.kube.delete(t.ref, t.name, uid=meta.get("uid"), dry_run=True)
+    evidence.append(
+        f"a dry-run delete of {t.kind}/{t.name} (uid {meta.get('uid')}) passes RBAC and admission"
+    )
+    if t.finalizer in (meta.get("finalizers") or []):
+        evidence.extend(check_operator(ctx))
+    return evidence
+
+
+def check_operator(ctx: Context) -> list[str]:
+    """The operator that releases the finalizer runs (Deployment) and leads (Lease) now."""
+    from fracctl.core.operator import deployment_available, lease_renewed
+    from fracctl.core.resources import DEPLOYMENTS, LEASES
+
+    k = ctx.config.cluster
+    t = ctx.config.target
+    ns = k.agent_namespace
+    verdicts = [
+        deployment_available(
+            ctx.kube.get_or_none(DEPLOYMENTS, k.operator_deployment, ns),
+            f"{ns}/{k.operator_deployment}",
+        )
+    ]
+    if k.operator_lease:
+        lease = ctx.kube.get_or_none(LEASES, k.operator_lease, ns)
+        verdicts.append(lease_renewed(lease, f"{ns}/{k.operator_lease}", now=ctx.clock.now()))
+    failed = [v.text for v in verdicts if not v.ok]
+    if failed:
+        raise Refused(
+            f"{'; '.join(failed)}. The delete would leave {t.kind}/{t.name} terminating: only "
+            f"the gpu-fractioning operator releases its finalizer {t.finalizer}, and when it "
+            "returns it finishes the delete with nothing to recreate the object",
+            hint=f"start the operator (`kubectl -n {ns} get deploy,pods,lease`), then rerun; "
+            "cluster.operator_deployment and cluster.operator_lease name it",
+        )
+    return [v.text for v in verdicts]
 
 
 BACKENDS = NAMES  # every backend's name, in the registry's order
@@ -109,22 +168,37 @@ def get(name: str) -> Backend:
     return factory()
 
 
-def prove(ctx: Context, backend: Backend, desired: Obj, *, deletes: bool) -> list[str]:
+def prove(
+    ctx: Context, backend: Backend, desired: Obj, *, deletes: bool, live: Obj | None = None
+) -> Proof:
     """Every read-only proof a recreate needs before it changes anything.
 
     Args:
         ctx: the context.
         backend: the chosen backend.
         desired: git's object.
-        deletes: whether the plan deletes the live object (then its RBAC is proven too).
+        deletes: whether the plan deletes the live object (then the delete is rehearsed).
+        live: the live object the plan deletes.
+
+    Returns:
+        The evidence, and the object the backend was proven to create.
 
     Raises:
         BackendCheckFailed: a proof failed; the message says nothing was changed.
     """
+    evidence: list[str] = []
     try:
-        evidence = check_delete(ctx) if deletes else []
-        return evidence + backend.check(ctx, desired)
+        if deletes:
+            evidence = check_delete(ctx, live)
+    except UsageError:
+        raise
+    except FracctlError as e:
+        what = "the rehearsed delete would not complete"
+        raise BackendCheckFailed(backend.name, e, what=what) from e
+    try:
+        proof = backend.check(ctx, desired)
     except UsageError:
         raise
     except FracctlError as e:
         raise BackendCheckFailed(backend.name, e) from e
+    return Proof(evidence + proof.evidence, proof.creates)

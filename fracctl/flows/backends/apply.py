@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from fracctl.errors import Conflict
-from fracctl.flows.backends import Obj, clean_desired, require
+from fracctl.flows.backends import Obj, Proof, clean_desired, require
 from fracctl.flows.context import Context
 
 
@@ -16,7 +16,7 @@ class ApplyBackend:
     def validate(self, ctx: Context) -> None:
         """Nothing to configure."""
 
-    def check(self, ctx: Context, desired: Obj) -> list[str]:
+    def check(self, ctx: Context, desired: Obj) -> Proof:
         """RBAC for apply (``patch`` and ``create``) and a dry-run create of git's object."""
         t = ctx.config.target
         evidence = [require(ctx, verb, ref=t.ref, name=t.name) for verb in ("patch", "create")]
@@ -26,7 +26,7 @@ class ApplyBackend:
             if e.status.reason != "AlreadyExists":
                 raise
         evidence.append("a dry-run create of the object passes RBAC, admission and validation")
-        return evidence
+        return Proof(evidence, clean_desired(desired))
 
     def recreate(self, ctx: Context, desired: Obj) -> str:
         """Server-side apply git's object."""

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
-from fracctl.errors import ExternalError, UsageError
-from fracctl.flows.backends import Obj
+from typing import Any
+
+from fracctl.core.nodes import selector_of
+from fracctl.errors import Conflict, ExternalError, Refused, UsageError
+from fracctl.flows.backends import Obj, Proof, clean_desired
 from fracctl.flows.context import Context
 
 
@@ -31,36 +34,25 @@ class ArgoCDBackend:
         self._app(ctx)
         ctx.argocd  # noqa: B018 - builds the client: checks the server and the token
 
-    def check(self, ctx: Context, desired: Obj) -> list[str]:
-        """The token and the application (GET), that it manages the target, and can-i sync."""
+    def check(self, ctx: Context, desired: Obj) -> Proof:
+        """Rehearse the sync that will recreate the object, read-only, as the same account.
+
+        In order: the token and the application (GET); the application is not being
+        deleted and runs no operation; it manages the target; the account may sync it;
+        no sync window blocks a manual sync now; Argo CD's repo server renders the
+        application now, with exactly one target object whose immutable field equals
+        git's; and the API server would admit that object (a dry-run create).
+        """
         app = self._app(ctx)
         t = ctx.config.target
         client = ctx.argocd
         doc = client.get_application(app)  # proves the token and the application
-        spec = doc.get("spec") if isinstance(doc, dict) else None
-        project = (spec or {}).get("project") if isinstance(spec, dict) else None
-        if not isinstance(project, str) or not project:
-            raise ExternalError(
-                f"Argo CD application {app} has no spec.project in its answer",
-                hint="is argocd.server an Argo CD API server?",
-            )
-        status = doc.get("status") or {}
-        managed = status.get("resources") if isinstance(status, dict) else None
-        if not any(
-            isinstance(r, dict)
-            and r.get("group", "") == t.group
-            and r.get("kind") == t.kind
-            and r.get("name") == t.name
-            and not r.get("namespace")
-            for r in managed or []
-        ):
-            raise ExternalError(
-                f"Argo CD application {app} does not manage {t.kind}/{t.name}, so a sync "
-                "would not recreate it",
-                hint="check argocd.app, and that the application's source path holds the "
-                "object (`argocd app resources " + app + "`)",
-            )
+        project = _project(doc, app)
         namespace = (doc.get("metadata") or {}).get("namespace") or ""
+        where = f" in namespace {namespace}" if namespace else ""
+        evidence = [f"Argo CD token valid; application {app}{where} readable (project {project})"]
+        _idle(doc, app)
+        evidence.append(_manages(doc, app, t))
         sub = f"{project}/{app}"  # project/name, or project/namespace/name
         if not client.can_i("applications", "sync", sub):
             raise ExternalError(
@@ -69,12 +61,54 @@ class ArgoCDBackend:
                 hint=f"grant 'p, <role>, applications, sync, {project}/*, allow' in "
                 "argocd-rbac-cm to the token's account, or use another token",
             )
-        where = f" in namespace {namespace}" if namespace else ""
-        return [
-            f"Argo CD token valid; application {app}{where} readable (project {project})",
-            f"application {app} manages {t.kind}/{t.name}",
-            f"the account may sync {sub}",
-        ]
+        evidence.append(f"the account may sync {sub}")
+        evidence.append(_windows_open(client.sync_windows(app), app))
+        objects, revision = client.rendering(app)  # the repo server answers now
+        creates = _rendered_target(ctx, objects, app, revision, desired)
+        evidence.append(
+            f"Argo CD renders {t.kind}/{t.name} at {revision[:12] or 'its target revision'} "
+            f"with {t.selector_field} {selector_of(creates, t.selector_field)}, as git has"
+        )
+        try:  # authorisation, admission and validation all run before the existence check
+            ctx.kube.create(t.ref, clean_desired(creates), dry_run=True)
+        except Conflict as e:
+            if e.status.reason != "AlreadyExists":
+                raise
+        evidence.append("the API server admits Argo CD's object (a dry-run create)")
+        evidence.append(self._dry_run_sync(ctx, app))
+        return Proof(evidence, creates)
+
+    def _dry_run_sync(self, ctx: Context, app: str) -> str:
+        """The very sync that follows, with ``dryRun``: Argo CD's own rules say yes.
+
+        The API runs the same checks as for the real sync (RBAC, sync windows, the app
+        not deleting, no operation running), and the controller the same sync of the one
+        resource (the project's resource whitelist, a rendering without comparison
+        errors, the resource filter matching a rendered object) with kubectl's
+        client-side dry run for the apply. It writes the dry run's operation state over
+        the application's last one; it adds no history entry and changes no resource.
+        """
+        from fracctl.adapters.argocd import resource_result
+
+        client = ctx.argocd
+        resource = self._resource(ctx)
+        client.sync(app, resources=[resource], dry_run=True)
+        state = client.wait_operation(app, timeout=ctx.config.timeouts.sync, clock=ctx.clock)
+        result = resource_result(state, resource)
+        t = ctx.config.target
+        if state.get("phase") != "Succeeded" or result is None or result.get("status") != "Synced":
+            detail = (result or {}).get("message") or state.get("message") or "no message"
+            seen = "no result for the object" if result is None else result.get("status")
+            raise Refused(
+                f"Argo CD's dry run of the sync of {t.kind}/{t.name} in {app} ended "
+                f"{state.get('phase')} ({seen}): {str(detail)[:300]}; the sync after the "
+                "delete would fail the same way",
+                hint=f"see `argocd app get {app}`; fix what Argo CD names, then rerun",
+            )
+        return (
+            f"Argo CD's dry run of this sync succeeded ({t.kind}/{t.name}: "
+            f"{result.get('message') or 'Synced'})"
+        )
 
     def recreate(self, ctx: Context, desired: Obj) -> str:
         """Sync the one resource and wait for the operation."""
@@ -87,3 +121,101 @@ class ArgoCDBackend:
             notify=ctx.info,
         )
         return f"Argo CD sync of {app}: {op.get('phase')} ({op.get('message', '')})"
+
+
+def _project(doc: Obj, app: str) -> str:
+    spec = doc.get("spec") if isinstance(doc, dict) else None
+    project = (spec or {}).get("project") if isinstance(spec, dict) else None
+    if not isinstance(project, str) or not project:
+        raise ExternalError(
+            f"Argo CD application {app} has no spec.project in its answer",
+            hint="is argocd.server an Argo CD API server?",
+        )
+    return project
+
+
+def _idle(doc: Obj, app: str) -> None:
+    """Refuse while the application is being deleted or runs an operation."""
+    if (doc.get("metadata") or {}).get("deletionTimestamp"):
+        raise Refused(
+            f"Argo CD application {app} is being deleted: it would not sync the object back",
+            hint="wait until it is gone and recreated, or point argocd.app at another one",
+        )
+    state = (doc.get("status") or {}).get("operationState") or {}
+    if doc.get("operation") or state.get("phase") in ("Running", "Terminating"):
+        phase = state.get("phase") or "Pending"
+        raise Refused(
+            f"Argo CD application {app} runs an operation now ({phase}: "
+            f"{str(state.get('message') or 'not started yet')[:200]}); its sync would be "
+            "refused with 'another operation is already in progress'",
+            hint=f"wait for it (`argocd app wait {app} --operation`) or stop it "
+            f"(`argocd app terminate-op {app}`), then rerun",
+        )
+
+
+def _manages(doc: Obj, app: str, t: Any) -> str:
+    status = doc.get("status") or {}
+    managed = status.get("resources") if isinstance(status, dict) else None
+    if not any(
+        isinstance(r, dict)
+        and r.get("group", "") == t.group
+        and r.get("kind") == t.kind
+        and r.get("name") == t.name
+        and not r.get("namespace")
+        for r in managed or []
+    ):
+        raise ExternalError(
+            f"Argo CD application {app} does not manage {t.kind}/{t.name}, so a sync "
+            "would not recreate it",
+            hint="check argocd.app, and that the application's source path holds the "
+            "object (`argocd app resources " + app + "`)",
+        )
+    return f"application {app} manages {t.kind}/{t.name}"
+
+
+def _windows_open(windows: Obj, app: str) -> str:
+    """Refuse when Argo CD's own sync-window answer says a manual sync may not run now."""
+    active = windows.get("activeWindows") or []
+    if windows.get("canSync") is False:
+        seen = "; ".join(
+            f"{w.get('kind', '?')} {w.get('schedule', '?')} for {w.get('duration', '?')}"
+            f" (manualSync {str(bool(w.get('manualSync'))).lower()})"
+            for w in active
+        )
+        raise Refused(
+            f"a sync window blocks a manual sync of Argo CD application {app} now"
+            + (f": {seen}" if seen else "")
+            + "; the sync after the delete would be refused",
+            hint=f"wait until the window closes (`argocd app get {app}` shows it), or have "
+            "the project's window allow manual syncs (manualSync: true)",
+        )
+    return f"no sync window blocks a manual sync of {app} now ({len(active)} active)"
+
+
+def _rendered_target(
+    ctx: Context, objects: list[Obj], app: str, revision: str, desired: Obj
+) -> Obj:
+    """The one target object in Argo CD's rendering; refuse unless it carries git's selector."""
+    t = ctx.config.target
+    at = revision[:12] or "its target revision"
+    found = [o for o in objects if t.matches(o)]
+    if len(found) != 1:
+        raise Refused(
+            f"Argo CD renders application {app} at {at} with {len(found)} {t.kind}/{t.name} "
+            f"objects, not one: its sync would not create the object git has",
+            hint="check the application's source path and targetRevision "
+            f"(`argocd app manifests {app}`)",
+        )
+    creates = found[0]
+    theirs = selector_of(creates, t.selector_field)
+    ours = selector_of(desired, t.selector_field)
+    if theirs != ours:
+        g = ctx.config.git
+        raise Refused(
+            f"Argo CD would create {t.kind}/{t.name} with {t.selector_field} {theirs} "
+            f"(its rendering of {app} at {at}), but git has {ours} at {g.revision} "
+            f"under {g.path}: the recreate would bring back the wrong selector",
+            hint="push the change to the branch the application tracks (or set its "
+            "targetRevision), wait for Argo CD to see it, then rerun",
+        )
+    return creates
