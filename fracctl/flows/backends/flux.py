@@ -110,7 +110,8 @@ def _ready_source(flux: Any, source: Obj) -> str:
             "does not exist"
             if obj is None
             else (
-                f"is Ready={cond.get('status') or 'Unknown'}: {cond.get('message') or 'no artifact'}"
+                f"is Ready={cond.get('status') or 'Unknown'}: "
+                f"{cond.get('message') or 'no artifact'}"
             )
         )
         raise Refused(
