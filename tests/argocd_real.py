@@ -29,6 +29,8 @@ from fracctl.adapters import argocd_local
 from fracctl.adapters.argocd import ArgoCD
 from fracctl.adapters.controlplane import ControlPlane
 from fracctl.adapters.kube import Kube
+from tests.helpers import Cluster
+from tests.recreate_fixtures import OLD, Incident, make_incident
 
 PROJECT = "gpu-fractioning"
 GROUP = "gpu-fractioning.kai.scheduler"
@@ -82,8 +84,15 @@ class RealArgoCD:
         path: str = "gpu-fractioning",
         sync_options: list[str] | None = None,
         ignore_differences: list[Obj] | None = None,
+        target_revision: str = "HEAD",
+        automated: Obj | None = None,
+        compared: bool = True,
     ) -> Iterator[str]:
-        """An Application on ``file://repo``; removed (without cascade) afterwards."""
+        """An Application on ``file://repo``; removed (without cascade) afterwards.
+
+        ``automated`` is ``spec.syncPolicy.automated`` (e.g. ``{"selfHeal": True}``);
+        ``compared=False`` does not wait for Argo CD's first comparison.
+        """
         manifest = argocd_local.application(
             name,
             project=PROJECT,
@@ -92,12 +101,41 @@ class RealArgoCD:
             sync_options=sync_options,
             ignore_differences=ignore_differences,
         )
+        manifest["spec"]["source"]["targetRevision"] = target_revision
+        if automated is not None:
+            manifest["spec"].setdefault("syncPolicy", {})["automated"] = automated
         argocd_local.put_application(self.kube, manifest)
         try:
-            self.wait_compared(name)
+            if compared:
+                self.wait_compared(name)
             yield name
         finally:
             argocd_local.delete_application(self.kube, name)
+
+    @contextmanager
+    def project_spec(self, **changes: Any) -> Iterator[None]:
+        """Change the AppProject's spec for the block (``syncWindows=[…]``, …), then undo."""
+        ref = argocd_local.APPPROJECTS
+        before = self.kube.get(ref, PROJECT, argocd_local.NAMESPACE)["spec"]
+        self.kube.patch(ref, PROJECT, {"spec": changes}, namespace=argocd_local.NAMESPACE)
+        try:
+            yield
+        finally:
+            undo = {k: before.get(k) for k in changes}
+            self.kube.patch(ref, PROJECT, {"spec": undo}, namespace=argocd_local.NAMESPACE)
+
+    def wait_idle(self, name: str, timeout: float = 60.0) -> Obj:
+        """Block until the application runs no operation (an automated sync ended)."""
+        deadline = time.monotonic() + timeout
+        with self.client("admin") as c:
+            while True:
+                app = c.get_application(name)
+                phase = ((app.get("status") or {}).get("operationState") or {}).get("phase")
+                if not app.get("operation") and phase not in ("Running", "Terminating"):
+                    return app
+                if time.monotonic() > deadline:
+                    raise AssertionError(f"{name} still runs an operation: {app}")
+                time.sleep(0.5)
 
     def wait_compared(self, name: str, timeout: float = 90.0) -> Obj:
         """Block until the controller has compared the app with git (a sync status)."""
@@ -209,3 +247,38 @@ def start_session(cp: ControlPlane, state_dir: Path) -> Iterator[RealArgoCD]:
         local.stop()
         if RECORD_FILE and real.records:
             Path(RECORD_FILE).write_text(json.dumps(real.records, indent=2) + "\n")
+
+
+# --- the incident against the real Argo CD (shared by the e2e modules) ---------------------
+
+
+def real_incident(cluster: Cluster, tmp_path: Path) -> Incident:
+    """The incident with timeouts for the real controller (slower than a stand-in).
+
+    The e2e modules get it as their ``incident`` fixture (conftest.py).
+    """
+    inc = make_incident(cluster, tmp_path)
+    text = inc.config_file.read_text()
+    for key, value in (("ready", "90s"), ("delete", "60s"), ("sync", "120s")):
+        text = text.replace(f"  {key}: 20s\n", f"  {key}: {value}\n")
+    inc.config_file.write_text(text)
+    return inc
+
+
+def configure(incident: Incident, argocd: RealArgoCD, app: str, token: str) -> str:
+    """Point the incident's fracctl.yaml at the real Argo CD with ``token``."""
+    token_file = incident.root / f"token-{app}"
+    token_file.write_text(token + "\n")
+    token_file.chmod(0o600)
+    path = incident.root / f"fracctl-{app}.yaml"
+    path.write_text(incident.config_file.read_text() + argocd.config_section(app, token_file))
+    return str(path)
+
+
+def unchanged(incident: Incident, uid: str) -> None:
+    """The live object is the same incarnation, not deleting, with the old selector."""
+    live = incident.cluster.live_target()
+    assert live is not None, "the live object was deleted"
+    assert live["metadata"]["uid"] == uid
+    assert not live["metadata"].get("deletionTimestamp"), "a delete was started"
+    assert live["spec"]["nodeSelector"] == OLD

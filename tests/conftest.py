@@ -18,6 +18,7 @@ from tests.helpers import CannedServer, Cluster
 if TYPE_CHECKING:
     from tests.argocd_real import RealArgoCD
     from tests.fleet_fixtures import Fleet
+    from tests.recreate_fixtures import Incident
 
 REPO = Path(__file__).resolve().parents[1]
 # Tests get a fresh HOME, but keep using the real build cache of the control plane.
@@ -142,3 +143,11 @@ def canned_server() -> Iterator[CannedServer]:
         yield server
     finally:
         server.close()
+
+
+@pytest.fixture
+def incident(cluster: Cluster, tmp_path: Path) -> Incident:
+    """The incident for the real Argo CD's timeouts; modules with their own override it."""
+    from tests.argocd_real import real_incident
+
+    return real_incident(cluster, tmp_path)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from fracctl.flows.backends import Obj, clean_desired
+from fracctl.flows.backends import Obj, Proof, clean_desired
 from fracctl.flows.context import Context
 
 CALLS: list[tuple[str, Any]] = []
@@ -23,9 +23,9 @@ class DryBackend:
     def validate(self, ctx: Context) -> None:
         CALLS.append(("validate", None))
 
-    def check(self, ctx: Context, desired: Obj) -> list[str]:
+    def check(self, ctx: Context, desired: Obj) -> Proof:
         CALLS.append(("check", ctx.kube.calls["DELETE gpufractioningconfigs"]))
-        return ["the dry backend is always ready"]
+        return Proof(["the dry backend is always ready"], clean_desired(desired))
 
     def recreate(self, ctx: Context, desired: Obj) -> str:
         CALLS.append(("recreate", ctx.kube.calls["DELETE gpufractioningconfigs"]))

@@ -76,6 +76,7 @@ def seed_incident(cluster: Cluster) -> None:
     cluster.target(OLD)
     t = cluster.config.target
     cluster.kube.patch(t.ref, t.name, {"metadata": {"finalizers": [t.finalizer]}})
+    cluster.operator_leads()  # the operator put the finalizer there, and leads
 
 
 def seed_fractional(cluster: Cluster) -> None:

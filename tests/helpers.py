@@ -13,7 +13,7 @@ from typing import Any
 from fracctl.adapters.git import git
 from fracctl.adapters.kube import Kube
 from fracctl.config import Config
-from fracctl.core.resources import LEASES, NAMESPACES, NODES, PODS, ResourceRef
+from fracctl.core.resources import DEPLOYMENTS, LEASES, NAMESPACES, NODES, PODS, ResourceRef
 from fracctl.errors import Conflict, NotFound
 from fracctl.flows.probe import PROBE_LABEL
 
@@ -256,6 +256,14 @@ class Cluster:
             except NotFound:
                 pass
 
+    def operator_leads(self, lease_duration: int = 3600) -> None:
+        """The gpu-fractioning operator as a healthy install has it: an available
+        Deployment and a fresh leader-election Lease (long-lived, so no thread needs to
+        renew it), without running its reconcile loop."""
+        from fracctl.flows.operator_sim import OperatorSimulation
+
+        OperatorSimulation(self.kube, self.config, lease_duration=lease_duration).lead()
+
     def cleanup(self) -> None:
         self.wipe_target()
         for lease in self.kube.list(LEASES, namespace="fracctl-test"):
@@ -266,6 +274,13 @@ class Cluster:
         for node in self.kube.list(NODES):
             try:
                 self.kube.delete(NODES, node["metadata"]["name"])
+            except NotFound:
+                pass
+        # What an operator simulation left: its Lease and its Deployment.
+        k = self.config.cluster
+        for ref, name in ((LEASES, k.operator_lease), (DEPLOYMENTS, k.operator_deployment)):
+            try:
+                self.kube.delete(ref, name, k.agent_namespace)
             except NotFound:
                 pass
         # The test namespaces' pods, and probe pods wherever a failed test left one (a

@@ -62,6 +62,7 @@ def make_incident(cluster: Cluster, root: Path, *, label_b200: bool = True) -> I
     cluster.kube.patch(
         _ref(cluster), "default", {"metadata": {"finalizers": [cluster.config.target.finalizer]}}
     )
+    cluster.operator_leads()  # the operator put the finalizer there, and leads
     gitops = root / "gitops"
     shutil.copytree(REPO / "examples" / "gitops", gitops)
     init_repo(gitops, message="desired")

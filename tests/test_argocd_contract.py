@@ -279,3 +279,35 @@ def test_swallowed_rejection_is_stand_in_only(server_for: Factory, incident: Inc
         state = sync_target(server)
     assert state["phase"] == "Succeeded"
     assert incident.cluster.live_target()["spec"]["nodeSelector"] == OLD  # type: ignore[index]
+
+
+# --- the recreate's rehearsal -------------------------------------------------------------
+
+
+def test_sync_windows_with_none_assigned_allow_a_manual_sync(
+    server_for: Factory, incident: Incident
+) -> None:
+    with server_for(incident) as server, server.client() as c:
+        windows = c.sync_windows(server.app)
+    assert windows.get("canSync") is True, windows
+    assert not windows.get("activeWindows"), windows
+
+
+def test_a_dry_run_sync_of_the_live_object_is_synced_configured_and_changes_nothing(
+    server_for: Factory, incident: Incident
+) -> None:
+    """kubectl's client-side dry run: the immutable change is not sent to the API server."""
+    before = incident.cluster.live_target()
+    assert before is not None
+    with server_for(incident) as server, server.client() as c:
+        c.sync(server.app, resources=[TARGET], dry_run=True)
+        state = c.wait_operation(server.app, timeout=90)
+    result = resource_result(state, TARGET)
+    assert state["phase"] == "Succeeded", state
+    assert state["operation"]["sync"]["dryRun"] is True, state
+    assert result is not None and result["status"] == "Synced", state
+    assert "configured (dry run)" in result["message"], result
+    after = incident.cluster.live_target()
+    assert after is not None
+    assert after["metadata"]["resourceVersion"] == before["metadata"]["resourceVersion"]
+    assert after["spec"]["nodeSelector"] == OLD

@@ -16,35 +16,14 @@ import pytest
 from fracctl.adapters.argocd import ArgoCDForbidden
 from fracctl.errors import ExitCode
 from fracctl.flows.drift import SYNCED_BUT_DIFFERS
-from tests.argocd_real import TARGET, RealArgoCD, require_built
+from tests.argocd_real import TARGET, RealArgoCD, configure, require_built, unchanged
 from tests.helpers import Cluster, commit_all, run_cli
-from tests.recreate_fixtures import NEW, OLD, Incident, make_incident
+from tests.recreate_fixtures import NEW, OLD, Incident
 
 pytestmark = pytest.mark.e2e
 
 CEL = "nodeSelector is immutable; delete and recreate the GpuFractioningConfig to change it"
 FRACTIONAL = {"gpu-fraction": "0.5"}
-
-
-@pytest.fixture
-def incident(cluster: Cluster, tmp_path: Path) -> Incident:
-    inc = make_incident(cluster, tmp_path)
-    text = inc.config_file.read_text()
-    # The real controller is slower than a stand-in; and a loaded CI runner more so.
-    for key, value in (("ready", "90s"), ("delete", "60s"), ("sync", "120s")):
-        text = text.replace(f"  {key}: 20s\n", f"  {key}: {value}\n")
-    inc.config_file.write_text(text)
-    return inc
-
-
-def configure(incident: Incident, argocd: RealArgoCD, app: str, token: str) -> str:
-    """Point the incident's fracctl.yaml at the real Argo CD with ``token``."""
-    token_file = incident.root / f"token-{app}"
-    token_file.write_text(token + "\n")
-    token_file.chmod(0o600)
-    path = incident.root / f"fracctl-{app}.yaml"
-    path.write_text(incident.config_file.read_text() + argocd.config_section(app, token_file))
-    return str(path)
 
 
 def fractional_pod(cluster: Cluster) -> dict[str, Any]:
@@ -237,14 +216,6 @@ def test_recreate_through_argocd_converges_and_rerun_has_nothing_to_do(
 # --- authentication and authorization -------------------------------------------------------
 
 
-def _unchanged(incident: Incident, uid: str) -> None:
-    live = incident.cluster.live_target()
-    assert live is not None, "the live object was deleted"
-    assert live["metadata"]["uid"] == uid
-    assert not live["metadata"].get("deletionTimestamp"), "a delete was started"
-    assert live["spec"]["nodeSelector"] == OLD
-
-
 def test_bad_token_is_401_exit_3_and_nothing_is_deleted(
     incident: Incident, real_argocd: RealArgoCD
 ) -> None:
@@ -262,7 +233,7 @@ def test_bad_token_is_401_exit_3_and_nothing_is_deleted(
         assert "(401)" in res.stderr
         assert "token" in res.stderr
         assert bogus not in res.output
-    _unchanged(incident, uid)
+    unchanged(incident, uid)
 
 
 def test_read_only_account_reads_but_cannot_sync_and_nothing_is_deleted(
@@ -283,7 +254,7 @@ def test_read_only_account_reads_but_cannot_sync_and_nothing_is_deleted(
     assert "permission denied" in denied.value.message
     assert r.exit_code == ExitCode.EXTERNAL, r.output
     assert "applications, sync" in r.stderr
-    _unchanged(incident, uid)
+    unchanged(incident, uid)
 
 
 def test_missing_app_is_403_not_404_exit_3_and_nothing_is_deleted(
@@ -300,7 +271,7 @@ def test_missing_app_is_403_not_404_exit_3_and_nothing_is_deleted(
         assert "(403)" in res.stderr
         # The hint must not blame RBAC alone: the real server hides whether the app exists.
         assert "does not exist" in res.stderr
-    _unchanged(incident, uid)
+    unchanged(incident, uid)
 
 
 # --- the sandbox with Argo CD ---------------------------------------------------------------

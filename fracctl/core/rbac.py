@@ -344,9 +344,10 @@ def _recreate(p: Params) -> tuple[list[RbacRule], dict[str, list[RbacRule]]]:
                 ),
                 RbacRule(
                     (FLUX_GROUP, FLUX_SOURCE_GROUP),
-                    ("kustomizations", "gitrepositories", "ocirepositories", "buckets"),
+                    ("kustomizations", "gitrepositories"),
                     ("get",),
-                    "prove the Kustomization's dependencies and its source are Ready",
+                    "prove the Kustomization's dependencies and its source are Ready (add "
+                    "ocirepositories or buckets for a source of that kind)",
                 ),
             ]
         )

@@ -46,6 +46,7 @@ from fracctl.errors import Conflict, FracctlError, NotFound
 NEVER_READY = "sandbox.fracctl.io/simulate"
 SMP = "application/strategic-merge-patch+json"
 LEASE_DURATION = 15  # seconds, controller-runtime's default
+IMAGE = "fracctl.local/operator-simulation:1"  # names what runs: this simulation
 MICROTIME = "%Y-%m-%dT%H:%M:%S.%fZ"
 
 
@@ -128,7 +129,7 @@ class OperatorSimulation:
                         "selector": {"matchLabels": labels},
                         "template": {
                             "metadata": {"labels": labels},
-                            "spec": {"containers": [{"name": "manager", "image": "operator"}]},
+                            "spec": {"containers": [{"name": "manager", "image": IMAGE}]},
                         },
                     },
                 },

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from fracctl.core.nodes import selector_of
@@ -15,6 +16,12 @@ class ArgoCDBackend:
 
     name = "argocd"
     claim = "Argo CD reported Succeeded but the live object differs"
+
+    def __init__(self) -> None:
+        # The commit the rehearsal rendered and dry-ran, and the sync then uses: set for
+        # an application without automated sync (Argo CD refuses a pinned revision for
+        # one with it: "Cannot sync to …: auto-sync currently set to …").
+        self.pinned: str | None = None
 
     def _resource(self, ctx: Context) -> dict[str, str]:
         t = ctx.config.target
@@ -63,11 +70,13 @@ class ArgoCDBackend:
             )
         evidence.append(f"the account may sync {sub}")
         evidence.append(_windows_open(client.sync_windows(app), app))
-        objects, revision = client.rendering(app)  # the repo server answers now
-        creates = _rendered_target(ctx, objects, app, revision, desired)
+        self.pinned = _pinnable(doc)
+        objects, revision = client.rendering(app, self.pinned)  # the repo server answers now
+        at = _revision_of(doc, revision or self.pinned or "")
+        creates = _rendered_target(ctx, objects, app, at, desired)
         evidence.append(
-            f"Argo CD renders {t.kind}/{t.name} at {revision[:12] or 'its target revision'} "
-            f"with {t.selector_field} {selector_of(creates, t.selector_field)}, as git has"
+            f"Argo CD renders {t.kind}/{t.name} at {at} with {t.selector_field} "
+            f"{selector_of(creates, t.selector_field)}, as git has"
         )
         try:  # authorisation, admission and validation all run before the existence check
             ctx.kube.create(t.ref, clean_desired(creates), dry_run=True)
@@ -92,7 +101,7 @@ class ArgoCDBackend:
 
         client = ctx.argocd
         resource = self._resource(ctx)
-        client.sync(app, resources=[resource], dry_run=True)
+        client.sync(app, resources=[resource], dry_run=True, revision=self.pinned)
         state = client.wait_operation(app, timeout=ctx.config.timeouts.sync, clock=ctx.clock)
         result = resource_result(state, resource)
         t = ctx.config.target
@@ -111,16 +120,24 @@ class ArgoCDBackend:
         )
 
     def recreate(self, ctx: Context, desired: Obj) -> str:
-        """Sync the one resource and wait for the operation."""
+        """Sync the one resource (at the rehearsed commit) and wait for the operation.
+
+        A refresh first makes Argo CD compare with the cluster as it is now: a controller
+        that still had the deleted object cached would skip it (``ApplyOutOfSyncOnly``)
+        or ``replace`` an object that is gone (``Replace=true``).
+        """
         app = self._app(ctx)
+        ctx.argocd.get_application(app, refresh="normal")
         op = ctx.argocd.sync_resource_and_wait(
             app,
             resource=self._resource(ctx),
+            revision=self.pinned,
             timeout=ctx.config.timeouts.sync,
             clock=ctx.clock,
             notify=ctx.info,
         )
-        return f"Argo CD sync of {app}: {op.get('phase')} ({op.get('message', '')})"
+        at = f" at {self.pinned[:12]}" if self.pinned else ""
+        return f"Argo CD sync of {app}{at}: {op.get('phase')} ({op.get('message', '')})"
 
 
 def _project(doc: Obj, app: str) -> str:
@@ -192,12 +209,33 @@ def _windows_open(windows: Obj, app: str) -> str:
     return f"no sync window blocks a manual sync of {app} now ({len(active)} active)"
 
 
-def _rendered_target(
-    ctx: Context, objects: list[Obj], app: str, revision: str, desired: Obj
-) -> Obj:
+def _pinnable(doc: Obj) -> str | None:
+    """The commit of Argo CD's last comparison, when a sync may be pinned to it."""
+    spec = doc.get("spec") or {}
+    automated = (spec.get("syncPolicy") or {}).get("automated")
+    if isinstance(automated, dict) and automated.get("enabled") is not False:
+        return None
+    if spec.get("sources") or not (spec.get("source") or {}).get("repoURL"):
+        return None  # multi-source and hydrated apps: not pinned
+    commit = str(((doc.get("status") or {}).get("sync") or {}).get("revision") or "")
+    return commit if re.fullmatch(r"[0-9a-f]{40}", commit) else None
+
+
+def _revision_of(doc: Obj, rendered: str) -> str:
+    """``targetRevision (commit)`` for messages: what the application tracks, resolved.
+
+    The manifests answer of v3.2.11 carries no revision; the commit is then the one of
+    Argo CD's last comparison (``status.sync.revision``).
+    """
+    source = (doc.get("spec") or {}).get("source") or {}
+    target = str(source.get("targetRevision") or "HEAD")
+    commit = rendered or str(((doc.get("status") or {}).get("sync") or {}).get("revision") or "")
+    return f"{target} ({commit[:12]})" if commit else target
+
+
+def _rendered_target(ctx: Context, objects: list[Obj], app: str, at: str, desired: Obj) -> Obj:
     """The one target object in Argo CD's rendering; refuse unless it carries git's selector."""
     t = ctx.config.target
-    at = revision[:12] or "its target revision"
     found = [o for o in objects if t.matches(o)]
     if len(found) != 1:
         raise Refused(
