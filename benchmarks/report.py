@@ -262,6 +262,28 @@ def drift_section(data: Any) -> list[str]:
     return [*lines, ""]
 
 
+def rehearsal_section(data: Any) -> list[str]:
+    lines = ["## recreate: the rehearsal before the delete", ""]
+    if not data:
+        return [*lines, "Not run.", ""]
+    lines += [
+        "    python benchmarks/bench_rehearsal.py              # 10 runs on the sandbox",
+        "",
+        f"Each proof on its own, {data['runs']} runs, on `fracctl sandbox up --argocd` (the "
+        "real Argo CD v3.2.11); requests sent to the API server and to Argo CD. The "
+        '"before" rows are what a recreate proved before the rehearsal.',
+        "",
+        "| proof | median (range) | API server | Argo CD |",
+        "|---|---|---:|---:|",
+    ]
+    for r in data["rows"]:
+        lines.append(
+            f"| {r['proof']} | {secs(r['median_s'])} ({secs(r['min_s'])}-{secs(r['max_s'])}) | "
+            f"{r['kube_requests']} | {r['argocd_requests']} |"
+        )
+    return [*lines, ""]
+
+
 def fleet_section(runs: list[Any]) -> list[str]:
     lines = ["## fleet: drift over 3 clusters against 3 single-cluster runs in a row", ""]
     if not runs:
@@ -380,6 +402,7 @@ def main(argv: list[str] | None = None) -> int:
         *wait_section(wait),
         *startup_section(load("startup")),
         *drift_section(load("drift")),
+        *rehearsal_section(load("rehearsal")),
         *fleet_section(fleet),
     ]
     Path(args.out).write_text("\n".join(lines).rstrip() + "\n")
