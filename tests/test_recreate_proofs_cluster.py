@@ -366,3 +366,47 @@ def test_restore_without_yes_and_without_a_terminal_is_refused(incident: Inciden
     assert r.exit_code == ExitCode.USAGE, r.output
     assert "refusing to restore without confirmation" in r.stderr
     assert incident.cluster.live_target() is None
+
+
+# --- Flux's rehearsal: dependencies and the source ------------------------------------------
+
+
+@pytest.mark.parametrize("broken", ["dependency", "source"])
+def test_flux_that_would_not_apply_stops_before_the_delete(incident: Incident, broken: str) -> None:
+    """A dependency that is not Ready, or a source with no ready artifact: Flux waits."""
+    from tests.flux_standin import FluxStandIn
+
+    uid = uid_of(incident)
+    with FluxStandIn(
+        kubeconfig=incident.cluster.kubeconfig, manifests=incident.desired(), stuck=True
+    ) as flux:
+        kube = incident.cluster.kube
+        if broken == "dependency":
+            kube.patch(
+                flux.ref,
+                flux.name,
+                {"spec": {"dependsOn": [{"name": "infrastructure"}]}},
+                namespace=flux.namespace,
+            )
+            needle = f"depends on {flux.namespace}/infrastructure, which does not exist"
+        else:
+            source = kube.resolve("source.toolkit.fluxcd.io/v1", "GitRepository")
+            kube.patch(
+                source,
+                "flux-system",
+                {"status": {"conditions": [{"type": "Ready", "status": "False",
+                                            "reason": "GitOperationFailed",
+                                            "message": "failed to checkout and determine revision",
+                                            "lastTransitionTime": "2026-12-01T00:00:00Z"}]}},
+                namespace=flux.namespace,
+                subresource="status",
+            )  # fmt: skip
+            needle = "is Ready=False: failed to checkout and determine revision"
+        args = ("-c", str(incident.config_file), "recreate", "--backend", "flux")
+        dry = run_cli(*args, "--dry-run")
+        real = run_cli(*args, "--yes")
+    for r in (dry, real):
+        assert r.exit_code == ExitCode.FINDING, r.output
+        assert needle in r.stderr, r.stderr
+        assert "nothing was deleted or changed" in r.stderr
+    assert_untouched(incident, uid)
