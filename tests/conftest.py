@@ -151,3 +151,25 @@ def incident(cluster: Cluster, tmp_path: Path) -> Incident:
     from tests.argocd_real import real_incident
 
     return real_incident(cluster, tmp_path)
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """Fail the run when a child process was left unwaited (a leak the interpreter
+    would only report as ``ResourceWarning: subprocess N is still running`` at exit)."""
+    import gc
+    import warnings
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", ResourceWarning)
+        gc.collect()
+    leaks = [str(w.message) for w in caught if "subprocess" in str(w.message)]
+    leaks += [
+        f"subprocess {pid} ({Path(str(p.args[0])).name}) was never waited for"
+        for pid, p in controlplane._CHILDREN.items()
+        if p.poll() is not None or controlplane.alive(pid)
+    ]
+    if leaks:
+        session.config.get_terminal_writer().line(
+            "child processes left behind: " + "; ".join(leaks), red=True
+        )
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED

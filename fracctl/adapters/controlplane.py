@@ -329,23 +329,29 @@ def alive(pid: int) -> bool:
 def terminate(pid: int, timeout: float = 15.0) -> None:
     """SIGTERM ``pid``, then SIGKILL after ``timeout``; reap it if it is our child."""
     if not alive(pid):
-        _reap(pid)
+        _settle(pid)
         return
     try:
         os.kill(pid, signal.SIGTERM)
     except ProcessLookupError:
+        _settle(pid)
         return
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         _reap(pid)
         if not alive(pid):
-            _reap(pid)  # it may have turned zombie after the first reap
+            _settle(pid)
             return
         time.sleep(0.1)
     try:
         os.kill(pid, signal.SIGKILL)
     except ProcessLookupError:
         pass
+    _settle(pid)
+
+
+def _settle(pid: int) -> None:
+    """Wait for a child that is gone or going (a zombie returns at once); forget it."""
     child = _CHILDREN.pop(pid, None)
     if child is not None:
         child.wait(timeout=10)
