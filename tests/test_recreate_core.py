@@ -4,7 +4,7 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from fracctl.core import recreate as r
+from fracctl.core import recreate_plan as r
 from fracctl.core.lock import FREE, HELD, MINE, STALE, judge_lease, lease_spec, micro_time
 
 OLD = {"example.org/gpu-class": "rtx-pro-6000"}

@@ -292,7 +292,7 @@ def test_restore_with_another_backend_is_a_usage_error(incident: Incident, tmp_p
 
 def backup_of(incident: Incident) -> Path:
     """A backup of the live original, written the way recreate writes it."""
-    from fracctl.flows.recreate import backup
+    from fracctl.flows.recreate_state import backup
 
     live = incident.cluster.live_target()
     assert live is not None

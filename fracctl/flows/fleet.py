@@ -601,7 +601,7 @@ def resume_command(
 def _audit(base: Context, out: FleetResult) -> str:
     """One audit line for the fleet run, beside the clusters' own."""
     from fracctl.flows.lock import identity
-    from fracctl.flows.recreate import record
+    from fracctl.flows.recreate_state import record
 
     entry = {
         "time": utc_timestamp(),

@@ -1,6 +1,6 @@
 """``fracctl recreate``: guarded, resumable delete → sync → wait.
 
-Every run decides from the cluster as observed now (see :mod:`fracctl.core.recreate`),
+Every run decides from the cluster as observed now (see :mod:`fracctl.core.recreate_plan`),
 so a rerun after any partial failure converges: an object already deleted is not
 deleted again, an object already terminating is waited for, an object already
 recreated is only verified and waited on. The only thing kept locally is the backup of
@@ -10,20 +10,16 @@ the live object, written before any delete.
 from __future__ import annotations
 
 import contextlib
-import json
-import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from fracctl.core import recreate as plan_mod
+from fracctl.core import recreate_plan
 from fracctl.core.clock import utc_timestamp
 from fracctl.core.drift import IN_SYNC, MISSING_DESIRED, REJECTED
 from fracctl.core.nodes import is_ready, selector_of, selector_string
-from fracctl.core.recreate import Plan
-from fracctl.core.resources import EVENTS, EVENTS_NAMESPACE, NODES
+from fracctl.core.recreate_plan import Plan
+from fracctl.core.resources import NODES
 from fracctl.errors import (
     Conflict,
     ExternalError,
@@ -37,6 +33,12 @@ from fracctl.flows import backends
 from fracctl.flows.backends import Backend
 from fracctl.flows.context import Context
 from fracctl.flows.lock import LeaseLock, NoLock
+from fracctl.flows.recreate_state import (
+    audit_entry,
+    backup,
+    latest_backup,
+    record,
+)
 from fracctl.flows.signals import interrupt_on_sigterm
 from fracctl.flows.wait import ReadyResult, wait_ready
 
@@ -76,11 +78,6 @@ class RecreateResult:
         }
 
 
-def state_dir(ctx: Context) -> Path:
-    """Where backups and the audit log live."""
-    return Path(ctx.expand(ctx.config.recreate.state_dir))
-
-
 def require_confirmation(
     ctx: Context, action: str, *, dry_run: bool, yes: bool, confirm: object | None
 ) -> None:
@@ -109,51 +106,6 @@ def unready_nodes(ctx: Context, selector: dict[str, str] | None) -> list[str]:
     cond = ctx.config.condition
     nodes = ctx.kube.list(NODES, label_selector=selector_string(selector) or None)
     return sorted(n["metadata"]["name"] for n in nodes if not is_ready(n, cond))
-
-
-def backup(ctx: Context, live: Obj) -> str:
-    """Write the live object as YAML before any delete; one file per object incarnation."""
-    meta = live.get("metadata") or {}
-    folder = state_dir(ctx) / "backups"
-    try:
-        return _write_backup(folder, live, meta)
-    except OSError as e:
-        raise ExternalError(
-            f"cannot write the backup under {folder}: {e.strerror}; nothing was deleted",
-            hint="fix recreate.state_dir or its permissions",
-        ) from None
-
-
-def _write_backup(folder: Path, live: Obj, meta: dict[str, Any]) -> str:
-    from ruamel.yaml import YAML
-
-    from fracctl.redact import redact_data
-
-    folder.mkdir(parents=True, exist_ok=True)
-    stem = f"{live.get('kind', 'object').lower()}-{meta.get('name')}-{str(meta.get('uid', ''))[:8]}"
-    existing = sorted(folder.glob(f"{stem}-*.yaml"))
-    if existing:
-        return str(existing[-1])
-    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
-    path = folder / f"{stem}-{stamp}.yaml"
-    tmp = path.with_suffix(".tmp")
-    yaml = YAML(typ="safe")
-    yaml.default_flow_style = False
-    with open(tmp, "w", encoding="utf-8") as f:
-        f.write(f"# Backup of {live.get('kind')}/{meta.get('name')} taken by fracctl at {stamp}\n")
-        yaml.dump(redact_data(live), f)  # before dumping: YAML folds long strings
-    os.replace(tmp, path)  # a backup is either whole or absent
-    return str(path)
-
-
-def latest_backup(ctx: Context) -> str | None:
-    """The newest backup of the target, if any."""
-    t = ctx.config.target
-    folder = state_dir(ctx) / "backups"
-    found = sorted(
-        folder.glob(f"{t.kind.lower()}-{t.name}-*.yaml"), key=lambda p: p.stat().st_mtime
-    )
-    return str(found[-1]) if found else None
 
 
 def delete(ctx: Context, live: Obj) -> None:
@@ -222,68 +174,6 @@ def verify(ctx: Context, desired_selector: dict[str, str], backend: Backend, sai
     )
 
 
-def audit_entry(ctx: Context, action: str, *, who: str, **fields: Any) -> dict[str, Any]:
-    """The start of an audit line: when, who, what, on which object, and ``fields``."""
-    t = ctx.config.target
-    return {
-        "time": utc_timestamp(),
-        "who": who,
-        "action": action,
-        "object": f"{t.kind}/{t.name}",
-        **fields,
-    }
-
-
-def record(ctx: Context, *, live: Obj | None, entry: dict[str, Any]) -> str:
-    """Append the audit line, and put an Event on the new object (best effort)."""
-    from fracctl.redact import redact
-
-    folder = state_dir(ctx)
-    path = folder / "audit.log"
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-        with open(path, "a", encoding="utf-8") as f:
-            f.write(redact(json.dumps(entry, sort_keys=True)) + "\n")
-    except OSError as e:  # the cluster work is done; losing the log line must not undo that
-        ctx.warn(f"could not write the audit line to {path}: {e.strerror}")
-    if live is not None:
-        t = ctx.config.target
-        meta = live["metadata"]
-        try:
-            ctx.kube.create(
-                EVENTS,
-                {
-                    "apiVersion": "v1",
-                    "kind": "Event",
-                    "metadata": {
-                        "generateName": f"{meta['name']}.",
-                        "namespace": EVENTS_NAMESPACE,
-                    },
-                    "involvedObject": {
-                        "apiVersion": t.api_version,
-                        "kind": t.kind,
-                        "name": meta["name"],
-                        "uid": meta["uid"],
-                    },
-                    "reason": "Recreated" if entry["outcome"] == "recreated" else "RecreateChecked",
-                    "message": redact(
-                        f"fracctl ({entry['who']}): {entry['outcome']}; nodeSelector "
-                        f"{entry['before']} -> {entry['after']}"
-                    )[:1000],
-                    "type": "Normal",
-                    "source": {"component": "fracctl"},
-                    "reportingComponent": "fracctl",
-                    "reportingInstance": entry["who"][:128],
-                    "firstTimestamp": entry["time"],
-                    "lastTimestamp": entry["time"],
-                    "count": 1,
-                },
-            )
-        except FracctlError as e:
-            ctx.warn(f"could not record an Event: {e}")
-    return str(path)
-
-
 # --- the flow ------------------------------------------------------------------------
 
 
@@ -347,7 +237,7 @@ class Run:
 
 
 def _prove(run: Run) -> None:
-    deletes = plan_mod.DELETE in run.result.plan.steps
+    deletes = recreate_plan.DELETE in run.result.plan.steps
     proof = backends.prove(run.ctx, run.backend, run.desired, deletes=deletes, live=run.live)
     run.result.proofs = proof.evidence
     run.desired = proof.creates  # verify holds the live object to what was proven
@@ -437,20 +327,20 @@ class Step:
 
 
 PIPELINE: tuple[Step, ...] = (
-    Step(plan_mod.PROVE, "prove, read-only, that the backend can recreate it "
+    Step(recreate_plan.PROVE, "prove, read-only, that the backend can recreate it "
          "(credentials, permissions, the objects it will use)", "proven", _prove, acts=False),
-    Step(plan_mod.GUARDS, "run the preflight guards (fractional pods, label policy, "
+    Step(recreate_plan.GUARDS, "run the preflight guards (fractional pods, label policy, "
          "selector coverage)", "guarded", _guards, acts=False),
-    Step(plan_mod.BACKUP, "back up the live object", "backed-up", _backup),
-    Step(plan_mod.DELETE, "delete the live object", "deleted", _delete, renew_lock=True),
-    Step(plan_mod.WAIT_GONE, "wait until it is gone (the operator releases its finalizer)",
+    Step(recreate_plan.BACKUP, "back up the live object", "backed-up", _backup),
+    Step(recreate_plan.DELETE, "delete the live object", "deleted", _delete, renew_lock=True),
+    Step(recreate_plan.WAIT_GONE, "wait until it is gone (the operator releases its finalizer)",
          "gone", _wait_gone),
-    Step(plan_mod.RECREATE, "recreate it from git", "recreated", _recreate, renew_lock=True),
-    Step(plan_mod.VERIFY, "verify the live object equals git on its immutable fields",
+    Step(recreate_plan.RECREATE, "recreate it from git", "recreated", _recreate, renew_lock=True),
+    Step(recreate_plan.VERIFY, "verify the live object equals git on its immutable fields",
          "verified", _verify),
-    Step(plan_mod.WAIT_READY, "wait until every selected node reports ready", "ready",
+    Step(recreate_plan.WAIT_READY, "wait until every selected node reports ready", "ready",
          _wait_ready),
-    Step(plan_mod.RECORD, "record an Event and an audit line", "recorded", _record),
+    Step(recreate_plan.RECORD, "record an Event and an audit line", "recorded", _record),
 )  # fmt: skip
 STEPS = {s.name: s for s in PIPELINE}
 STEP_TEXT = {s.name: s.text for s in PIPELINE}
@@ -470,7 +360,7 @@ def recreate(
 ) -> RecreateResult:
     """Run (or plan) the guarded delete → recreate → wait.
 
-    The plan (:func:`fracctl.core.recreate.decide`) names the steps still needed; each
+    The plan (:func:`fracctl.core.recreate_plan.decide`) names the steps still needed; each
     runs from :data:`PIPELINE`. Every read-only step (the backend's proofs, the guards)
     runs before the first change, and ``--dry-run`` runs them too and fails the same way.
 
@@ -484,7 +374,6 @@ def recreate(
         boundary: called with each step boundary name (fault injection in tests).
         desired_objects: rendered manifests (default: render ``ctx.config.git``).
     """
-    from fracctl.flows.drift import check_target
     from fracctl.flows.render import render_desired
 
     at = boundary or (lambda _step: None)
@@ -492,41 +381,15 @@ def recreate(
     chosen = check_backend(ctx, backend)
     require_confirmation(ctx, "recreate", dry_run=dry_run, yes=yes, confirm=confirm)
     objects = desired_objects if desired_objects is not None else render_desired(ctx)
-    t = ctx.config.target
 
     lock: LeaseLock | NoLock = NoLock() if dry_run else LeaseLock(ctx)
     entry = audit_entry(ctx, "recreate", who=lock.me, backend=backend)
     with interrupt_on_sigterm(), lock:
         at("locked")
-        drift = check_target(ctx, desired_objects=objects)
-        if drift.verdict == MISSING_DESIRED:
-            raise Refused(
-                f"git has no {t.kind}/{t.name} at {ctx.config.git.revision} under "
-                f"{ctx.config.git.path}; refusing to delete the live one",
-                hint="check git.repo, git.path and git.revision",
-            )
-        if drift.verdict == REJECTED or drift.desired is None:
-            raise Refused(
-                f"the API server rejects git's {t.kind}/{t.name} for a reason a recreate does "
-                f"not fix: {drift.message}",
-                hint="fix the manifest in git",
-            )
-        live, desired = drift.live, drift.desired
-        field_path = t.selector_field
-        live_sel, desired_sel = selector_of(live, field_path), selector_of(desired, field_path)
-        plan = plan_mod.decide(
-            verdict=drift.verdict,
-            terminating=bool(live and live["metadata"].get("deletionTimestamp")),
-            live_selector=live_sel,
-            desired_selector=desired_sel or {},
-            unready_nodes=unready_nodes(ctx, live_sel) if drift.verdict == IN_SYNC else [],
-        )
-        entry.update(before=live_sel, after=desired_sel or {})
+        run = _plan(ctx, objects, chosen, entry, dry_run=dry_run)
         at("planned")
-        result = RecreateResult(plan=plan, outcome=plan.reason, backend=backend)
-        run = Run(ctx, result, chosen, live, desired, entry, dry_run=dry_run)
-        steps = [STEPS[name] for name in plan.steps]
-
+        result = run.result
+        steps = [STEPS[name] for name in result.plan.steps]
         for step in (s for s in steps if not s.acts):
             step.run(run)
             if result.outcome == "refused":
@@ -539,32 +402,74 @@ def recreate(
             return result
         if not yes and confirm is not None and not confirm(result):
             raise Refused("not confirmed; nothing changed")
-
-        # Whether the original is gone (deleted now, or by an earlier run) and git's
-        # object not yet verified: a failure then must say so and how to get back.
-        gone = plan.reason in (plan_mod.RESUME_GONE, plan_mod.RESUME_MISSING)
-        try:
-            for step in (s for s in steps if s.acts):
-                if step.renew_lock:
-                    lock.check()
-                step.run(run)
-                gone = (gone or step.name == plan_mod.DELETE) and step.name != plan_mod.VERIFY
-                at(step.boundary)
-            result.outcome = "recreated" if plan.changes_cluster else "ready"
-        except (FracctlError, KeyboardInterrupt) as e:
-            backup_path = result.backup or (latest_backup(ctx) if gone else None)
-            if gone:
-                said = way_back(_state_after_failure(ctx, run.desired_selector), backup_path)
-                if isinstance(e, FracctlError):
-                    _amend(e, said)
-                else:  # interrupted: the CLI only says "Interrupted.", so say the rest here
-                    ctx.warn(said)
-            entry.update(
-                outcome=f"failed: {e}" if isinstance(e, FracctlError) else "interrupted",
-                time=utc_timestamp(),
-                backup=backup_path,
-            )
-            with contextlib.suppress(Exception):
-                record(ctx, live=None, entry=entry)
-            raise
+        _act(run, [s for s in steps if s.acts], lock, at)
         return result
+
+
+def _plan(ctx: Context, objects: list[Obj], chosen: Backend, entry: dict[str, Any], *,
+          dry_run: bool) -> Run:  # fmt: skip
+    """Judge the target against git and decide the steps still needed."""
+    from fracctl.flows.drift import check_target
+
+    t = ctx.config.target
+    drift = check_target(ctx, desired_objects=objects)
+    if drift.verdict == MISSING_DESIRED:
+        raise Refused(
+            f"git has no {t.kind}/{t.name} at {ctx.config.git.revision} under "
+            f"{ctx.config.git.path}; refusing to delete the live one",
+            hint="check git.repo, git.path and git.revision",
+        )
+    if drift.verdict == REJECTED or drift.desired is None:
+        raise Refused(
+            f"the API server rejects git's {t.kind}/{t.name} for a reason a recreate does "
+            f"not fix: {drift.message}",
+            hint="fix the manifest in git",
+        )
+    live, desired = drift.live, drift.desired
+    live_sel, desired_sel = (
+        selector_of(live, t.selector_field),
+        selector_of(desired, t.selector_field),
+    )
+    plan = recreate_plan.decide(
+        verdict=drift.verdict,
+        terminating=bool(live and live["metadata"].get("deletionTimestamp")),
+        live_selector=live_sel,
+        desired_selector=desired_sel or {},
+        unready_nodes=unready_nodes(ctx, live_sel) if drift.verdict == IN_SYNC else [],
+    )
+    entry.update(before=live_sel, after=desired_sel or {})
+    result = RecreateResult(plan=plan, outcome=plan.reason, backend=chosen.name)
+    return Run(ctx, result, chosen, live, desired, entry, dry_run=dry_run)
+
+
+def _act(run: Run, steps: list[Step], lock: LeaseLock | NoLock, at: Boundary) -> None:
+    """Run the steps that change something; a failure says what changed and the way back."""
+    ctx, result = run.ctx, run.result
+    plan = result.plan
+    # Whether the original is gone (deleted now, or by an earlier run) and git's
+    # object not yet verified: a failure then must say so and how to get back.
+    gone = plan.reason in (recreate_plan.RESUME_GONE, recreate_plan.RESUME_MISSING)
+    try:
+        for step in steps:
+            if step.renew_lock:
+                lock.check()
+            step.run(run)
+            gone = (gone or step.name == recreate_plan.DELETE) and step.name != recreate_plan.VERIFY
+            at(step.boundary)
+        result.outcome = "recreated" if plan.changes_cluster else "ready"
+    except (FracctlError, KeyboardInterrupt) as e:
+        backup_path = result.backup or (latest_backup(ctx) if gone else None)
+        if gone:
+            said = way_back(_state_after_failure(ctx, run.desired_selector), backup_path)
+            if isinstance(e, FracctlError):
+                _amend(e, said)
+            else:  # interrupted: the CLI only says "Interrupted.", so say the rest here
+                ctx.warn(said)
+        run.entry.update(
+            outcome=f"failed: {e}" if isinstance(e, FracctlError) else "interrupted",
+            time=utc_timestamp(),
+            backup=backup_path,
+        )
+        with contextlib.suppress(Exception):
+            record(ctx, live=None, entry=run.entry)
+        raise

@@ -13,22 +13,16 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from fracctl.core import recreate as plan_mod
+from fracctl.core import recreate_plan
 from fracctl.core.clock import utc_timestamp
 from fracctl.core.nodes import field_at, selector_of
-from fracctl.core.recreate import Plan
+from fracctl.core.recreate_plan import Plan
 from fracctl.errors import ConfigError, FracctlError, Refused, UsageError
 from fracctl.flows import backends
 from fracctl.flows.context import Context
 from fracctl.flows.lock import LeaseLock, NoLock
-from fracctl.flows.recreate import (
-    RecreateResult,
-    audit_entry,
-    record,
-    require_confirmation,
-    verify,
-    wait_gone,
-)
+from fracctl.flows.recreate import RecreateResult, require_confirmation, verify, wait_gone
+from fracctl.flows.recreate_state import audit_entry, record
 from fracctl.flows.signals import interrupt_on_sigterm
 from fracctl.flows.wait import wait_ready
 
@@ -116,7 +110,7 @@ def restore(
         if live is not None and not terminating:
             if live_sel == want:
                 plan = Plan(
-                    plan_mod.NOTHING_TO_DO,
+                    recreate_plan.NOTHING_TO_DO,
                     [],
                     "the live object already has the backup's nodeSelector",
                     live_sel,
@@ -128,8 +122,8 @@ def restore(
                 f"creates a missing object and never deletes one (the backup has {want})",
                 hint="to change the live object, change git and run fracctl recreate",
             )
-        steps = [plan_mod.WAIT_GONE] if terminating else []
-        steps += [RESTORE, plan_mod.VERIFY, plan_mod.WAIT_READY, plan_mod.RECORD]
+        steps = [recreate_plan.WAIT_GONE] if terminating else []
+        steps += [RESTORE, recreate_plan.VERIFY, recreate_plan.WAIT_READY, recreate_plan.RECORD]
         plan = Plan(
             RESTORE,
             steps,
