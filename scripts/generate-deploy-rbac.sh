@@ -6,7 +6,9 @@ repo="$(cd "$(dirname "$0")/.." && pwd)"
 fracctl="${FRACCTL:-$repo/.venv/bin/fracctl}"
 scratch="$(mktemp -d)"
 trap 'rm -rf "$scratch"' EXIT
-for role in drift preflight doctor recreate node-agent; do
+python="$(dirname "$fracctl")/python"
+roles="$("$python" -c 'from fracctl.core.rbac import ROLES; print(*ROLES)')"
+for role in $roles; do
   # An empty folder and environment: no fracctl.yaml or FRACCTL_* setting applies.
   (cd "$scratch" && env -i PATH="$PATH" HOME="$scratch" "$fracctl" rbac print --role "$role") \
     > "$repo/deploy/rbac/$role.yaml"

@@ -60,26 +60,13 @@ def complete_app() -> typer.Typer:
 
     ``main`` runs the same root and commands, importing a command only when it is used.
     """
-    from fracctl.cli import (
-        _root,
-        doctor,
-        drift,
-        lint,
-        node,
-        nodes,
-        preflight,
-        probe,
-        rbac,
-        recreate,
-        render,
-        sandbox,
-    )
+    import importlib
 
-    every = (doctor, drift, lint, node, nodes, preflight, probe, rbac, recreate, render, sandbox)
-    modules = {m.__name__.rpartition(".")[2]: m for m in every}
+    from fracctl.cli import _root
+
     root = _root.new_app()
     for name in dict.fromkeys(module for module, _ in COMMANDS.values()):
-        modules[name].register(root)
+        importlib.import_module(f"fracctl.cli.{name}").register(root)
     return root
 
 

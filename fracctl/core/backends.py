@@ -17,6 +17,7 @@ class BackendEntry:
     name: str
     summary: str
     implementation: str  # "module:Class"
+    rbac: str = ""  # "module:function(Params) -> {namespace: [RbacRule]}" the role adds
 
 
 REGISTRY: tuple[BackendEntry, ...] = (
@@ -29,6 +30,7 @@ REGISTRY: tuple[BackendEntry, ...] = (
         "flux",
         "Flux reconciles the Kustomization",
         "fracctl.flows.backends.flux:FluxBackend",
+        rbac="fracctl.core.rbac:flux_rules",
     ),
     BackendEntry(
         "apply",

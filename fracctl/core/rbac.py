@@ -21,20 +21,11 @@ Roles:
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from fracctl.core.resources import EVENTS_NAMESPACE
-
-ROLES: tuple[str, ...] = ("drift", "preflight", "doctor", "recreate", "node-agent")
-
-SUMMARY = {
-    "drift": "read the checked objects and their CRD; create/patch as dry runs only",
-    "preflight": "read pods and nodes (lists) and the target object",
-    "doctor": "read nodes, pods, pod events, the RuntimeClass, KAI's Config and workloads",
-    "recreate": "the target object, the lock Lease, an Event, and the guards' reads",
-    "node-agent": "no API access at all: the agent only talks to the MPS daemon",
-}
 
 API_VERSION = "rbac.authorization.k8s.io/v1"
 FLUX_GROUP = "kustomize.toolkit.fluxcd.io"
@@ -247,8 +238,8 @@ def _doctor(p: Params) -> tuple[list[RbacRule], dict[str, list[RbacRule]]]:
     return cluster, namespaced
 
 
-def _recreate(p: Params) -> tuple[list[RbacRule], dict[str, list[RbacRule]]]:
-    cluster = [
+def _recreate_cluster(p: Params) -> list[RbacRule]:
+    return [
         RbacRule(
             (p.target_group,),
             (p.target_plural,),
@@ -291,6 +282,9 @@ def _recreate(p: Params) -> tuple[list[RbacRule], dict[str, list[RbacRule]]]:
             (p.lock_namespace,),
         ),
     ]
+
+
+def _recreate(p: Params) -> tuple[list[RbacRule], dict[str, list[RbacRule]]]:
     namespaced: dict[str, list[RbacRule]] = {}
     namespaced.setdefault(p.lock_namespace, []).extend(
         [
@@ -332,48 +326,96 @@ def _recreate(p: Params) -> tuple[list[RbacRule], dict[str, list[RbacRule]]]:
                 (p.operator_lease,),
             )
         )
-    if p.backend == "flux":
-        namespaced.setdefault(p.flux_namespace, []).extend(
-            [
-                RbacRule(
-                    (FLUX_GROUP,),
-                    ("kustomizations",),
-                    ("get", "patch"),
-                    "read the Flux Kustomization and request a reconcile",
-                    (p.flux_kustomization,),
-                ),
-                RbacRule(
-                    (FLUX_GROUP, FLUX_SOURCE_GROUP),
-                    ("kustomizations", "gitrepositories"),
-                    ("get",),
-                    "prove the Kustomization's dependencies and its source are Ready (add "
-                    "ocirepositories or buckets for a source of that kind)",
-                ),
-            ]
-        )
-    return cluster, namespaced
+    for ns, rules in backend_rules(p).items():
+        namespaced.setdefault(ns, []).extend(rules)
+    return _recreate_cluster(p), namespaced
+
+
+def backend_rules(p: Params) -> dict[str, list[RbacRule]]:
+    """The rules the chosen backend declares in its registry entry (``rbac``), by namespace."""
+    import importlib
+
+    from fracctl.core.backends import entry
+
+    found = entry(p.backend)
+    if found is None or not found.rbac:
+        return {}
+    module, _, func = found.rbac.partition(":")
+    rules: dict[str, list[RbacRule]] = getattr(importlib.import_module(module), func)(p)
+    return rules
+
+
+def flux_rules(p: Params) -> dict[str, list[RbacRule]]:
+    """The ``flux`` backend: read and annotate its Kustomization, read what it depends on."""
+    return {
+        p.flux_namespace: [
+            RbacRule(
+                (FLUX_GROUP,),
+                ("kustomizations",),
+                ("get", "patch"),
+                "read the Flux Kustomization and request a reconcile",
+                (p.flux_kustomization,),
+            ),
+            RbacRule(
+                (FLUX_GROUP, FLUX_SOURCE_GROUP),
+                ("kustomizations", "gitrepositories"),
+                ("get",),
+                "prove the Kustomization's dependencies and its source are Ready (add "
+                "ocirepositories or buckets for a source of that kind)",
+            ),
+        ]
+    }
+
+
+Rules = tuple[list[RbacRule], dict[str, list[RbacRule]]]  # cluster-wide, by namespace
+
+
+@dataclass(frozen=True)
+class RoleSpec:
+    """One role: its summary line and the rules it needs for a configuration."""
+
+    summary: str
+    rules: Callable[[Params], Rules]
+
+
+# The one place roles are declared: ROLES, SUMMARY, `fracctl rbac print`, deploy/rbac
+# (scripts/generate-deploy-rbac.sh) and the tests all read it.
+REGISTRY: dict[str, RoleSpec] = {
+    "drift": RoleSpec(
+        "read the checked objects and their CRD; create/patch as dry runs only",
+        lambda p: (_drift(p), {}),
+    ),
+    "preflight": RoleSpec(
+        "read pods and nodes (lists) and the target object", lambda p: (_preflight(p), {})
+    ),
+    "doctor": RoleSpec(
+        "read nodes, pods, pod events, the RuntimeClass, KAI's Config and workloads", _doctor
+    ),
+    "recreate": RoleSpec(
+        "the target object, the lock Lease, an Event, and the guards' reads", _recreate
+    ),
+    "node-agent": RoleSpec(
+        "no API access at all: the agent only talks to the MPS daemon", lambda p: ([], {})
+    ),
+}
+ROLES: tuple[str, ...] = tuple(REGISTRY)
+SUMMARY = {name: spec.summary for name, spec in REGISTRY.items()}
 
 
 def roles(role: str, p: Params | None = None) -> list[Role]:
-    """The ClusterRole (and, for ``recreate``, the Roles) of ``role``.
+    """The ClusterRole (and any namespaced Roles) of ``role``.
 
     Raises:
         ValueError: ``role`` is not one of :data:`ROLES`.
     """
-    p = p or Params()
+    spec = REGISTRY.get(role)
+    if spec is None:
+        raise ValueError(f"unknown role {role!r} (use {', '.join(ROLES)})")
     name = role_name(role)
-    if role == "drift":
-        return [Role(name, role, tuple(_drift(p)))]
-    if role == "preflight":
-        return [Role(name, role, tuple(_preflight(p)))]
-    if role in ("recreate", "doctor"):
-        cluster, namespaced = _recreate(p) if role == "recreate" else _doctor(p)
-        out = [Role(name, role, tuple(cluster))]
-        out += [Role(name, role, tuple(rules), namespace=ns) for ns, rules in namespaced.items()]
-        return out
-    if role == "node-agent":
-        return [Role(name, role, ())]
-    raise ValueError(f"unknown role {role!r} (use {', '.join(ROLES)})")
+    cluster, namespaced = spec.rules(p or Params())
+    out = [Role(name, role, tuple(cluster))]
+    out += [Role(name, role, tuple(rules), namespace=ns) for ns, rules in namespaced.items()]
+    return out
 
 
 # --- rendering ------------------------------------------------------------------------
