@@ -1,0 +1,165 @@
+"""Reading and writing single objects and lists: the Kubernetes adapter's typed helpers.
+
+GET (one object, or a list followed through its ``continue`` tokens, optionally as
+metadata only), POST, PUT, PATCH (merge, JSON or server-side apply) and DELETE with
+preconditions, each one request on :class:`~fracctl.adapters.kube.transport.Transport`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from fracctl.adapters.kube.transport import (
+    APPLY_PATCH,
+    JSON,
+    MERGE_PATCH,
+    METADATA_LIST,
+    Obj,
+    Transport,
+)
+from fracctl.core.resources import ResourceRef
+from fracctl.errors import NotFound
+
+
+class Crud(Transport):
+    """GET, list, create, replace, patch, apply and delete, returning plain dicts."""
+
+    def get(self, ref: ResourceRef, name: str, namespace: str | None = None) -> Obj:
+        """GET one object; raises NotFound."""
+        return self.request("GET", ref.path(namespace=namespace, name=name))
+
+    def get_or_none(self, ref: ResourceRef, name: str, namespace: str | None = None) -> Obj | None:
+        """GET one object, or None when it does not exist."""
+        try:
+            return self.get(ref, name, namespace)
+        except NotFound:
+            return None
+
+    def list_pages(
+        self,
+        ref: ResourceRef,
+        *,
+        namespace: str | None = None,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+        limit: int | None = 500,
+        metadata_only: bool = False,
+    ) -> Iterator[Obj]:
+        """Yield list pages (each a List object), following ``continue`` tokens."""
+        token: str | None = None
+        while True:
+            page = self.request(
+                "GET",
+                ref.path(namespace=namespace),
+                query={
+                    "labelSelector": label_selector,
+                    "fieldSelector": field_selector,
+                    "limit": limit,
+                    "continue": token,
+                },
+                accept=METADATA_LIST if metadata_only else JSON,
+            )
+            yield page
+            token = (page.get("metadata") or {}).get("continue")
+            if not token:
+                return
+
+    def list(self, ref: ResourceRef, **kwargs: Any) -> list[Obj]:
+        """Every item of a (paged) list."""
+        return [item for page in self.list_pages(ref, **kwargs) for item in page.get("items") or []]
+
+    def create(
+        self, ref: ResourceRef, body: Obj, *, namespace: str | None = None, dry_run: bool = False
+    ) -> Obj:
+        """POST a new object."""
+        return self.request(
+            "POST",
+            ref.path(namespace=namespace or _ns(body)),
+            body=body,
+            query={"dryRun": "All" if dry_run else None, "fieldManager": "fracctl"},
+        )
+
+    def replace(self, ref: ResourceRef, body: Obj, *, dry_run: bool = False) -> Obj:
+        """PUT an object (needs ``metadata.resourceVersion`` for optimistic locking)."""
+        return self.request(
+            "PUT",
+            ref.path(namespace=_ns(body), name=body["metadata"]["name"]),
+            body=body,
+            query={"dryRun": "All" if dry_run else None, "fieldManager": "fracctl"},
+        )
+
+    def patch(
+        self,
+        ref: ResourceRef,
+        name: str,
+        patch: Any,
+        *,
+        namespace: str | None = None,
+        content_type: str = MERGE_PATCH,
+        subresource: str = "",
+        dry_run: bool = False,
+        field_manager: str = "fracctl",
+        force: bool = False,
+    ) -> Obj:
+        """PATCH an object or a subresource (merge, JSON or server-side apply)."""
+        return self.request(
+            "PATCH",
+            ref.path(namespace=namespace, name=name, subresource=subresource),
+            body=patch,
+            content_type=content_type,
+            query={
+                "dryRun": "All" if dry_run else None,
+                "fieldManager": field_manager,
+                "force": "true" if force else None,
+            },
+        )
+
+    def apply(
+        self, ref: ResourceRef, body: Obj, *, dry_run: bool = False, force: bool = True
+    ) -> Obj:
+        """Server-side apply ``body`` with field manager ``fracctl``."""
+        return self.patch(
+            ref,
+            body["metadata"]["name"],
+            body,
+            namespace=_ns(body),
+            content_type=APPLY_PATCH,
+            dry_run=dry_run,
+            force=force,
+        )
+
+    def delete(
+        self,
+        ref: ResourceRef,
+        name: str,
+        namespace: str | None = None,
+        *,
+        uid: str | None = None,
+        propagation: str = "Background",
+        grace_period: int | None = None,
+        resource_version: str | None = None,
+        dry_run: bool = False,
+    ) -> Obj:
+        """DELETE an object; with ``uid`` only that incarnation of it.
+
+        ``grace_period=0`` removes a pod bound to a node at once (no kubelet confirms).
+        ``dry_run`` runs authorization, the preconditions and admission (policies and
+        webhooks) and changes nothing.
+        """
+        body: Obj = {"kind": "DeleteOptions", "apiVersion": "v1", "propagationPolicy": propagation}
+        preconditions = {"uid": uid, "resourceVersion": resource_version}
+        if any(preconditions.values()):
+            body["preconditions"] = {k: v for k, v in preconditions.items() if v}
+        if grace_period is not None:
+            body["gracePeriodSeconds"] = grace_period
+        label = ""
+        if dry_run:
+            body["dryRun"] = ["All"]
+            label = f"DELETE {ref.plural} (dry run)"
+        path = ref.path(namespace=namespace, name=name)
+        return self.request("DELETE", path, body=body, label=label)
+
+
+def _ns(body: Obj) -> str | None:
+    return (body.get("metadata") or {}).get("namespace")

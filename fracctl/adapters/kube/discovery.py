@@ -1,0 +1,77 @@
+"""Discovery and access checks: which resource serves a kind, and may this identity act.
+
+A kind is resolved to its resource through the API group's discovery document, cached
+per client; an access check is a ``SelfSubjectAccessReview``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fracctl.adapters.kube.crud import Crud
+from fracctl.adapters.kube.transport import Obj
+from fracctl.core.resources import CRDS, ResourceRef, split_api_version
+from fracctl.errors import ApiStatus, NotFound
+
+
+class Discovery(Crud):
+    """:meth:`resolve`, :meth:`crd` and :meth:`can_i`, the discovery cached per client."""
+
+    def __init__(self, configuration: Any, *, timeout: float = 30.0) -> None:
+        super().__init__(configuration, timeout=timeout)
+        self._discovery: dict[tuple[str, str], ResourceRef] = {}
+        self._discovered: set[str] = set()
+
+    def can_i(
+        self, verb: str, ref: ResourceRef, name: str | None = None, namespace: str | None = None
+    ) -> tuple[bool, str]:
+        """Ask the API server whether this identity may ``verb`` the resource.
+
+        A ``SelfSubjectAccessReview``: read-only, and allowed to every authenticated
+        identity. Returns whether it is allowed and the authorizer's reason, if any.
+        """
+        attrs: Obj = {"verb": verb, "group": ref.group, "resource": ref.plural}
+        if name:
+            attrs["name"] = name
+        if namespace and ref.namespaced:
+            attrs["namespace"] = namespace
+        review = self.request(
+            "POST",
+            "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews",
+            body={
+                "apiVersion": "authorization.k8s.io/v1",
+                "kind": "SelfSubjectAccessReview",
+                "spec": {"resourceAttributes": attrs},
+            },
+        )
+        status = review.get("status") or {}
+        return bool(status.get("allowed")), str(status.get("reason") or "")
+
+    def resolve(self, api_version: str, kind: str) -> ResourceRef:
+        """Find the resource for ``apiVersion``/``kind`` through discovery (cached)."""
+        if (api_version, kind) in self._discovery:
+            return self._discovery[(api_version, kind)]
+        if api_version not in self._discovered:
+            group, version = split_api_version(api_version)
+            path = f"/apis/{group}/{version}" if group else f"/api/{version}"
+            try:
+                doc = self.request("GET", path)
+            except NotFound:
+                doc = {"resources": []}
+            self._discovered.add(api_version)
+            for r in doc.get("resources") or []:
+                if "/" in r["name"]:
+                    continue
+                ref = ResourceRef(group, version, r["name"], r["kind"], bool(r["namespaced"]))
+                self._discovery[(api_version, r["kind"])] = ref
+        try:
+            return self._discovery[(api_version, kind)]
+        except KeyError:
+            raise NotFound(
+                ApiStatus(404, "NotFound", f"the server has no resource {kind} in {api_version}"),
+                hint="is the CRD installed?",
+            ) from None
+
+    def crd(self, group: str, plural: str) -> Obj | None:
+        """The CustomResourceDefinition for ``plural.group``, if installed."""
+        return self.get_or_none(CRDS, f"{plural}.{group}")

@@ -1,0 +1,116 @@
+"""The pod pager: pages of pods walked from protobuf, the next page fetched meanwhile.
+
+Listing every pod of a large cluster is the slowest read fracctl makes, so pods come as
+protobuf and are walked, not decoded (:mod:`fracctl.adapters.kubeproto`), and a second
+thread asks for the next page while this one is read. A server that answers JSON is read
+as JSON.
+"""
+
+from __future__ import annotations
+
+import json
+import queue
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+from fracctl.adapters import kubeproto
+from fracctl.adapters.kube.transport import POD_LIST, Transport
+from fracctl.core.resources import PODS
+
+
+class PodPager(Transport):
+    """:meth:`pod_pages`: every pod, cut down to what fracctl reads of it."""
+
+    def pod_pages(
+        self,
+        *,
+        namespace: str | None = None,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+        limit: int = 500,
+    ) -> Iterator[kubeproto.PodPage]:
+        """Yield pages of pods, each cut down to name, namespace, annotations, node, phase.
+
+        The pods come as protobuf and are walked, not decoded (:mod:`kubeproto`): most
+        of a pod is stepped over by its length. A server that answers JSON is read as
+        JSON. A second thread asks for the next page (its ``continue`` token is at the
+        head of this one) while this one is decoded, so the wire and the decoding
+        overlap; at most two pages are held at a time.
+        """
+        path = PODS.path(namespace=namespace)
+        pages: queue.Queue[tuple[str, Any] | BaseException | None] = queue.Queue(maxsize=1)
+        stop = threading.Event()
+
+        def hand_over(item: tuple[str, Any] | BaseException | None) -> None:
+            while not stop.is_set():
+                try:
+                    pages.put(item, timeout=0.1)
+                    return
+                except queue.Full:
+                    continue
+
+        def fetch() -> None:
+            token: str | None = None
+            try:
+                while not stop.is_set():
+                    self._count("GET pods")
+                    resp = self._send(
+                        "GET",
+                        path,
+                        query={
+                            "labelSelector": label_selector,
+                            "fieldSelector": field_selector,
+                            "limit": limit,
+                            "continue": token,
+                        },
+                        accept=POD_LIST,
+                    )
+                    kind, page = self._pod_list_body(resp)
+                    token = (
+                        kubeproto.continue_token(page)
+                        if kind == "proto"
+                        else str((page.get("metadata") or {}).get("continue") or "")
+                    )
+                    hand_over((kind, page))
+                    if not token:
+                        break
+                hand_over(None)
+            except kubeproto.ProtoError as e:
+                hand_over(self._unreadable("GET pods", str(e)))
+            except BaseException as e:  # noqa: BLE001 - handed to the consumer, raised there
+                hand_over(e)
+
+        fetcher = threading.Thread(target=fetch, name="fracctl-pod-pages", daemon=True)
+        fetcher.start()
+        try:
+            while True:
+                item = pages.get()
+                if item is None:
+                    return
+                if isinstance(item, BaseException):
+                    raise item
+                kind, page = item
+                try:
+                    yield (
+                        kubeproto.pod_page(page)
+                        if kind == "proto"
+                        else kubeproto.pod_page_json(page)
+                    )
+                except kubeproto.ProtoError as e:
+                    raise self._unreadable("GET pods", str(e)) from None
+        finally:
+            stop.set()
+
+    def _pod_list_body(self, resp: Any) -> tuple[str, Any]:
+        """("proto", bytes) or ("json", decoded dict) by the response's Content-Type."""
+        content_type = str(resp.headers.get("Content-Type") or "")
+        if content_type.startswith(kubeproto.PROTOBUF):
+            return "proto", resp.data
+        try:
+            page = json.loads(resp.data)
+        except ValueError:
+            raise self._unreadable("GET pods", f"a {content_type or 'untyped'} body") from None
+        if not isinstance(page, dict):
+            raise self._unreadable("GET pods", "not a list")
+        return "json", page

@@ -1,0 +1,174 @@
+"""Rendering one git revision: export it, choose the renderer, render, check, locate.
+
+:func:`render_git` exports ``path`` of a revision into a temporary folder (removed
+afterwards), renders it as plain YAML, with kustomize or with helm (``auto`` tells
+which from the folder's files), and refuses two documents that declare the same object.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from fracctl.adapters.git import resolve_commit
+from fracctl.adapters.render.documents import Document, Obj
+from fracctl.adapters.render.export import (
+    _export,
+    _local_repo,
+    _object_type,
+    _safe_url,
+    _tree_names,
+    normalise_path,
+)
+from fracctl.adapters.render.helm import render_helm
+from fracctl.adapters.render.kustomize import render_kustomize
+from fracctl.adapters.render.plain import KUSTOMIZATION_FILES, render_plain
+from fracctl.core.drift import Location
+from fracctl.core.manifests import check_unique
+from fracctl.errors import ExternalError, UsageError
+
+RENDERERS = ("auto", "plain", "kustomize", "helm")
+
+
+@dataclass
+class Rendered:
+    """What a revision renders to."""
+
+    objects: list[Obj]
+    locations: list[Location | None]
+    texts: list[str]  # each object's YAML text in git, when known ("" otherwise)
+    origins: list[str]  # where each object was written, for messages
+    repo: str
+    revision: str
+    commit: str
+    path: str
+    renderer: str
+    warnings: list[str] = field(default_factory=list)
+
+
+def detect_renderer(names: Sequence[str]) -> str:
+    """``helm`` for a chart, ``kustomize`` for a kustomization, else ``plain``."""
+    if "Chart.yaml" in names:
+        return "helm"
+    if any(n in names for n in KUSTOMIZATION_FILES):
+        return "kustomize"
+    return "plain"
+
+
+def render_git(
+    repo: str,
+    revision: str,
+    path: str,
+    renderer: str = "auto",
+    *,
+    timeout: float = 120.0,
+    helm_release: str = "",
+    helm_namespace: str = "",
+    helm_values: Sequence[str] = (),
+    default_namespace: str = "",
+    cluster_scoped: Collection[tuple[str, str]] = (),
+) -> Rendered:
+    """Render ``path`` of ``repo`` at ``revision`` from a temporary export.
+
+    Args:
+        repo: a local repository path or a URL.
+        revision: a commit, branch or tag.
+        path: repository-relative folder or file.
+        renderer: ``auto``, ``plain``, ``kustomize`` or ``helm``.
+        timeout: seconds each render tool may run.
+        helm_release: release name for ``helm template`` (default: the chart folder).
+        helm_namespace: namespace for ``helm template``.
+        helm_values: values files, relative to the chart.
+        default_namespace: the namespace of a rendered object that names none (to
+            tell whether two documents declare the same object).
+        cluster_scoped: ``(group, kind)`` pairs known to be cluster-scoped.
+
+    Returns:
+        The rendered objects with their git locations.
+
+    Raises:
+        ExternalError: git, the revision, the path, YAML or a render tool failed.
+        DuplicateObjects: two documents declare the same object (a usage error).
+        UsageError: a needed binary is missing, or the arguments are wrong.
+    """
+    if renderer not in RENDERERS:
+        raise UsageError(f"renderer must be one of {', '.join(RENDERERS)}, got {renderer!r}")
+    rel = normalise_path(path)
+    with tempfile.TemporaryDirectory(prefix="fracctl-render-") as scratch:
+        gitdir = _local_repo(repo, scratch)
+        commit = resolve_commit(gitdir, revision, repo)
+        chosen = _choose_renderer(renderer, gitdir, commit, rel, revision=revision, repo=repo)
+        export = Path(scratch) / "export"
+        export.mkdir()
+        # Plain YAML needs only its folder; kustomize and helm may reach outside it.
+        _export(gitdir, commit, str(export), rel if chosen == "plain" and rel else None)
+        docs = _render_export(
+            chosen,
+            export,
+            rel,
+            timeout,
+            release=helm_release,
+            namespace=helm_namespace,
+            values=helm_values,
+        )
+    check_unique(
+        [d.obj for d in docs],
+        [d.origin for d in docs],
+        source=f"the manifests under {rel or '.'} at {revision} (commit {commit[:12]})",
+        default_namespace=default_namespace,
+        cluster_scoped=cluster_scoped,
+    )
+    return Rendered(
+        objects=[d.obj for d in docs],
+        locations=[Location(d.file, d.line) if d.file else None for d in docs],
+        texts=[d.text for d in docs],
+        origins=[d.origin for d in docs],
+        repo=repo,
+        revision=revision,
+        commit=commit,
+        path=rel or ".",
+        renderer=chosen,
+    )
+
+
+def _choose_renderer(
+    renderer: str, gitdir: str, commit: str, rel: str, *, revision: str, repo: str
+) -> str:
+    """The renderer for ``rel`` at ``commit``: ``renderer``, or the detected one for ``auto``.
+
+    Raises:
+        ExternalError: ``rel`` does not exist at the commit.
+        UsageError: kustomize or helm is asked to render a file.
+    """
+    kind = _object_type(gitdir, commit, rel)
+    if kind is None:
+        raise ExternalError(
+            f"path {rel or '.'!r} does not exist at revision {revision!r} "
+            f"(commit {commit[:12]}) of {_safe_url(repo)}"
+        )
+    chosen = renderer
+    if chosen == "auto":
+        chosen = detect_renderer(_tree_names(gitdir, commit, rel)) if kind == "tree" else "plain"
+    if chosen != "plain" and kind != "tree":
+        raise UsageError(f"the {chosen} renderer needs a folder, but {rel!r} is a file")
+    return chosen
+
+
+def _render_export(
+    chosen: str,
+    export: Path,
+    rel: str,
+    timeout: float,
+    *,
+    release: str,
+    namespace: str,
+    values: Sequence[str],
+) -> list[Document]:
+    """The documents the ``chosen`` renderer makes of ``rel`` in the export."""
+    if chosen == "plain":
+        return render_plain(export, rel)
+    if chosen == "kustomize":
+        return render_kustomize(export, rel, timeout)
+    return render_helm(export, rel, timeout, release=release, namespace=namespace, values=values)
