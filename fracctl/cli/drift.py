@@ -27,59 +27,67 @@ def _default_format(env: dict[str, str]) -> DriftFormat:
     return "table"
 
 
+AllOption = Annotated[
+    bool, typer.Option("--all", help="Check every rendered object, not only the target.")
+]
+AppOption = Annotated[
+    str | None,
+    typer.Option(
+        "--app",
+        metavar="APP",
+        help="Check every resource of this Argo CD application (desired from Argo CD).",
+        show_default=False,
+        callback=_app.not_blank,
+    ),
+]
+KindOption = Annotated[
+    str | None,
+    typer.Option(
+        help="Only objects of this kind (with --all or --app).",
+        show_default=False,
+        callback=_app.not_blank,
+    ),
+]
+NameOption = Annotated[
+    str | None,
+    typer.Option(
+        help="Only objects of this name (with --all or --app).",
+        show_default=False,
+        callback=_app.not_blank,
+    ),
+]
+OutputOption = Annotated[
+    DriftFormat | None,
+    typer.Option(
+        "-o",
+        "--output",
+        help="Output format (default: table; github inside GitHub Actions).",
+        show_default=False,
+        parser=_app.one_of(DriftFormat),
+    ),
+]
+JunitOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--junit-file",
+        help="Also write the JUnit XML report to this file (a CI artifact).",
+        show_default=False,
+    ),
+]
+
+
 def command(
     ctx: typer.Context,
-    all_objects: Annotated[
-        bool, typer.Option("--all", help="Check every rendered object, not only the target.")
-    ] = False,
-    app: Annotated[
-        str | None,
-        typer.Option(
-            "--app",
-            metavar="APP",
-            help="Check every resource of this Argo CD application (desired from Argo CD).",
-            show_default=False,
-            callback=_app.not_blank,
-        ),
-    ] = None,
+    all_objects: AllOption = False,
+    app: AppOption = None,
     repo: RepoOption = None,
     revision: RevisionOption = None,
     path: PathOption = None,
     renderer: RendererOption = None,
-    kind: Annotated[
-        str | None,
-        typer.Option(
-            help="Only objects of this kind (with --all or --app).",
-            show_default=False,
-            callback=_app.not_blank,
-        ),
-    ] = None,
-    name: Annotated[
-        str | None,
-        typer.Option(
-            help="Only objects of this name (with --all or --app).",
-            show_default=False,
-            callback=_app.not_blank,
-        ),
-    ] = None,
-    output: Annotated[
-        DriftFormat | None,
-        typer.Option(
-            "-o",
-            "--output",
-            help="Output format (default: table; github inside GitHub Actions).",
-            show_default=False,
-            parser=_app.one_of(DriftFormat),
-        ),
-    ] = None,
-    junit_file: Annotated[
-        Path | None,
-        typer.Option(
-            "--junit-file",
-            help="Also write the JUnit XML report to this file (a CI artifact).",
-            show_default=False,
-        ),
-    ] = None,
+    kind: KindOption = None,
+    name: NameOption = None,
+    output: OutputOption = None,
+    junit_file: JunitOption = None,
     parallel: fleet_cli.Parallel = None,
 ) -> None:
     """Compare the live cluster with git on immutable fields; ask the API server to judge.
@@ -123,8 +131,6 @@ def command(
         fracctl --context eu-1 --context us-1 --context ap-1 drift -o json
         fracctl --all-contexts drift --parallel 8 --junit-file drift.xml
     """
-    from fracctl.flows import drift as flow
-
     what: dict[str, Any] = {
         "all_objects": all_objects,
         "app": app,
@@ -135,6 +141,19 @@ def command(
         "kind": kind,
         "name": name,
     }
+    raise typer.Exit(_run(ctx, what, output, junit_file, parallel))
+
+
+def _run(
+    ctx: typer.Context,
+    what: dict[str, Any],
+    output: DriftFormat | None,
+    junit_file: Path | None,
+    parallel: int | None,
+) -> int:
+    """Check one cluster or a fleet, write the report; the exit code."""
+    from fracctl.flows import drift as flow
+
     found = _app.fleet(ctx, fleet__parallel=parallel)
     if found is not None:
         from fracctl.flows import fleet
@@ -143,7 +162,7 @@ def command(
         fmt = output or _default_format(c.env)
         result = fleet.drift(c, clusters, progress=fleet_cli.progress(c), **what)
         fleet_cli.drift(c, result, fmt, junit_file)
-        raise typer.Exit(result.exit_code)
+        return int(result.exit_code)
     c = _app.context(ctx)
     fmt = output or _default_format(c.env)
     report = flow.run(c, **what)
@@ -167,7 +186,7 @@ def command(
         sys.stdout.write(to_github(report, summary))
     else:
         _table(c, report, summary)
-    raise typer.Exit(flow.exit_code(report))
+    return flow.exit_code(report)
 
 
 def _table(c: Context, report: DriftReport, summary: str) -> None:

@@ -51,51 +51,65 @@ def _show_plan(c: Context, result: RecreateResult, *, to_stderr: bool = False) -
         render(console, report)
 
 
+YesOption = Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")]
+DryRunOption = Annotated[bool, typer.Option("--dry-run", help="Print the plan and change nothing.")]
+BackendOption = Annotated[
+    BackendName | None,
+    typer.Option(
+        help=BACKEND_HELP,
+        show_default=False,
+        parser=_app.one_of(NAMES),
+        callback=_app.setting("recreate.backend"),
+    ),
+]
+RevisionOption = Annotated[
+    str | None,
+    typer.Option(help="Git revision to render.", show_default=False, callback=_app.not_blank),
+]
+RestoreOption = Annotated[
+    str | None,
+    typer.Option(
+        "--restore-from",
+        help="Create the object again from this backup (written by an earlier run) "
+        "when it is missing; never deletes.",
+        show_default=False,
+    ),
+]
+
+
+def _at_least_one(value: int) -> None:
+    if value < 1:
+        raise ValueError(f"must be 1 or more, got {value}")
+
+
+ParallelOption = Annotated[
+    int,
+    typer.Option(
+        "--parallel",
+        metavar="N",
+        help="With a fleet: clusters at a time within a wave (default one at a time).",
+        callback=_app.checked(_at_least_one),
+    ),
+]
+ContinueOption = Annotated[
+    bool,
+    typer.Option(
+        "--continue-on-failure",
+        help="With a fleet: go on with the other clusters and waves after one fails.",
+    ),
+]
+
+
 def recreate(
     ctx: typer.Context,
-    yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
-    dry_run: Annotated[
-        bool, typer.Option("--dry-run", help="Print the plan and change nothing.")
-    ] = False,
-    backend: Annotated[
-        BackendName | None,
-        typer.Option(
-            help=BACKEND_HELP,
-            show_default=False,
-            parser=_app.one_of(NAMES),
-            callback=_app.setting("recreate.backend"),
-        ),
-    ] = None,
-    revision: Annotated[
-        str | None,
-        typer.Option(help="Git revision to render.", show_default=False, callback=_app.not_blank),
-    ] = None,
-    restore_from: Annotated[
-        str | None,
-        typer.Option(
-            "--restore-from",
-            help="Create the object again from this backup (written by an earlier run) "
-            "when it is missing; never deletes.",
-            show_default=False,
-        ),
-    ] = None,
+    yes: YesOption = False,
+    dry_run: DryRunOption = False,
+    backend: BackendOption = None,
+    revision: RevisionOption = None,
+    restore_from: RestoreOption = None,
     output: Output = "table",
-    parallel: Annotated[
-        int,
-        typer.Option(
-            "--parallel",
-            metavar="N",
-            help="With a fleet: clusters at a time within a wave (default one at a time).",
-            callback=_app.checked(_at_least_one),
-        ),
-    ] = 1,
-    continue_on_failure: Annotated[
-        bool,
-        typer.Option(
-            "--continue-on-failure",
-            help="With a fleet: go on with the other clusters and waves after one fails.",
-        ),
-    ] = False,
+    parallel: ParallelOption = 1,
+    continue_on_failure: ContinueOption = False,
 ) -> None:
     """Delete and recreate the fractioning config from git, guarded and resumable.
 
@@ -104,8 +118,9 @@ def recreate(
     Flux or a server-side apply, verifies the live object equals git (whatever the
     backend reported), waits until every selected node reports ready, and records an
     Event and an audit line. A rerun after any failure resumes from what the cluster
-    shows. Before anything changes it proves, read-only, that the backend can recreate
-    the object (token, application, permissions); --dry-run runs the same proofs.
+    shows. Before anything changes it rehearses, read-only, what follows (a dry-run
+    delete, the operator that releases the finalizer, the backend's own rendering and
+    dry run); --dry-run runs the same rehearsal.
 
     If a step fails after the delete, the error names the backup; --restore-from puts
     that backup back (server-side apply) when the object is missing.
@@ -128,8 +143,6 @@ def recreate(
         fracctl --context eu-1 --context us-1 recreate --dry-run
         fracctl recreate --yes --backend argocd --parallel 2
     """
-    from fracctl.flows import recreate as flow
-
     if restore_from is not None and (revision is not None or backend not in (None, "apply")):
         raise UsageError(
             "--restore-from creates the backed-up object directly; it takes neither "
@@ -148,6 +161,17 @@ def recreate(
                continue_on_failure=continue_on_failure, output=output)  # fmt: skip
         return
     c = _app.context(ctx, git__revision=revision)
+    result = _one(c, restore_from, dry_run=dry_run, yes=yes, backend=backend)
+    _print_result(c, result, output=output, dry_run=dry_run)
+    if result.outcome == "refused":
+        raise typer.Exit(1)
+
+
+def _one(
+    c: Context, restore_from: str | None, *, dry_run: bool, yes: bool, backend: str | None
+) -> RecreateResult:
+    """Recreate (or restore) on one cluster, asking on a terminal before any change."""
+    from fracctl.flows import recreate as flow
 
     def confirm(planned: RecreateResult) -> bool:
         _show_plan(c, planned, to_stderr=True)  # stdout stays clean for -o json
@@ -156,29 +180,24 @@ def recreate(
     if restore_from is not None:
         from fracctl.flows.restore import restore
 
-        result = restore(c, restore_from, dry_run=dry_run, yes=yes, confirm=confirm)
-    else:
-        result = flow.recreate(c, dry_run=dry_run, yes=yes, backend=backend, confirm=confirm)
+        return restore(c, restore_from, dry_run=dry_run, yes=yes, confirm=confirm)
+    return flow.recreate(c, dry_run=dry_run, yes=yes, backend=backend, confirm=confirm)
+
+
+def _print_result(c: Context, result: RecreateResult, *, output: str, dry_run: bool) -> None:
     if output == "json":
         _app.emit_json(result.to_dict())
-    else:
-        if dry_run or not result.plan.steps:
-            _show_plan(c, result)
-        if result.backup:
-            c.out.print(f"backup: {result.backup}", markup=False)
-        if result.ready is not None:
-            c.out.print(
-                f"ready: {len(result.ready.nodes)} node(s) in {result.ready.seconds:.0f}s",
-                markup=False,
-            )
-        c.out.print(f"outcome: {result.outcome}", markup=False)
-    if result.outcome == "refused":
-        raise typer.Exit(1)
-
-
-def _at_least_one(value: int) -> None:
-    if value < 1:
-        raise ValueError(f"must be 1 or more, got {value}")
+        return
+    if dry_run or not result.plan.steps:
+        _show_plan(c, result)
+    if result.backup:
+        c.out.print(f"backup: {result.backup}", markup=False)
+    if result.ready is not None:
+        c.out.print(
+            f"ready: {len(result.ready.nodes)} node(s) in {result.ready.seconds:.0f}s",
+            markup=False,
+        )
+    c.out.print(f"outcome: {result.outcome}", markup=False)
 
 
 def _fleet(
