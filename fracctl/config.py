@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, Union
 
 from fracctl.core import backends as backend_registry
+from fracctl.core.mps.limits import parse_pinned_limits
 from fracctl.core.podspec import DEFAULT_GPU_RESOURCES
 from fracctl.core.policy import product_words
 from fracctl.core.resources import ResourceRef, split_api_version, target_ref
@@ -337,16 +338,10 @@ class MPSConfig:
         pct = self.default_active_thread_percentage
         if pct is not None and not 1 <= pct <= 100:
             raise ValueError(f"default_active_thread_percentage must be 1..100, got {pct}")
-        seen: set[str] = set()
-        for item in self.pinned_mem_limits:
-            m = re.match(r"^(\d+)=(\d+)(M|G|MiB|GiB)?$", item.strip())
-            if not m or int(m.group(2)) == 0:
-                raise ValueError(
-                    f"pinned_mem_limits: expected <device>=<size> like 0=4096M, got {item!r}"
-                )
-            if m.group(1) in seen:
-                raise ValueError(f"pinned_mem_limits: device {m.group(1)} is listed twice")
-            seen.add(m.group(1))
+        try:
+            parse_pinned_limits(self.pinned_mem_limits)
+        except ValueError as e:
+            raise ValueError(f"pinned_mem_limits: {e}") from None
         if self.max_retries < 0 or self.health_failures < 1:
             raise ValueError("max_retries must be >= 0 and health_failures >= 1")
         if not re.match(r"^[A-Za-z0-9_.@-]+\.service$", self.unit_name):

@@ -11,7 +11,7 @@ from fracctl.errors import UsageError
 
 if TYPE_CHECKING:
     from fracctl.flows.context import Context
-    from fracctl.flows.node_agent import MPSStatus
+    from fracctl.flows.node_agent import InstallResult, MPSStatus
 
 app = typer.Typer(
     help="On a GPU host: preflight, the MPS control daemon, the memory probe.",
@@ -79,57 +79,65 @@ def preflight(
     raise typer.Exit(1 if failed else 0)
 
 
+# The options of `install`, named here so that its signature stays short.
+_Systemd = Annotated[
+    bool, typer.Option("--systemd", help="Install a systemd unit that runs the supervisor.")
+]
+_Foreground = Annotated[
+    bool,
+    typer.Option("--foreground", help="Run and supervise the daemon here (container entry)."),
+]
+_DryRun = Annotated[
+    bool, typer.Option("--dry-run", help="With --systemd: print the files, change nothing.")
+]
+_PipeDir = Annotated[str | None, typer.Option(help="CUDA_MPS_PIPE_DIRECTORY.", show_default=False)]
+_LogDir = Annotated[str | None, typer.Option(help="CUDA_MPS_LOG_DIRECTORY.", show_default=False)]
+_Protocol = Annotated[
+    int | None,
+    typer.Option(
+        help="MPS protocol: 3 (namespaces, r615+) or 2.",
+        show_default=False,
+        callback=_app.setting("mps.protocol"),
+    ),
+]
+_MultiUser = Annotated[
+    bool | None,
+    typer.Option(
+        "--multi-user/--single-user",
+        help="Multi-user mode (-m, protocol 3).",
+        show_default=False,
+    ),
+]
+_ActiveThreadPercentage = Annotated[
+    int | None,
+    typer.Option(
+        help="Default active thread percentage.",
+        show_default=False,
+        callback=_app.setting("mps.default_active_thread_percentage"),
+    ),
+]
+_PinnedMemLimit = Annotated[
+    list[str] | None,
+    typer.Option(
+        help="Default pinned memory limit, <device>=<size>; repeatable.",
+        show_default=False,
+        callback=_app.setting("mps.pinned_mem_limits"),
+    ),
+]
+
+
 @mps_app.command()
 def install(
     ctx: typer.Context,
-    systemd: Annotated[
-        bool, typer.Option("--systemd", help="Install a systemd unit that runs the supervisor.")
-    ] = False,
-    foreground: Annotated[
-        bool,
-        typer.Option("--foreground", help="Run and supervise the daemon here (container entry)."),
-    ] = False,
-    dry_run: Annotated[
-        bool, typer.Option("--dry-run", help="With --systemd: print the files, change nothing.")
-    ] = False,
-    pipe_dir: Annotated[
-        str | None, typer.Option(help="CUDA_MPS_PIPE_DIRECTORY.", show_default=False)
-    ] = None,
-    log_dir: Annotated[
-        str | None, typer.Option(help="CUDA_MPS_LOG_DIRECTORY.", show_default=False)
-    ] = None,
-    protocol: Annotated[
-        int | None,
-        typer.Option(
-            help="MPS protocol: 3 (namespaces, r615+) or 2.",
-            show_default=False,
-            callback=_app.setting("mps.protocol"),
-        ),
-    ] = None,
-    multi_user: Annotated[
-        bool | None,
-        typer.Option(
-            "--multi-user/--single-user",
-            help="Multi-user mode (-m, protocol 3).",
-            show_default=False,
-        ),
-    ] = None,
-    active_thread_percentage: Annotated[
-        int | None,
-        typer.Option(
-            help="Default active thread percentage.",
-            show_default=False,
-            callback=_app.setting("mps.default_active_thread_percentage"),
-        ),
-    ] = None,
-    pinned_mem_limit: Annotated[
-        list[str] | None,
-        typer.Option(
-            help="Default pinned memory limit, <device>=<size>; repeatable.",
-            show_default=False,
-            callback=_app.setting("mps.pinned_mem_limits"),
-        ),
-    ] = None,
+    systemd: _Systemd = False,
+    foreground: _Foreground = False,
+    dry_run: _DryRun = False,
+    pipe_dir: _PipeDir = None,
+    log_dir: _LogDir = None,
+    protocol: _Protocol = None,
+    multi_user: _MultiUser = None,
+    active_thread_percentage: _ActiveThreadPercentage = None,
+    pinned_mem_limit: _PinnedMemLimit = None,
 ) -> None:
     """Install the MPS control daemon: a systemd unit, or a supervisor.
 
@@ -167,14 +175,18 @@ def install(
     if foreground:
         node_agent.supervise(c)
         return
-    res = node_agent.install_systemd(c, dry_run=dry_run)
-    if dry_run:
+    _print_install(c, node_agent.install_systemd(c, dry_run=dry_run))
+
+
+def _print_install(c: Context, res: InstallResult) -> None:
+    """What ``install --systemd`` wrote and ran, or with ``--dry-run`` would."""
+    if res.dry_run:
         for path, text in res.files.items():
             c.out.print(f"--- {path}", markup=False)
             c.out.print(text.rstrip("\n"), markup=False, highlight=False)
         c.out.print("--- would run:", markup=False)
     for line in res.actions:
-        c.out.print(f"  {line}" if dry_run else line, markup=False)
+        c.out.print(f"  {line}" if res.dry_run else line, markup=False)
     for note in res.notes:
         c.out.print(note, markup=False)
 

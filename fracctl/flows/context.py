@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from fracctl.adapters.argocd import ArgoCD
+    from fracctl.adapters.host import Host
     from fracctl.adapters.kube import Kube
 
 
@@ -48,6 +49,7 @@ class Context:
     node_progress: Callable[[Context, str], NodeProgress] | None = None
     _kube: Kube | None = None
     _argocd: ArgoCD | None = None
+    _host: Host | None = None
     _out: Console | None = None
     _err: Console | None = None
 
@@ -91,6 +93,19 @@ class Context:
                     self.config.argocd, self.env, timeout=float(self.config.timeouts.request)
                 )
         return self._argocd
+
+    @property
+    def host(self) -> Host:
+        """This machine from ``/`` (PATH, processes, sockets), built on first use from ``env``.
+
+        The host's own files under ``mps.host_root`` are a separate ``Host``; a test that
+        needs another machine passes ``_host``.
+        """
+        if self._host is None:
+            from fracctl.adapters.host import Host
+
+            self._host = Host("/", env=self.env)
+        return self._host
 
     def close(self) -> None:
         """Close the clients this context opened."""

@@ -127,15 +127,7 @@ def probe_memory(
     """
     cfg = ctx.config.mps
     if limit_mib is None:
-        try:
-            limit_mib = parse_pinned_limits(cfg.pinned_mem_limits).get(device)
-        except ValueError as e:
-            raise UsageError(f"mps.pinned_mem_limits: {e}") from None
-        if limit_mib is None:
-            raise UsageError(
-                f"no pinned memory limit for device {device}: pass --limit (e.g. 4096M) "
-                "or set mps.pinned_mem_limits"
-            )
+        limit_mib = _configured_limit(cfg.pinned_mem_limits, device)
     try:
         steps = probe_steps(limit_mib, step_mib)
     except ValueError as e:
@@ -143,13 +135,55 @@ def probe_memory(
     pipe_dir = ctx.env.get(PIPE_ENV) or cfg.pipe_dir
     env = {PINNED_ENV: pinned_limit_value({device: limit_mib}), PIPE_ENV: pipe_dir}
     env[LOG_ENV] = ctx.env.get(LOG_ENV) or cfg.log_dir
-    mps = Host("/", env=ctx.env).is_socket(f"{pipe_dir}/control")
+    mps = ctx.host.is_socket(f"{pipe_dir}/control")
     if not mps:
         ctx.warn(
             f"no MPS control socket in {pipe_dir}: this process is not an MPS client and "
             "the pinned limit will not apply"
         )
     driver = (allocator or _load_driver)(env)
+    info, successes, error = _allocate(driver, device, steps, step_mib)
+    if error is not None and error != OUT_OF_MEMORY:
+        raise ExternalError(
+            f"step {successes + 1} ({(successes + 1) * step_mib} MiB) failed with {error}, "
+            "not with out-of-memory; the probe cannot tell the limit",
+            hint="check the MPS daemon log and the client's environment",
+        )
+    result = probe_result(
+        device=device, limit_mib=limit_mib, step_mib=step_mib, successes=successes, error=error
+    )
+    return MemoryProbeReport(result, info, mps_client=mps, env=env)
+
+
+def _configured_limit(items: list[str], device: int) -> int:
+    """The configured pinned limit of ``device``, in MiB.
+
+    Raises:
+        UsageError: the list is malformed or names no limit for ``device``.
+    """
+    try:
+        limit_mib = parse_pinned_limits(items).get(device)
+    except ValueError as e:
+        raise UsageError(f"mps.pinned_mem_limits: {e}") from None
+    if limit_mib is None:
+        raise UsageError(
+            f"no pinned memory limit for device {device}: pass --limit (e.g. 4096M) "
+            "or set mps.pinned_mem_limits"
+        )
+    return limit_mib
+
+
+def _allocate(
+    driver: Allocator, device: int, steps: int, step_mib: int
+) -> tuple[DeviceInfo, int, str | None]:
+    """Open ``device`` and allocate up to ``steps`` steps; the device, successes, error.
+
+    The error is the driver's name for the failing step's error (``None``: none failed).
+    The driver is closed whatever happens.
+
+    Raises:
+        ExternalError: the device could not be opened (exit 3).
+    """
     successes, error = 0, None
     try:
         try:
@@ -168,13 +202,4 @@ def probe_memory(
             successes += 1
     finally:
         driver.close()
-    if error is not None and error != OUT_OF_MEMORY:
-        raise ExternalError(
-            f"step {successes + 1} ({(successes + 1) * step_mib} MiB) failed with {error}, "
-            "not with out-of-memory; the probe cannot tell the limit",
-            hint="check the MPS daemon log and the client's environment",
-        )
-    result = probe_result(
-        device=device, limit_mib=limit_mib, step_mib=step_mib, successes=successes, error=error
-    )
-    return MemoryProbeReport(result, info, mps_client=mps, env=env)
+    return info, successes, error
