@@ -25,52 +25,59 @@ def _fraction(value: float) -> float:
     return check_fraction(value)
 
 
+MemoryOption = Annotated[
+    str | None,
+    typer.Option(
+        "--memory",
+        help="GPU memory to ask for, e.g. 4Gi.",
+        show_default=False,
+        callback=_app.checked(_memory),
+    ),
+]
+FractionOption = Annotated[
+    float | None,
+    typer.Option(
+        "--fraction",
+        help="Share of a GPU to ask for, e.g. 0.25.",
+        show_default=False,
+        callback=_app.checked(_fraction),
+    ),
+]
+PoolOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--pool",
+        help="Node selector KEY=VALUE (repeatable); default: the opt-in label.",
+        show_default=False,
+        callback=check_selector,
+    ),
+]
+TimeoutOption = Annotated[
+    str | None,
+    typer.Option(
+        "--timeout",
+        help="How long to watch (default timeouts.probe).",
+        show_default=False,
+        callback=_app.setting("timeouts.probe"),
+    ),
+]
+ExpectOption = Annotated[
+    Expect,
+    typer.Option(
+        "--expect",
+        help="The answer to expect: exit 1 when it differs.",
+        parser=_app.one_of(Expect),
+    ),
+]
+
+
 def command(
     ctx: typer.Context,
-    memory: Annotated[
-        str | None,
-        typer.Option(
-            "--memory",
-            help="GPU memory to ask for, e.g. 4Gi.",
-            show_default=False,
-            callback=_app.checked(_memory),
-        ),
-    ] = None,
-    fraction: Annotated[
-        float | None,
-        typer.Option(
-            "--fraction",
-            help="Share of a GPU to ask for, e.g. 0.25.",
-            show_default=False,
-            callback=_app.checked(_fraction),
-        ),
-    ] = None,
-    pool: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--pool",
-            help="Node selector KEY=VALUE (repeatable); default: the opt-in label.",
-            show_default=False,
-            callback=check_selector,
-        ),
-    ] = None,
-    timeout: Annotated[
-        str | None,
-        typer.Option(
-            "--timeout",
-            help="How long to watch (default timeouts.probe).",
-            show_default=False,
-            callback=_app.setting("timeouts.probe"),
-        ),
-    ] = None,
-    expect: Annotated[
-        Expect,
-        typer.Option(
-            "--expect",
-            help="The answer to expect: exit 1 when it differs.",
-            parser=_app.one_of(Expect),
-        ),
-    ] = "any",
+    memory: MemoryOption = None,
+    fraction: FractionOption = None,
+    pool: PoolOption = None,
+    timeout: TimeoutOption = None,
+    expect: ExpectOption = "any",
     output: _app.Output = "table",
 ) -> None:
     """Send a fractional probe pod at a pool; report what KAI did with it.

@@ -262,38 +262,26 @@ def node_findings(
     def with_class(n: str) -> str:
         return describe(n, nodes[n], policy)
 
-    out: dict[PolicyRule, Finding | None] = {}
-
     missing = by.get(Verdict.MISSING_OPT_IN, [])
-    out[PolicyRule.MISSING_OPT_IN] = (
-        Finding(
+    denied = by.get(Verdict.DENIED_OPTED_IN, [])
+    unknown = by.get(Verdict.UNKNOWN_CLASS, [])
+    return {
+        PolicyRule.MISSING_OPT_IN: _finding(
             PolicyRule.MISSING_OPT_IN,
-            tuple(missing),
+            missing,
             f"allowed-class node(s) without {label}: {_listing(missing, with_class)}",
             "fracctl nodes label " + " ".join(missing),
-        )
-        if missing
-        else None
-    )
-
-    denied = by.get(Verdict.DENIED_OPTED_IN, [])
-    out[PolicyRule.DENIED_OPTED_IN] = (
-        Finding(
+        ),
+        PolicyRule.DENIED_OPTED_IN: _finding(
             PolicyRule.DENIED_OPTED_IN,
-            tuple(denied),
+            denied,
             f"denied node(s) (by class or GPU product) carry {label}: "
             + _listing(denied, with_class),
             "fracctl nodes unlabel " + " ".join(denied),
-        )
-        if denied
-        else None
-    )
-
-    unknown = by.get(Verdict.UNKNOWN_CLASS, [])
-    out[PolicyRule.UNKNOWN_CLASS] = (
-        Finding(
+        ),
+        PolicyRule.UNKNOWN_CLASS: _finding(
             PolicyRule.UNKNOWN_CLASS,
-            tuple(unknown),
+            unknown,
             "opted-in node(s) of no allowed or denied class: "
             + _listing(
                 unknown, lambda n: f"{n} ({policy.class_key}={nodes[n].get(policy.class_key, '')})"
@@ -302,12 +290,20 @@ def node_findings(
             + ", ".join(policy.allowed_classes)
             + "), add the class to labels.allowed_classes, or run: fracctl nodes unlabel "
             + " ".join(unknown),
-        )
-        if unknown
-        else None
-    )
+        ),
+        PolicyRule.CLASS_CONTRADICTS_PRODUCT: _contradictions(judged, policy, with_class),
+    }
 
-    # A class label that says "allowed" on denied hardware is how an H200 gets opted in.
+
+def _finding(rule: PolicyRule, names: list[str], evidence: str, fix: str) -> Finding | None:
+    """The rule's finding for ``names``; ``None`` when there are none (the rule passes)."""
+    return Finding(rule, tuple(names), evidence, fix) if names else None
+
+
+def _contradictions(
+    judged: list[NodeStanding], policy: LabelPolicy, with_class: Callable[[str], str]
+) -> Finding | None:
+    """A class label that contradicts the GPU product (how an H200 gets opted in)."""
     mislabelled = [
         s.name for s in judged if s.contradicts and s.gpu_class not in policy.denied_classes
     ]
@@ -322,19 +318,14 @@ def node_findings(
         fixes.append(
             f"check the hardware of {' '.join(overcautious)} and correct {policy.class_key}"
         )
-    out[PolicyRule.CLASS_CONTRADICTS_PRODUCT] = (
-        Finding(
-            PolicyRule.CLASS_CONTRADICTS_PRODUCT,
-            tuple(contradicting),
-            f"{policy.class_key} contradicts the GPU product ("
-            + ", ".join(policy.product_keys)
-            + f"); fracctl treats these as denied: {_listing(contradicting, with_class)}",
-            "; ".join(fixes),
-        )
-        if contradicting
-        else None
+    return _finding(
+        PolicyRule.CLASS_CONTRADICTS_PRODUCT,
+        contradicting,
+        f"{policy.class_key} contradicts the GPU product ("
+        + ", ".join(policy.product_keys)
+        + f"); fracctl treats these as denied: {_listing(contradicting, with_class)}",
+        "; ".join(fixes),
     )
-    return out
 
 
 def denied_selected(
