@@ -543,24 +543,52 @@ def recreate(
             if not yes and (confirm is None or not confirm(out)):
                 raise Refused("not confirmed; nothing changed")
             shown.start(fleet)
-        stop = None if continue_on_failure else threading.Event()
-        # SIGTERM (a cancelled CI job) between two clusters stops the rollout as Ctrl-C
-        # does: no further cluster starts, and the summary and audit line still come.
-        with interrupt_on_sigterm():
-            for wave, group in waves(to_run):
-                if runner.cancel.is_set() or (stop is not None and stop.is_set()):
-                    continue
-                base.info(f"wave {wave}: {', '.join(m.name for m in group)}")
-                try:
-                    for r in runner.each(group, job(False), parallel=parallel, stop=stop):
-                        done[r.name] = r
-                except KeyboardInterrupt:
-                    runner.cancel.set()
+        _waves(base, runner, to_run, job(False), done, parallel, continue_on_failure)
         out.results = [done.get(m.name) or ClusterResult(m, NOT_STARTED) for m in fleet]
     finally:
         shown.stop()
         runner.close()
         out.seconds = time.monotonic() - start
+    _summarise(out, resume_args, backend, parallel, continue_on_failure)
+    # Stopped by Ctrl-C or SIGTERM, maybe between two clusters: the run exits 130.
+    out.interrupted = runner.cancel.is_set()
+    out.audit_file = _audit(base, out)
+    return out
+
+
+def _waves(
+    base: Context,
+    runner: _Run,
+    to_run: Sequence[Member],
+    job: Job,
+    done: dict[str, ClusterResult],
+    parallel: int,
+    continue_on_failure: bool,
+) -> None:
+    """Run the clusters wave by wave into ``done``; stop at the first failure unless told."""
+    stop = None if continue_on_failure else threading.Event()
+    # SIGTERM (a cancelled CI job) between two clusters stops the rollout as Ctrl-C
+    # does: no further cluster starts, and the summary and audit line still come.
+    with interrupt_on_sigterm():
+        for wave, group in waves(to_run):
+            if runner.cancel.is_set() or (stop is not None and stop.is_set()):
+                continue
+            base.info(f"wave {wave}: {', '.join(m.name for m in group)}")
+            try:
+                for r in runner.each(group, job, parallel=parallel, stop=stop):
+                    done[r.name] = r
+            except KeyboardInterrupt:
+                runner.cancel.set()
+
+
+def _summarise(
+    out: FleetResult,
+    resume_args: Sequence[str],
+    backend: str | None,
+    parallel: int,
+    continue_on_failure: bool,
+) -> None:
+    """Where the rollout stopped, and the command that resumes it."""
     failed = [r for r in out.results if r.exit_code != 0]
     waiting = [r for r in out.results if r.state == NOT_STARTED]
     if failed or waiting:
@@ -574,10 +602,6 @@ def recreate(
             parallel=parallel,
             continue_on_failure=continue_on_failure,
         )
-    # Stopped by Ctrl-C or SIGTERM, maybe between two clusters: the run exits 130.
-    out.interrupted = runner.cancel.is_set()
-    out.audit_file = _audit(base, out)
-    return out
 
 
 def resume_command(
