@@ -61,7 +61,7 @@ def command(
 
     if list_rules:
         if output == "json":
-            _app.emit_json([r.__dict__ for r in RULES])
+            _app.emit_json([r.to_dict() for r in RULES])
         else:
             for r in RULES:
                 sys.stdout.write(f"{r.id}  {r.severity:<7}  {r.name}: {r.summary}\n")

@@ -1,0 +1,193 @@
+"""The data doctor works on: the snapshot it reads, the settings, checks and their findings.
+
+A check is one :class:`Check` declaration, made with the :func:`check` decorator on its
+judgement function: its id, its title, the :class:`Snapshot` fields it reads, when it
+is skipped, and the function that turns the snapshot into failure signatures. The
+check's id is stamped onto each :class:`Signature` it returns, making a
+:class:`Finding`; :mod:`fracctl.core.doctor.registry` lists the checks in order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+from fracctl.core.fractional import AnnotationMatcher
+from fracctl.core.policy import LabelPolicy
+from fracctl.core.resources import ResourceRef
+
+Obj = dict[str, Any]
+
+KAI_CONFIG = ResourceRef("kai.scheduler", "v1", "configs", "Config", namespaced=False)
+RUNTIME_CLASSES = ResourceRef("node.k8s.io", "v1", "runtimeclasses", "RuntimeClass", False)
+DAEMONSETS = ResourceRef("apps", "v1", "daemonsets", "DaemonSet", namespaced=True)
+DEPLOYMENTS = ResourceRef("apps", "v1", "deployments", "Deployment", namespaced=True)
+
+GPU_MEMORY_LABEL = "nvidia.com/gpu.memory"
+SHARING_MODE = "NvFractions"
+
+
+@dataclass(frozen=True)
+class DoctorSettings:
+    """What the checks need from the configuration."""
+
+    policy: LabelPolicy
+    condition: str
+    fraction_annotations: Sequence[str]
+    reservation_namespace: str
+    target_kind: str
+    target_name: str
+    target_plural: str
+    target_group: str
+    agent_namespace: str
+    agent_daemonsets: Sequence[str]
+    scheduler_namespace: str
+    scheduler_config: str
+    runtime_class: str
+    gpu_taint: str
+    gpu_taint_required: bool
+    gpu_resources: Sequence[str]
+
+
+@dataclass
+class Snapshot:
+    """What the flow read from the cluster (all of it with GET requests)."""
+
+    nodes: list[Obj] = field(default_factory=list)
+    runtime_class: Obj | None = None
+    kai_config: Obj | None = None
+    kai_config_missing: str = ""  # why it is absent: "no such object", "CRD not installed"
+    target: Obj | None = None
+    target_missing: str = ""
+    daemonsets: dict[str, Obj | None] = field(default_factory=dict)
+    agent_pods: list[Obj] = field(default_factory=list)
+    workloads: list[Obj] = field(default_factory=list)  # agent and scheduler Deployments…
+    pods: list[Obj] = field(default_factory=list)  # fractional, reservation, on GPU nodes
+    events: dict[str, list[Obj]] = field(default_factory=dict)  # "ns/pod" -> its events
+
+
+@dataclass(frozen=True)
+class Signature:
+    """What a check's judgement found, before the check's id is put on it."""
+
+    symptom: str
+    cause: str
+    fix: str
+    subjects: tuple[str, ...] = ()  # the nodes, pods or objects concerned
+    evidence: tuple[str, ...] = ()  # one line each
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One failure signature found: what shows, why, and the command that fixes it."""
+
+    check: str
+    symptom: str
+    cause: str
+    fix: str
+    subjects: tuple[str, ...] = ()  # the nodes, pods or objects concerned
+    evidence: tuple[str, ...] = ()  # one line each
+
+    @classmethod
+    def of(cls, check_id: str, sig: Signature) -> Finding:
+        """The finding a check with id ``check_id`` makes of ``sig``."""
+        return cls(check_id, sig.symptom, sig.cause, sig.fix, sig.subjects, sig.evidence)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain data for ``-o json``."""
+        return {
+            "check": self.check,
+            "symptom": self.symptom,
+            "cause": self.cause,
+            "fix": self.fix,
+            "subjects": list(self.subjects),
+            "evidence": list(self.evidence),
+        }
+
+
+Judge = Callable[[Snapshot, DoctorSettings, AnnotationMatcher], list[Signature]]
+Skip = Callable[[Snapshot, DoctorSettings], str]  # why the check cannot run, or ""
+_SNAPSHOT_FIELDS = frozenset(f.name for f in fields(Snapshot))
+
+
+@dataclass(frozen=True)
+class Check:
+    """One check doctor runs: its id, title, what it reads, and its judgement."""
+
+    id: str
+    title: str
+    judge: Judge = field(compare=False, repr=False)
+    reads: tuple[str, ...] = ()  # the Snapshot fields the judgement looks at
+    skip: Skip | None = field(default=None, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        unknown = sorted(set(self.reads) - _SNAPSHOT_FIELDS)
+        if unknown:
+            raise ValueError(f"check {self.id}: no Snapshot field {', '.join(unknown)}")
+
+    def skipped(self, snap: Snapshot, s: DoctorSettings) -> str:
+        """Why the check does not run on this snapshot, or "" when it does."""
+        return self.skip(snap, s) if self.skip is not None else ""
+
+    def run(self, snap: Snapshot, s: DoctorSettings, m: AnnotationMatcher) -> list[Finding]:
+        """The check's findings on the snapshot."""
+        return [Finding.of(self.id, sig) for sig in self.judge(snap, s, m)]
+
+
+def check(
+    id: str, title: str, *, reads: tuple[str, ...], skip: Skip | None = None
+) -> Callable[[Judge], Check]:
+    """Declare a check: the decorated judgement function becomes a :class:`Check`.
+
+    Args:
+        id: the check's id, as reports and the runbook name it.
+        title: what the check makes sure of, in a few words.
+        reads: the :class:`Snapshot` fields the judgement looks at.
+        skip: why the check cannot run on a snapshot ("" when it can); a skipped
+            check's judgement is not called.
+    """
+
+    def declare(judge: Judge) -> Check:
+        return Check(id, title, judge, reads, skip)
+
+    return declare
+
+
+@dataclass
+class CheckResult:
+    """A check's outcome: ``ok``, ``finding`` or ``skipped`` (with why)."""
+
+    check: Check
+    status: str
+    note: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain data for ``-o json``."""
+        return {
+            "id": self.check.id,
+            "title": self.check.title,
+            "status": self.status,
+            "note": self.note,
+        }
+
+
+@dataclass
+class DoctorReport:
+    """Every check's result and every finding."""
+
+    results: list[CheckResult]
+    findings: list[Finding]
+
+    @property
+    def ok(self) -> bool:
+        """No finding."""
+        return not self.findings
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain data for ``-o json``."""
+        return {
+            "ok": self.ok,
+            "checks": [r.to_dict() for r in self.results],
+            "findings": [f.to_dict() for f in self.findings],
+        }

@@ -1,0 +1,142 @@
+"""Checks on the fractioning config: it exists and is Ready, and its nodes are the right ones.
+
+The config's ``spec.nodeSelector`` picks the nodes that run fraction daemons; KAI
+gives fractions only on nodes that report the readiness condition. The selector is
+immutable, so a node opted in after the config was made may be left out with no
+error anywhere.
+"""
+
+from __future__ import annotations
+
+from fracctl.core.doctor.helpers import listing, name_of, without_target
+from fracctl.core.doctor.model import DoctorSettings, Obj, Signature, Snapshot, check
+from fracctl.core.fractional import AnnotationMatcher
+from fracctl.core.nodes import condition, describe_condition, is_ready, labels_of, matches
+from fracctl.core.podspec import items, mapping
+
+
+def _selector(target: Obj) -> dict[str, str]:
+    return {
+        str(k): str(v) for k, v in mapping(mapping(target.get("spec")).get("nodeSelector")).items()
+    }
+
+
+@check(
+    "fractioning-config",
+    "the fractioning config exists and is Ready",
+    reads=("target", "target_missing"),
+)
+def fractioning_config(snap: Snapshot, s: DoctorSettings, m: AnnotationMatcher) -> list[Signature]:
+    """The config is missing, or its conditions are not all True."""
+    obj = snap.target
+    kind = f"{s.target_kind}/{s.target_name}"
+    if obj is None:
+        return [
+            Signature(
+                f"{kind} is missing ({snap.target_missing}): no node runs fraction daemons, and "
+                "KAI's Config reports DependenciesFulfilled=False",
+                "it was never applied, or was deleted (a recreate that stopped half-way)",
+                f"fracctl render --kind {s.target_kind} | kubectl apply -f -   (or: fracctl "
+                "recreate --yes, which resumes a stopped recreate)",
+                (kind,),
+            )
+        ]
+    conditions = [mapping(c) for c in items(mapping(obj.get("status")).get("conditions"))]
+    ready = next((c for c in conditions if c.get("type") == "Ready"), None)
+    if ready is not None and ready.get("status") == "True":
+        return []
+    if ready is None and conditions and all(c.get("status") == "True" for c in conditions):
+        return []  # a release that names its conditions otherwise, all of them fine
+    bad = [c for c in conditions if c.get("status") != "True"] or ([ready] if ready else [])
+    evidence = tuple(
+        f"{c.get('type')}={c.get('status')} ({c.get('reason') or 'no reason'}"
+        + (f": {c.get('message')}" if c.get("message") else "")
+        + ")"
+        for c in bad
+    )
+    symptom = (
+        f"{kind} is not Ready: " + "; ".join(evidence)
+        if evidence
+        else f"{kind} has no status conditions: the operator has not reconciled it"
+    )
+    return [
+        Signature(
+            symptom,
+            "the operator cannot bring the daemons up (see the reason), or is not running",
+            f"kubectl describe {s.target_plural}.{s.target_group} {s.target_name} && kubectl -n "
+            f"{s.agent_namespace} get pods -o wide",
+            (kind,),
+            evidence,
+        )
+    ]
+
+
+@check(
+    "node-readiness",
+    "selected nodes report the readiness condition",
+    reads=("target", "nodes"),
+    skip=without_target,
+)
+def node_readiness(snap: Snapshot, s: DoctorSettings, m: AnnotationMatcher) -> list[Signature]:
+    """Nodes the config selects that do not report the readiness condition as True."""
+    if snap.target is None:
+        return []
+    selector = _selector(snap.target)
+    lagging = [
+        n for n in snap.nodes if matches(selector, labels_of(n)) and not is_ready(n, s.condition)
+    ]
+    if not lagging:
+        return []
+    names = [name_of(n) for n in sorted(lagging, key=name_of)]
+    evidence = tuple(
+        f"{name_of(n)}: {s.condition} {describe_condition(n, s.condition)}" for n in lagging
+    )
+    missing = all(condition(n, s.condition) is None for n in lagging)
+    return [
+        Signature(
+            f"node(s) selected by {s.target_kind}/{s.target_name} without {s.condition}=True: "
+            f"{listing(names)}; KAI refuses fractional pods there (node is not ready for "
+            "fractional GPU scheduling)",
+            "the node agents have not started there"
+            + (" yet (no condition at all)" if missing else " (see the reason)"),
+            f"kubectl -n {s.agent_namespace} get pods -o wide --field-selector "
+            f"spec.nodeName={names[0]} && fracctl wait",
+            tuple(names),
+            evidence,
+        )
+    ]
+
+
+@check(
+    "opted-in-selected",
+    "nodes opted in for fractions are selected",
+    reads=("target", "nodes"),
+    skip=without_target,
+)
+def opted_in_selected(snap: Snapshot, s: DoctorSettings, m: AnnotationMatcher) -> list[Signature]:
+    """Nodes that carry the opt-in label but that the live selector leaves out."""
+    if snap.target is None:
+        return []
+    selector = _selector(snap.target)
+    label = {s.policy.opt_in_key: s.policy.opt_in_value}
+    left_out = sorted(
+        name_of(n)
+        for n in snap.nodes
+        if matches(label, labels_of(n)) and not matches(selector, labels_of(n))
+    )
+    if not left_out:
+        return []
+    opt_in = f"{s.policy.opt_in_key}={s.policy.opt_in_value}"
+    live = ",".join(f"{k}={v}" for k, v in sorted(selector.items())) or "(empty)"
+    return [
+        Signature(
+            f"node(s) opted in for fractions ({opt_in}) that {s.target_kind}/{s.target_name} "
+            f"does not select: {listing(left_out)}; no daemons start there, KAI refuses "
+            "fractional pods there (ConditionNotFound), and nothing reports an error",
+            "the live spec.nodeSelector is not the one that selects the opt-in label: it is "
+            "immutable, so a sync cannot change it (and Argo CD can still say Synced)",
+            "fracctl drift && fracctl recreate --yes",
+            tuple(left_out),
+            (f"live spec.nodeSelector: {live}",),
+        )
+    ]

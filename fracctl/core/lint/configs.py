@@ -1,0 +1,91 @@
+"""Rules on the fractioning config itself: its name, its node selector, and that there is one.
+
+The CRD admits one object, named ``default`` (or the configured name); its
+``spec.nodeSelector`` picks the nodes that get fraction daemons and must never be
+able to pick a denied GPU class, so the safe selector is the opt-in label.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
+
+from fracctl.core.lint.base import ERROR, Hit, LintSettings, Manifest, PlacedHit, object_name
+from fracctl.core.lint.registry import rule, rule_across
+from fracctl.core.podspec import dig, mapping
+from fracctl.core.policy import product_matches
+
+
+@rule("FL009", "fractioning-config-name", ERROR, "the fractioning config is not named default")
+def fractioning_config_name(m: Manifest) -> Iterator[Hit]:
+    """A fractioning config not named as the CRD admits."""
+    if not m.is_config:
+        return
+    s = m.settings
+    name = mapping(m.obj.get("metadata")).get("name")
+    if name != s.target_name:
+        yield (
+            f"{s.target_kind} is named {name!r}; the CRD admits only {s.target_name!r}, so the "
+            "API server rejects this object",
+            "metadata.name",
+        )
+
+
+def _selector_problem(selector: Mapping[str, Any], s: LintSettings) -> str | None:
+    p = s.policy
+    sel = {str(k): str(v) for k, v in selector.items()}
+    cls = sel.get(p.class_key)
+    if cls is not None and cls in p.denied_classes:
+        return f"it selects {p.class_key}={cls}, a denied class"
+    for key in p.product_keys:
+        value = sel.get(key)
+        if value is not None and any(product_matches(value, d) for d in p.denied_products):
+            return f"it selects {key}={value}, a denied GPU product"
+    if sel.get(p.opt_in_key) == p.opt_in_value:
+        return None
+    if cls is not None and cls in p.allowed_classes:
+        return None
+    if not sel:
+        return "it is empty and selects every node, denied classes included"
+    shown = ", ".join(f"{k}={v}" for k, v in sorted(sel.items()))
+    return (
+        f"it selects {shown}, which a denied-class node ({', '.join(p.denied_classes)}) can "
+        "carry too"
+    )
+
+
+@rule(
+    "FL010",
+    "fractioning-config-denied-class",
+    ERROR,
+    "the fractioning config's nodeSelector can select a denied GPU class",
+)
+def fractioning_config_denied_class(m: Manifest) -> Iterator[Hit]:
+    """A config whose nodeSelector a denied-class node could match."""
+    if not m.is_config:
+        return
+    selector = dig(m.obj, ("spec", "nodeSelector"))
+    if not isinstance(selector, Mapping):
+        return
+    problem = _selector_problem(selector, m.settings)
+    if problem:
+        p = m.settings.policy
+        yield (
+            f"spec.nodeSelector can select a denied GPU class: {problem}. Select by the "
+            f"opt-in label ({p.opt_in_key}: {p.opt_in_value}), which denied nodes never carry",
+            "spec.nodeSelector",
+        )
+
+
+@rule_across("FL011", "fractioning-config-count", ERROR, "more than one fractioning config")
+def fractioning_config_count(manifests: Sequence[Manifest], s: LintSettings) -> Iterator[PlacedHit]:
+    """Every fractioning config after the first."""
+    configs = [m for m in manifests if m.is_config]
+    for m in configs[1:]:
+        first = object_name(configs[0].obj)
+        yield (
+            m.index,
+            f"another {s.target_kind} besides {first}: the cluster holds exactly "
+            f"one, named {s.target_name!r}; keep one document",
+            "metadata.name",
+        )
