@@ -29,6 +29,7 @@ from fracctl.adapters import argocd_local
 from fracctl.adapters.argocd import ArgoCD
 from fracctl.adapters.controlplane import ControlPlane
 from fracctl.adapters.kube import Kube
+from fracctl.flows.argocd_sync import wait_operation
 from tests.helpers import Cluster
 from tests.recreate_fixtures import OLD, Incident, make_incident
 
@@ -178,7 +179,7 @@ class RealArgoCD:
                     token=self.token(),
                     body=body,
                 )
-            state = c.wait_operation(name, timeout=timeout)
+            state = wait_operation(c, name, timeout=timeout)
             app = c.get_application(name, refresh="hard")
         return state, app
 

@@ -19,10 +19,8 @@ from fracctl.adapters.argocd import (
     ArgoCDUnauthorized,
     OperationInProgress,
     SyncFailed,
-    check_operation,
     error_for,
     read_token,
-    resource_result,
     server_url,
 )
 from fracctl.config import ArgoCDConfig
@@ -34,6 +32,12 @@ from fracctl.errors import (
     TimedOut,
     Unreachable,
     UsageError,
+)
+from fracctl.flows.argocd_sync import (
+    check_operation,
+    resource_result,
+    sync_resource_and_wait,
+    wait_operation,
 )
 from tests.helpers import FakeClock
 
@@ -380,7 +384,7 @@ def test_wait_operation_polls_to_the_end_with_backoff() -> None:
     )
     clock = FakeClock()
     with client() as c:
-        state = c.wait_operation("gpu", timeout=60, clock=clock)
+        state = wait_operation(c, "gpu", timeout=60, clock=clock)
     assert state["phase"] == "Succeeded"
     assert state["syncResult"]["resources"][0]["status"] == "Synced"
     assert clock.sleeps == [0.25, 0.4, pytest.approx(0.64)]
@@ -395,7 +399,7 @@ def test_wait_operation_does_not_take_an_old_result_while_an_operation_is_pendin
         ]
     )
     with client() as c:
-        state = c.wait_operation("gpu", timeout=60, clock=FakeClock())
+        state = wait_operation(c, "gpu", timeout=60, clock=FakeClock())
     assert state["phase"] == "Failed"
 
 
@@ -406,7 +410,7 @@ def test_wait_operation_times_out_with_the_last_phase() -> None:
     )
     clock = FakeClock()
     with client() as c, pytest.raises(TimedOut) as e:
-        c.wait_operation("gpu", timeout=10, clock=clock)
+        wait_operation(c, "gpu", timeout=10, clock=clock)
     assert "still Running after 10s" in str(e.value)
     assert "waiting for healthy state" in str(e.value)
     assert "terminate-op" in str(e.value)
@@ -421,8 +425,8 @@ def test_sync_resource_and_wait_returns_the_final_state() -> None:
     respx.get(f"{SERVER}{APP}").respond(200, json=succeeded())
     notes: list[str] = []
     with client() as c:
-        state = c.sync_resource_and_wait(
-            "gpu", resource=RESOURCE, timeout=30, clock=FakeClock(), notify=notes.append
+        state = sync_resource_and_wait(
+            c, "gpu", resource=RESOURCE, timeout=30, clock=FakeClock(), notify=notes.append
         )
     assert state["phase"] == "Succeeded"
     assert json.loads(sync.calls.last.request.content)["resources"] == [RESOURCE]
@@ -441,8 +445,8 @@ def test_sync_resource_and_wait_waits_out_another_operation() -> None:
     clock = FakeClock()
     notes: list[str] = []
     with client() as c:
-        state = c.sync_resource_and_wait(
-            "gpu", resource=RESOURCE, timeout=30, clock=clock, notify=notes.append
+        state = sync_resource_and_wait(
+            c, "gpu", resource=RESOURCE, timeout=30, clock=clock, notify=notes.append
         )
     assert state["phase"] == "Succeeded"
     assert sync.call_count == 3
@@ -460,7 +464,9 @@ def test_sync_resource_and_wait_reports_a_lasting_operation() -> None:
     respx.get(f"{SERVER}{APP}").respond(200, json=running)
     clock = FakeClock()
     with client() as c, pytest.raises(OperationInProgress) as e:
-        c.sync_resource_and_wait("gpu", resource=RESOURCE, timeout=30, busy_timeout=20, clock=clock)
+        sync_resource_and_wait(
+            c, "gpu", resource=RESOURCE, timeout=30, busy_timeout=20, clock=clock
+        )
     text = str(e.value)
     assert "still in progress after waiting 20s" in text
     assert "Running, started 2026-01-01T00:00:00Z, by automated sync" in text
@@ -476,7 +482,7 @@ def test_lasting_operation_report_survives_a_failing_read() -> None:
     )
     respx.get(f"{SERVER}{APP}").respond(503, text="unavailable")
     with client() as c, pytest.raises(OperationInProgress, match="after waiting 5s"):
-        c.sync_resource_and_wait("gpu", resource=RESOURCE, timeout=5, clock=FakeClock())
+        sync_resource_and_wait(c, "gpu", resource=RESOURCE, timeout=5, clock=FakeClock())
 
 
 @respx.mock
@@ -493,7 +499,7 @@ def test_sync_resource_and_wait_raises_on_a_failed_resource() -> None:
     )
     respx.get(f"{SERVER}{APP}").respond(200, json=failed)
     with client() as c, pytest.raises(SyncFailed) as e:
-        c.sync_resource_and_wait("gpu", resource=RESOURCE, timeout=30, clock=FakeClock())
+        sync_resource_and_wait(c, "gpu", resource=RESOURCE, timeout=30, clock=FakeClock())
     assert "ended Failed: nodeSelector is immutable" in str(e.value)
     assert e.value.operation_state["phase"] == "Failed"
 
@@ -503,8 +509,8 @@ def test_sync_resource_and_wait_without_check_returns_a_failed_state() -> None:
     respx.post(f"{SERVER}{APP}/sync").respond(200, json={})
     respx.get(f"{SERVER}{APP}").respond(200, json=app_with("Error", message="rpc error"))
     with client() as c:
-        state = c.sync_resource_and_wait(
-            "gpu", resource=RESOURCE, timeout=30, clock=FakeClock(), check=False
+        state = sync_resource_and_wait(
+            c, "gpu", resource=RESOURCE, timeout=30, clock=FakeClock(), check=False
         )
     assert state["phase"] == "Error"
 
@@ -515,7 +521,7 @@ def test_sync_resource_and_wait_does_not_retry_other_errors() -> None:
         400, json=grpc(9, "application is being deleted")
     )
     with client() as c, pytest.raises(ArgoCDError, match="being deleted") as e:
-        c.sync_resource_and_wait("gpu", resource=RESOURCE, timeout=30, clock=FakeClock())
+        sync_resource_and_wait(c, "gpu", resource=RESOURCE, timeout=30, clock=FakeClock())
     assert not isinstance(e.value, OperationInProgress)
     assert sync.call_count == 1
 
@@ -679,8 +685,8 @@ def test_the_token_never_appears_in_errors(capsys: pytest.CaptureFixture[str]) -
             lambda: c.manifests("gpu"),
             lambda: c.sync("gpu", resources=[RESOURCE]),
             lambda: c.terminate_operation("gpu"),
-            lambda: c.sync_resource_and_wait(
-                "gpu", resource=RESOURCE, timeout=1, clock=FakeClock(), notify=print
+            lambda: sync_resource_and_wait(
+                c, "gpu", resource=RESOURCE, timeout=1, clock=FakeClock(), notify=print
             ),
         ]
         for call in calls:
@@ -701,7 +707,7 @@ def test_the_token_never_appears_in_a_timeout() -> None:
         200, json=app_with("Running", operation=True, message=f"using {TOKEN}")
     )
     with client() as c, pytest.raises(TimedOut) as e:
-        c.wait_operation("gpu", timeout=1, clock=FakeClock())
+        wait_operation(c, "gpu", timeout=1, clock=FakeClock())
     leak_free(str(e.value))
 
 
@@ -865,7 +871,7 @@ def test_a_misshapen_application_is_a_clear_error(answer: Any, part: str) -> Non
     respx.get(f"{SERVER}{APP}").respond(200, json=answer)
     calls = [
         lambda c: c.get_application("gpu"),
-        lambda c: c.wait_operation("gpu", timeout=1, clock=FakeClock()),
+        lambda c: wait_operation(c, "gpu", timeout=1, clock=FakeClock()),
     ]
     with client() as c:
         for call in calls:
@@ -918,7 +924,7 @@ def test_misshapen_resources_and_manifests_are_clear_errors(
 def test_a_misshapen_sync_answer_is_a_clear_error() -> None:
     respx.post(f"{SERVER}{APP}/sync").respond(200, json=["queued"])
     with client() as c, pytest.raises(ArgoCDError, match="POST sync of gpu: the answer is a list"):
-        c.sync_resource_and_wait("gpu", resource=RESOURCE, timeout=1, clock=FakeClock())
+        sync_resource_and_wait(c, "gpu", resource=RESOURCE, timeout=1, clock=FakeClock())
 
 
 @pytest.mark.parametrize(

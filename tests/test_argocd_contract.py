@@ -29,8 +29,8 @@ from fracctl.adapters.argocd import (
     ArgoCD,
     ArgoCDForbidden,
     ArgoCDUnauthorized,
-    resource_result,
 )
+from fracctl.flows.argocd_sync import resource_result, sync_resource_and_wait, wait_operation
 from tests.argocd_real import TARGET, RealArgoCD
 from tests.argocd_standin import ArgoCDStandIn
 from tests.helpers import Cluster
@@ -124,7 +124,7 @@ def incident(cluster: Cluster, tmp_path: Path) -> Incident:
 
 def sync_target(server: Server, client: ArgoCD | None = None) -> dict[str, Any]:
     with client or server.client() as c:
-        return c.sync_resource_and_wait(server.app, resource=TARGET, timeout=90, check=False)
+        return sync_resource_and_wait(c, server.app, resource=TARGET, timeout=90, check=False)
 
 
 # --- authentication and authorization -----------------------------------------------------
@@ -301,7 +301,7 @@ def test_a_dry_run_sync_of_the_live_object_is_synced_configured_and_changes_noth
     assert before is not None
     with server_for(incident) as server, server.client() as c:
         c.sync(server.app, resources=[TARGET], dry_run=True)
-        state = c.wait_operation(server.app, timeout=90)
+        state = wait_operation(c, server.app, timeout=90)
     result = resource_result(state, TARGET)
     assert state["phase"] == "Succeeded", state
     assert state["operation"]["sync"]["dryRun"] is True, state

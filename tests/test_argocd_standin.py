@@ -18,11 +18,11 @@ from fracctl.adapters.argocd import (
     ArgoCDUnauthorized,
     OperationInProgress,
     SyncFailed,
-    resource_result,
 )
 from fracctl.adapters.controlplane import ControlPlane
 from fracctl.config import ArgoCDConfig
 from fracctl.errors import Unreachable
+from fracctl.flows.argocd_sync import resource_result, sync_resource_and_wait, wait_operation
 from tests.argocd_standin import TRACKING_ANNOTATION, ArgoCDStandIn
 from tests.helpers import Cluster, FakeClock
 
@@ -68,8 +68,12 @@ def connect(s: ArgoCDStandIn, **kwargs: Any) -> ArgoCD:
 def test_sync_applies_to_the_api_server(cluster: Cluster, standin: ArgoCDStandIn) -> None:
     notes: list[str] = []
     with connect(standin) as argocd:
-        state = argocd.sync_resource_and_wait(
-            standin.app_name, resource=target_resource(cluster), timeout=30, notify=notes.append
+        state = sync_resource_and_wait(
+            argocd,
+            standin.app_name,
+            resource=target_resource(cluster),
+            timeout=30,
+            notify=notes.append,
         )
         app = argocd.get_application(standin.app_name)
     assert state["phase"] == "Succeeded"
@@ -90,8 +94,8 @@ def test_sync_applies_to_the_api_server(cluster: Cluster, standin: ArgoCDStandIn
 def test_immutable_change_fails_honestly(cluster: Cluster, standin: ArgoCDStandIn) -> None:
     cluster.target(OLD)
     with connect(standin) as argocd, pytest.raises(SyncFailed) as e:
-        argocd.sync_resource_and_wait(
-            standin.app_name, resource=target_resource(cluster), timeout=30
+        sync_resource_and_wait(
+            argocd, standin.app_name, resource=target_resource(cluster), timeout=30
         )
     assert "nodeSelector is immutable" in str(e.value)
     assert e.value.operation_state["phase"] == "Failed"
@@ -111,8 +115,8 @@ def test_quirk_says_succeeded_while_the_live_object_keeps_the_old_value(
         ) as s,
         connect(s) as argocd,
     ):
-        state = argocd.sync_resource_and_wait(
-            s.app_name, resource=target_resource(cluster), timeout=30
+        state = sync_resource_and_wait(
+            argocd, s.app_name, resource=target_resource(cluster), timeout=30
         )
         app = argocd.get_application(s.app_name, refresh="hard")
     assert state["phase"] == "Succeeded"
@@ -128,8 +132,8 @@ def test_quirk_skip_reports_synced_without_applying(cluster: Cluster) -> None:
         ) as s,
         connect(s) as argocd,
     ):
-        state = argocd.sync_resource_and_wait(
-            s.app_name, resource=target_resource(cluster), timeout=30
+        state = sync_resource_and_wait(
+            argocd, s.app_name, resource=target_resource(cluster), timeout=30
         )
     assert state["phase"] == "Succeeded"
     assert resource_result(state, target_resource(cluster))["status"] == "Synced"  # type: ignore[index]
@@ -147,15 +151,15 @@ def test_quirk_stale_manifests_recreates_the_old_object(cluster: Cluster) -> Non
         connect(s) as argocd,
     ):
         new_revision = s.set_manifests([manifest(cluster, NEW)])
-        first = argocd.sync_resource_and_wait(
-            s.app_name, resource=target_resource(cluster), timeout=30
+        first = sync_resource_and_wait(
+            argocd, s.app_name, resource=target_resource(cluster), timeout=30
         )
         assert first["phase"] == "Succeeded"
         assert first["syncResult"]["revision"] == new_revision
         assert selector(cluster) == OLD
         cluster.wipe_target()
-        second = argocd.sync_resource_and_wait(
-            s.app_name, resource=target_resource(cluster), timeout=30
+        second = sync_resource_and_wait(
+            argocd, s.app_name, resource=target_resource(cluster), timeout=30
         )
     assert second["phase"] == "Succeeded"
     assert selector(cluster) == NEW  # the quirk was limited to one sync
@@ -165,7 +169,8 @@ def test_another_operation_is_waited_out(cluster: Cluster, standin: ArgoCDStandI
     standin.begin_foreign_operation(release_after_rejections=2)
     notes: list[str] = []
     with connect(standin) as argocd:
-        state = argocd.sync_resource_and_wait(
+        state = sync_resource_and_wait(
+            argocd,
             standin.app_name,
             resource=target_resource(cluster),
             timeout=30,
@@ -183,7 +188,8 @@ def test_another_operation_that_lasts_is_reported(cluster: Cluster, standin: Arg
     standin.begin_foreign_operation()
     clock = FakeClock()
     with connect(standin) as argocd, pytest.raises(OperationInProgress) as e:
-        argocd.sync_resource_and_wait(
+        sync_resource_and_wait(
+            argocd,
             standin.app_name,
             resource=target_resource(cluster),
             timeout=30,
@@ -205,7 +211,7 @@ def test_terminate_a_running_sync(cluster: Cluster, standin: ArgoCDStandIn) -> N
         argocd.sync(standin.app_name, resources=[target_resource(cluster)])
         assert argocd.terminate_operation(standin.app_name) is True
         standin.gate.set()
-        state = argocd.wait_operation(standin.app_name, timeout=30)
+        state = wait_operation(argocd, standin.app_name, timeout=30)
         assert argocd.terminate_operation(standin.app_name) is False
     assert state["phase"] == "Failed"
     assert state["message"] == "Operation terminated"
@@ -226,7 +232,7 @@ def test_a_sync_runs_in_the_background(cluster: Cluster, standin: ArgoCDStandIn)
         assert app["status"]["operationState"]["phase"] == "Running"
         assert "operation" in app
         standin.gate.set()
-        state = argocd.wait_operation(standin.app_name, timeout=30)
+        state = wait_operation(argocd, standin.app_name, timeout=30)
     assert state["phase"] == "Succeeded"
     assert selector(cluster) == NEW
 
@@ -235,7 +241,7 @@ def test_terminate_a_foreign_operation(standin: ArgoCDStandIn) -> None:
     standin.begin_foreign_operation()
     with connect(standin) as argocd:
         assert argocd.terminate_operation(standin.app_name) is True
-        state = argocd.wait_operation(standin.app_name, timeout=5)
+        state = wait_operation(argocd, standin.app_name, timeout=5)
     assert state["phase"] == "Failed"
 
 
@@ -248,7 +254,7 @@ def test_dry_run_sync_changes_nothing(cluster: Cluster, standin: ArgoCDStandIn) 
             prune=True,
             sync_options=["ServerSideApply=true"],
         )
-        state = argocd.wait_operation(standin.app_name, timeout=30)
+        state = wait_operation(argocd, standin.app_name, timeout=30)
     assert state["phase"] == "Succeeded"
     assert state["syncResult"]["resources"][0]["message"].endswith("(dry run)")
     assert state["operation"]["sync"]["syncOptions"] == ["ServerSideApply=true"]
@@ -258,8 +264,12 @@ def test_dry_run_sync_changes_nothing(cluster: Cluster, standin: ArgoCDStandIn) 
 
 def test_unknown_revision_ends_in_error(cluster: Cluster, standin: ArgoCDStandIn) -> None:
     with connect(standin) as argocd, pytest.raises(SyncFailed, match="ended Error"):
-        argocd.sync_resource_and_wait(
-            standin.app_name, resource=target_resource(cluster), revision="deadbeef", timeout=30
+        sync_resource_and_wait(
+            argocd,
+            standin.app_name,
+            resource=target_resource(cluster),
+            revision="deadbeef",
+            timeout=30,
         )
 
 
@@ -286,7 +296,7 @@ def test_manifests_from_a_directory(cluster: Cluster, tmp_path: Path) -> None:
     gitops.mkdir()
     (gitops / "config.yaml").write_text(json.dumps(manifest(cluster, NEW)))
     with ArgoCDStandIn(kubeconfig=cluster.kubeconfig, manifests=gitops) as s, connect(s) as argocd:
-        argocd.sync_resource_and_wait(s.app_name, resource=target_resource(cluster), timeout=30)
+        sync_resource_and_wait(argocd, s.app_name, resource=target_resource(cluster), timeout=30)
     assert selector(cluster) == NEW
 
 
@@ -337,7 +347,7 @@ def test_rbac_denial_is_403_with_advice(cluster: Cluster) -> None:
     ):
         argocd.get_application(s.app_name)  # reading is allowed
         with pytest.raises(ArgoCDForbidden) as e:
-            argocd.sync_resource_and_wait(s.app_name, resource=target_resource(cluster), timeout=5)
+            sync_resource_and_wait(argocd, s.app_name, resource=target_resource(cluster), timeout=5)
     assert "applications, sync" in str(e.value)
     assert "RBAC" in str(e.value)
     assert cluster.live_target() is None

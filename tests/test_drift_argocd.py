@@ -19,6 +19,7 @@ import respx
 from fracctl.adapters.argocd import ArgoCD
 from fracctl.config import ArgoCDConfig
 from fracctl.errors import ExitCode
+from fracctl.flows.argocd_sync import sync_resource_and_wait
 from fracctl.flows.drift import SYNCED_BUT_DIFFERS
 from tests.argocd_standin import ArgoCDStandIn
 from tests.helpers import Cluster, run_cli
@@ -302,7 +303,8 @@ def test_the_incident_end_to_end_with_the_argocd_stand_in(tmp_path: Path, cluste
             {"ARGOCD_AUTH_TOKEN": standin.token},
         )
         with client:
-            state = client.sync_resource_and_wait(
+            state = sync_resource_and_wait(
+                client,
                 standin.app_name,
                 resource={"group": GROUP, "kind": "GpuFractioningConfig", "name": "default"},
                 timeout=30,

@@ -97,12 +97,12 @@ class ArgoCDBackend:
         client-side dry run for the apply. It writes the dry run's operation state over
         the application's last one; it adds no history entry and changes no resource.
         """
-        from fracctl.adapters.argocd import resource_result
+        from fracctl.flows.argocd_sync import resource_result, wait_operation
 
         client = ctx.argocd
         resource = self._resource(ctx)
         client.sync(app, resources=[resource], dry_run=True, revision=self.pinned)
-        state = client.wait_operation(app, timeout=ctx.config.timeouts.sync, clock=ctx.clock)
+        state = wait_operation(client, app, timeout=ctx.config.timeouts.sync, clock=ctx.clock)
         result = resource_result(state, resource)
         t = ctx.config.target
         if state.get("phase") != "Succeeded" or result is None or result.get("status") != "Synced":
@@ -126,9 +126,12 @@ class ArgoCDBackend:
         that still had the deleted object cached would skip it (``ApplyOutOfSyncOnly``)
         or ``replace`` an object that is gone (``Replace=true``).
         """
+        from fracctl.flows.argocd_sync import sync_resource_and_wait
+
         app = self._app(ctx)
         ctx.argocd.get_application(app, refresh="normal")
-        op = ctx.argocd.sync_resource_and_wait(
+        op = sync_resource_and_wait(
+            ctx.argocd,
             app,
             resource=self._resource(ctx),
             revision=self.pinned,
