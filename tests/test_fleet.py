@@ -159,7 +159,7 @@ def base_context(tmp_path: Path) -> Context:
 def no_clients(monkeypatch: pytest.MonkeyPatch) -> None:
     """Member contexts without a kube client (the jobs below never use one)."""
     monkeypatch.setattr(
-        fleet, "build_context", lambda c: Context(config=c, kube_factory=no_kube, env={})
+        fleet.contexts, "build_context", lambda c: Context(config=c, kube_factory=no_kube, env={})
     )
 
 
