@@ -40,14 +40,14 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 from fracctl import config as cfg  # noqa: E402
-from fracctl.adapters import controlplane  # noqa: E402
 from fracctl.adapters.git import init_repo  # noqa: E402
 from fracctl.adapters.kube import Kube  # noqa: E402
 from fracctl.core.resources import NAMESPACES  # noqa: E402
 from fracctl.flows import drift as drift_flow  # noqa: E402
 from fracctl.flows.context import Context  # noqa: E402
 from fracctl.flows.render import render  # noqa: E402
-from fracctl.flows.sandbox import install_crd  # noqa: E402
+from fracctl.sandbox import controlplane  # noqa: E402
+from fracctl.sandbox.flow import install_crd  # noqa: E402
 
 NS = "bench-drift"
 

@@ -50,9 +50,9 @@ if str(REPO) not in sys.path:
 
 from benchmarks.bench_drift import seed, write_repo  # noqa: E402
 from fracctl import config as cfg  # noqa: E402
-from fracctl.adapters import controlplane  # noqa: E402
 from fracctl.adapters.kube import Kube  # noqa: E402
-from fracctl.flows.sandbox import install_crd  # noqa: E402
+from fracctl.sandbox import controlplane  # noqa: E402
+from fracctl.sandbox.flow import install_crd  # noqa: E402
 
 NAMES = ("eu", "us", "ap")
 

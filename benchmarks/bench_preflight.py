@@ -44,7 +44,7 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 from benchmarks import report  # noqa: E402
-from fracctl.adapters import controlplane, kubeproto  # noqa: E402
+from fracctl.adapters import kubeproto  # noqa: E402
 from fracctl.adapters.kube import METADATA_LIST, POD_LIST, Kube  # noqa: E402
 from fracctl.config import Config  # noqa: E402
 from fracctl.core.fractional import (  # noqa: E402
@@ -55,6 +55,7 @@ from fracctl.core.fractional import (  # noqa: E402
 )
 from fracctl.core.resources import NAMESPACES, NODES, PODS  # noqa: E402
 from fracctl.errors import Conflict  # noqa: E402
+from fracctl.sandbox import controlplane  # noqa: E402
 
 OPT_IN = "example.org/gpu-fractions=enabled"
 CLASS_KEY = "example.org/gpu-class"

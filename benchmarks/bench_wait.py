@@ -67,11 +67,11 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 from benchmarks import report  # noqa: E402
-from fracctl.adapters import controlplane  # noqa: E402
 from fracctl.adapters.kube import Kube  # noqa: E402
 from fracctl.config import Config  # noqa: E402
 from fracctl.core.resources import NODES  # noqa: E402
-from fracctl.flows.sandbox import install_crd  # noqa: E402
+from fracctl.sandbox import controlplane  # noqa: E402
+from fracctl.sandbox.flow import install_crd  # noqa: E402
 
 SELECTOR = {"example.org/gpu-fractions": "enabled"}
 SMP = "application/strategic-merge-patch+json"

@@ -25,11 +25,11 @@ from typing import Any
 
 import pytest
 
-from fracctl.adapters import argocd_local
 from fracctl.adapters.argocd import ArgoCD
-from fracctl.adapters.controlplane import ControlPlane
 from fracctl.adapters.kube import Kube
 from fracctl.flows.argocd_sync import wait_operation
+from fracctl.sandbox import argocd_local
+from fracctl.sandbox.controlplane import ControlPlane
 from tests.helpers import Cluster
 from tests.recreate_fixtures import OLD, Incident, make_incident
 

@@ -10,9 +10,9 @@ from typing import TYPE_CHECKING
 import pytest
 
 from fracctl import config as cfg
-from fracctl.adapters import controlplane
 from fracctl.adapters.kube import Kube
-from fracctl.flows.sandbox import install_crd
+from fracctl.sandbox import controlplane
+from fracctl.sandbox.flow import install_crd
 from tests.helpers import CannedServer, Cluster
 
 if TYPE_CHECKING:

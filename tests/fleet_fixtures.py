@@ -12,10 +12,10 @@ from typing import Any
 import yaml
 
 from fracctl import config as cfg
-from fracctl.adapters import controlplane
 from fracctl.adapters.git import init_repo
 from fracctl.flows.context import Context
-from fracctl.flows.operator_sim import OperatorSimulation, SimulationThread
+from fracctl.sandbox import controlplane
+from fracctl.sandbox.operator_sim import OperatorSimulation, SimulationThread
 from tests.helpers import Cluster
 from tests.recreate_fixtures import NEW, OLD
 

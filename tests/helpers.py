@@ -260,7 +260,7 @@ class Cluster:
         """The gpu-fractioning operator as a healthy install has it: an available
         Deployment and a fresh leader-election Lease (long-lived, so no thread needs to
         renew it), without running its reconcile loop."""
-        from fracctl.flows.operator_sim import OperatorSimulation
+        from fracctl.sandbox.operator_sim import OperatorSimulation
 
         OperatorSimulation(self.kube, self.config, lease_duration=lease_duration).lead()
 

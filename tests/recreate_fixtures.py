@@ -10,7 +10,7 @@ from typing import Any
 from fracctl import config as cfg
 from fracctl.adapters.git import init_repo
 from fracctl.flows.context import Context
-from fracctl.flows.operator_sim import LEASE_DURATION, OperatorSimulation, SimulationThread
+from fracctl.sandbox.operator_sim import LEASE_DURATION, OperatorSimulation, SimulationThread
 from tests.helpers import Cluster
 
 REPO = Path(__file__).resolve().parents[1]

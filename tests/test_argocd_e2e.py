@@ -310,6 +310,6 @@ def test_sandbox_up_argocd_recreates_through_argocd(tmp_path: Path) -> None:
         down = run_cli("sandbox", "down", "--state-dir", state)
     assert down.exit_code == ExitCode.OK, down.output
     assert pids, st.output
-    from fracctl.adapters.controlplane import alive
+    from fracctl.sandbox.controlplane import alive
 
     assert not [name for name, pid in pids.items() if alive(pid)]

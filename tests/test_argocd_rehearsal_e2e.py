@@ -14,10 +14,10 @@ from typing import Any
 
 import pytest
 
-from fracctl.adapters import argocd_local
 from fracctl.adapters.git import git
 from fracctl.core.resources import DEPLOYMENTS, LEASES
 from fracctl.errors import ExitCode
+from fracctl.sandbox import argocd_local
 from tests.argocd_real import RealArgoCD, configure, unchanged
 from tests.helpers import commit_all, run_cli
 from tests.recreate_fixtures import NEW, OLD, Incident

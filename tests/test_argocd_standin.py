@@ -19,10 +19,10 @@ from fracctl.adapters.argocd import (
     OperationInProgress,
     SyncFailed,
 )
-from fracctl.adapters.controlplane import ControlPlane
 from fracctl.config import ArgoCDConfig
 from fracctl.errors import Unreachable
 from fracctl.flows.argocd_sync import resource_result, sync_resource_and_wait, wait_operation
+from fracctl.sandbox.controlplane import ControlPlane
 from tests.argocd_standin import TRACKING_ANNOTATION, ArgoCDStandIn
 from tests.helpers import Cluster, FakeClock
 

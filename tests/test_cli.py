@@ -269,7 +269,7 @@ def _boom(exc: BaseException) -> None:
 def test_error_boundary(
     monkeypatch: pytest.MonkeyPatch, exc: BaseException, code: int, text: str
 ) -> None:
-    from fracctl.flows import sandbox
+    from fracctl.sandbox import flow as sandbox
 
     monkeypatch.setattr(sandbox, "env_lines", lambda root: _boom(exc))
     r = run_cli("sandbox", "env")
@@ -280,7 +280,7 @@ def test_error_boundary(
 
 
 def test_debug_reraises_unexpected_errors(monkeypatch: pytest.MonkeyPatch) -> None:
-    from fracctl.flows import sandbox
+    from fracctl.sandbox import flow as sandbox
 
     monkeypatch.setattr(sandbox, "env_lines", lambda root: _boom(RuntimeError("kaboom")))
     with pytest.raises(RuntimeError, match="kaboom"):

@@ -15,11 +15,11 @@ from typing import Any
 import pytest
 from ruamel.yaml import YAML
 
-from fracctl.adapters.argocd_local import locate_kustomize
 from fracctl.config import MPSConfig
 from fracctl.core import rbac
 from fracctl.core.resources import NAMESPACES
 from fracctl.errors import Conflict, ExitCode
+from fracctl.sandbox.argocd_local import locate_kustomize
 from tests.helpers import Cluster, run_cli
 
 REPO = Path(__file__).resolve().parents[1]

@@ -14,7 +14,6 @@ import pytest
 from junitparser import JUnitXml
 
 from fracctl import config as cfg
-from fracctl.adapters.controlplane import ControlPlane
 from fracctl.adapters.git import init_repo
 from fracctl.adapters.kube import Kube
 from fracctl.core import drift as d
@@ -22,6 +21,7 @@ from fracctl.core.resources import ResourceRef
 from fracctl.errors import ExitCode, NotFound
 from fracctl.flows import drift as flow
 from fracctl.flows.context import Context
+from fracctl.sandbox.controlplane import ControlPlane
 from tests.helpers import Cluster, commit_all, granted, run_cli
 
 REPO = Path(__file__).resolve().parents[1]

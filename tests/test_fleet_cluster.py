@@ -10,7 +10,7 @@ from contextlib import ExitStack
 from fracctl.core.resources import NODES
 from fracctl.errors import ExitCode
 from fracctl.flows import fleet as fleet_flow
-from fracctl.flows.operator_sim import NEVER_READY
+from fracctl.sandbox.operator_sim import NEVER_READY
 from tests.fleet_fixtures import Fleet, seed_clean, seed_fractional, seed_incident
 from tests.helpers import commit_all, run_cli
 from tests.recreate_fixtures import NEW, OLD

@@ -25,7 +25,7 @@ def test_a_non_json_answer_is_a_clear_error(canned_server: CannedServer) -> None
 
 
 def test_an_unreachable_server_names_the_host_not_the_token() -> None:
-    from fracctl.adapters.controlplane import free_port
+    from fracctl.sandbox.controlplane import free_port
 
     kube = _kube(f"http://127.0.0.1:{free_port()}")
     with pytest.raises(Unreachable, match="cannot reach the API server at http://127.0.0.1") as e:

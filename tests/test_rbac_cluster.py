@@ -19,7 +19,6 @@ from typing import Any
 
 import pytest
 
-from fracctl.adapters.controlplane import ControlPlane
 from fracctl.adapters.kube import Kube
 from fracctl.config import Config
 from fracctl.core import rbac
@@ -27,6 +26,7 @@ from fracctl.core.resources import NAMESPACES, ResourceRef
 from fracctl.errors import Conflict, ExitCode, NotFound
 from fracctl.flows import rbac as flow
 from fracctl.flows.context import Context
+from fracctl.sandbox.controlplane import ControlPlane
 from tests.fake_mps import fake_mps, wait_for
 from tests.flux_standin import FluxStandIn
 from tests.helpers import Cluster, run_cli

@@ -15,8 +15,8 @@ import pytest
 from fracctl.core.nodes import is_ready
 from fracctl.core.resources import LEASES, NODES
 from fracctl.errors import ExitCode, ExternalError, Refused, TimedOut, Unsafe, UsageError
-from fracctl.flows.operator_sim import NEVER_READY
 from fracctl.flows.recreate import BOUNDARIES, recreate
+from fracctl.sandbox.operator_sim import NEVER_READY
 from tests.argocd_standin import ArgoCDStandIn
 from tests.flux_standin import FluxStandIn
 from tests.helpers import Cluster, run_cli

@@ -240,7 +240,7 @@ def test_context_consoles_info_and_warn_are_masked(capsys: pytest.CaptureFixture
 
 @pytest.mark.parametrize("form", list(FORMS))
 def test_the_error_line_masks_every_form(monkeypatch: pytest.MonkeyPatch, form: str) -> None:
-    from fracctl.flows import sandbox
+    from fracctl.sandbox import flow as sandbox
 
     def boom(root: Any) -> list[str]:
         raise ExternalError(f"Argo CD said: {FORMS[form](TOKEN)}")
@@ -255,7 +255,7 @@ def test_the_error_line_masks_every_form(monkeypatch: pytest.MonkeyPatch, form: 
 
 @pytest.mark.parametrize("form", list(FORMS))
 def test_stdout_masks_every_form(monkeypatch: pytest.MonkeyPatch, form: str) -> None:
-    from fracctl.flows import sandbox
+    from fracctl.sandbox import flow as sandbox
 
     monkeypatch.setattr(sandbox, "env_lines", lambda root: [FORMS[form](TOKEN), "done"])
     res = run_cli("sandbox", "env")
@@ -265,7 +265,7 @@ def test_stdout_masks_every_form(monkeypatch: pytest.MonkeyPatch, form: str) -> 
 
 
 def test_an_unexpected_error_is_masked(monkeypatch: pytest.MonkeyPatch) -> None:
-    from fracctl.flows import sandbox
+    from fracctl.sandbox import flow as sandbox
 
     def boom(root: Any) -> list[str]:
         raise ValueError(f"Invalid header value {('Bearer ' + TOKEN).encode()!r}")
@@ -292,7 +292,7 @@ def test_debug_traceback_is_masked(tmp_path: Path) -> None:
     script = (
         "import sys\n"
         "from fracctl import redact\n"
-        "from fracctl.flows import sandbox\n"
+        "from fracctl.sandbox import flow as sandbox\n"
         "from fracctl.cli.main import main\n"
         f"redact.register({TOKEN!r})\n"
         "def boom(root):\n"
@@ -311,7 +311,7 @@ def test_debug_traceback_is_masked(tmp_path: Path) -> None:
 
 
 def test_a_usage_error_under_debug_keeps_its_exit_code(monkeypatch: pytest.MonkeyPatch) -> None:
-    from fracctl.flows import sandbox
+    from fracctl.sandbox import flow as sandbox
 
     def boom(root: Any) -> list[str]:
         raise UsageError(f"bad {TOKEN}")

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from fracctl.adapters.controlplane import ControlPlane, alive
 from fracctl.errors import ExitCode
+from fracctl.sandbox.controlplane import ControlPlane, alive
 from tests.helpers import run_cli
 
 pytestmark = pytest.mark.cluster

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from fracctl.adapters.controlplane import ControlPlane, alive
 from fracctl.errors import ExitCode
-from fracctl.flows import sandbox as flow
+from fracctl.sandbox import flow
+from fracctl.sandbox.controlplane import ControlPlane, alive
 from tests.helpers import Result, run_cli
 
 pytestmark = pytest.mark.cluster

@@ -13,12 +13,12 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-from fracctl.adapters import controlplane
 from fracctl.adapters.kube import Kube
 from fracctl.core.clock import SystemClock
 from fracctl.core.nodes import is_ready
 from fracctl.core.resources import NODES, ResourceRef
 from fracctl.errors import Unreachable
+from fracctl.sandbox import controlplane
 from tests.helpers import Cluster
 
 LABEL = "example.org/watch-test"

@@ -29,7 +29,7 @@ StateDir = Annotated[
 
 
 def _root(ctx: typer.Context, state_dir: Path | None) -> Path:
-    from fracctl.flows.sandbox import default_root
+    from fracctl.sandbox.flow import default_root
 
     # Absolute: the paths end up in fracctl.yaml, in `sandbox env` and in the operator
     # simulation, which runs in the sandbox folder, not here.
@@ -49,7 +49,7 @@ def _context(ctx: typer.Context, state_dir: Path | None) -> Context:
     named = os.environ.get("FRACCTL_CONFIG")
     if not named or (g is not None and g.config) or Path(named).expanduser().is_file():
         return _app.context(ctx)
-    from fracctl.flows.sandbox import Sandbox
+    from fracctl.sandbox.flow import Sandbox
 
     env = {k: v for k, v in os.environ.items() if k != "FRACCTL_CONFIG"}
     c = _app.context(ctx, env=env)
@@ -82,7 +82,7 @@ def up(
         fracctl sandbox up --argocd
         eval "$(fracctl sandbox env)"
     """
-    from fracctl.flows import sandbox
+    from fracctl.sandbox import flow as sandbox
 
     c = _context(ctx, state_dir)
     st = sandbox.up(
@@ -105,7 +105,7 @@ def up(
 @app.command()
 def down(ctx: typer.Context, state_dir: StateDir = None) -> None:
     """Stop the sandbox's processes and remove its state (safe to repeat)."""
-    from fracctl.flows import sandbox
+    from fracctl.sandbox import flow as sandbox
 
     c = _context(ctx, state_dir)
     found = sandbox.down(c, root=_root(ctx, state_dir))
@@ -122,7 +122,7 @@ def status(
 
     Exits 0 when running, 1 when not.
     """
-    from fracctl.flows import sandbox
+    from fracctl.sandbox import flow as sandbox
 
     c = _context(ctx, state_dir)
     st = sandbox.status(c, root=_root(ctx, state_dir))
@@ -158,7 +158,7 @@ def status(
 @app.command()
 def env(ctx: typer.Context, state_dir: StateDir = None) -> None:
     """Print the export lines that point kubectl and fracctl at the sandbox."""
-    from fracctl.flows import sandbox
+    from fracctl.sandbox import flow as sandbox
 
     for line in sandbox.env_lines(_root(ctx, state_dir)):
         print(line)
@@ -173,7 +173,7 @@ def operator_sim(
     ] = None,
 ) -> None:
     """Run the gpu-fractioning operator SIMULATION in the foreground."""
-    from fracctl.flows import sandbox
+    from fracctl.sandbox import flow as sandbox
 
     sandbox.run_operator_simulation(_app.context(ctx), ready_file=ready_file)
 

@@ -23,12 +23,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from fracctl.adapters import controlplane
 from fracctl.adapters.kube import Kube
 from fracctl.core.clock import utc_timestamp
 from fracctl.core.resources import CRDS, NAMESPACES, ResourceRef
 from fracctl.errors import Conflict, ExternalError, NotFound, TimedOut, UsageError
 from fracctl.redact import redact, register
+from fracctl.sandbox import controlplane
 
 VERSION = "v3.2.11"
 NAMESPACE = "argocd"

@@ -16,7 +16,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from fracctl.adapters import argocd_local, controlplane
 from fracctl.adapters.git import init_repo
 from fracctl.adapters.kube import Kube
 from fracctl.config import Config
@@ -26,6 +25,7 @@ from fracctl.core.nodes import condition
 from fracctl.core.resources import CRDS, NAMESPACES, NODES, split_api_version
 from fracctl.errors import Conflict, ExternalError, NotFound, TimedOut, UsageError
 from fracctl.flows.context import Context
+from fracctl.sandbox import argocd_local, controlplane
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_SCENARIO = REPO_ROOT / "examples" / "sandbox" / "incident.yaml"
@@ -509,7 +509,7 @@ def run_operator_simulation(ctx: Context, *, ready_file: Path | None = None) -> 
     """
     import threading
 
-    from fracctl.flows.operator_sim import OperatorSimulation
+    from fracctl.sandbox.operator_sim import OperatorSimulation
 
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
