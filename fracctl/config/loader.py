@@ -1,0 +1,304 @@
+"""Loading the configuration: file, environment and flags, merged and validated.
+
+Precedence is flags > environment > file > defaults. Each value keeps where it came
+from (a file line, an environment variable, a flag), so a bad one raises
+:class:`~fracctl.errors.ConfigError` naming that place. :func:`check_value` parses a
+single setting as :func:`load` would, for flags checked where they are parsed. The
+YAML library is imported only when a file is read.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import re
+import types
+import typing
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Union
+
+from fracctl.config.schema import Config
+from fracctl.config.values import Duration, parse_duration
+from fracctl.errors import ConfigError
+
+
+class _Located:
+    """A value with where it came from, so an error can name that place.
+
+    ``line`` is the line in the file (0 when not from the file); ``origin`` names a
+    source other than the file: ``--timeout`` or ``environment variable FRACCTL_…``.
+    """
+
+    __slots__ = ("value", "line", "origin")
+
+    def __init__(self, value: Any, line: int, origin: str = "") -> None:
+        self.value = value
+        self.line = line
+        self.origin = origin
+
+
+def _coerce(tp: Any, raw: Any, where: str) -> Any:
+    origin = typing.get_origin(tp)
+    args = typing.get_args(tp)
+    if origin in (Union, types.UnionType):
+        if raw is None and type(None) in args:
+            return None
+        (inner,) = [a for a in args if a is not type(None)]
+        return _coerce(inner, raw, where)
+    if tp is Duration:
+        return parse_duration(raw)
+    if dataclasses.is_dataclass(tp) and isinstance(tp, type):
+        return _coerce_entry(tp, raw, where)
+    if tp is bool:
+        if isinstance(raw, bool):
+            return raw
+        if isinstance(raw, str) and raw.lower() in ("true", "false", "1", "0", "yes", "no"):
+            return raw.lower() in ("true", "1", "yes")
+        raise ValueError(f"expected true or false, got {raw!r}")
+    if tp is int:
+        if isinstance(raw, bool):
+            raise ValueError(f"expected an integer, got {raw!r}")
+        try:
+            return int(raw)
+        except (TypeError, ValueError):
+            raise ValueError(f"expected an integer, got {raw!r}") from None
+    if tp is str:
+        if isinstance(raw, (dict, list)) or raw is None:
+            raise ValueError(f"expected a string, got {raw!r}")
+        return str(raw)
+    if origin is list:
+        if isinstance(raw, str):  # from the environment: comma separated
+            raw = [p.strip() for p in raw.split(",") if p.strip()]
+        if not isinstance(raw, list):
+            raise ValueError(f"expected a list, got {raw!r}")
+        if dataclasses.is_dataclass(args[0]):  # entries with keys: say which entry
+            return [_entry(args[0], i, item, where) for i, item in enumerate(raw)]
+        return [_coerce(args[0], item, where) for item in raw]
+    raise ValueError(f"unsupported type at {where}")  # pragma: no cover - schema bug
+
+
+def _entry(tp: Any, index: int, raw: Any, where: str) -> Any:
+    try:
+        return _coerce(tp, raw, where)
+    except ValueError as e:
+        raise ValueError(f"entry {index + 1}: {e}") from None
+
+
+def _coerce_entry(tp: type, raw: Any, where: str) -> Any:
+    """A list entry with keys of its own (a fleet's cluster); a bare string is its first key."""
+    hints = typing.get_type_hints(tp)
+    first = next(iter(hints))
+    if isinstance(raw, str):  # from the environment, or the short form in the file
+        raw = {first: raw}
+    if not isinstance(raw, dict):
+        raise ValueError(f"expected a mapping with {first}, got {raw!r}")
+    unknown = [k for k in raw if k not in hints]
+    if unknown:
+        raise ValueError(f"unknown key {unknown[0]!r} (known: {', '.join(hints)})")
+    if first not in raw:
+        raise ValueError(f"{first} is required, got {raw!r}")
+    values = {k: _coerce(hints[k], v, f"{where}.{k}") for k, v in raw.items()}
+    return tp(**values)
+
+
+def _section_types(cls: type) -> dict[str, Any]:
+    return typing.get_type_hints(cls)
+
+
+def _build(values: Mapping[str, Mapping[str, _Located]], file: str | None) -> Config:
+    sections: dict[str, Any] = {}
+    hints = _section_types(Config)
+    for section, items in values.items():
+        cls = hints[section]
+        fields = _section_types(cls)
+        kwargs: dict[str, Any] = {}
+        for key, loc in items.items():
+            where = f"{section}.{key}"
+            try:
+                kwargs[key] = _coerce(fields[key], loc.value, where)
+            except ValueError as e:
+                raise ConfigError(_locate(file, loc, where, str(e))) from None
+        try:
+            sections[section] = cls(**kwargs)
+        except ValueError as e:
+            raise ConfigError(_locate(file, _blame(items, str(e)), section, str(e))) from None
+    return Config(**sections, source=file)
+
+
+def _blame(items: Mapping[str, _Located], message: str) -> _Located | None:
+    """The value a section's complaint is about: the first of its keys the message names."""
+    hits = []
+    for key in items:
+        m = re.search(rf"\b{re.escape(key)}\b", message)
+        if m:
+            hits.append((m.start(), key))
+    if hits:
+        return items[min(hits)[1]]
+    if all(not loc.origin for loc in items.values()):  # all from the file: its first line
+        line = min((loc.line for loc in items.values() if loc.line), default=0)
+        return _Located(None, line)
+    return None
+
+
+def _locate(file: str | None, loc: _Located | None, where: str, message: str) -> str:
+    """``message`` prefixed with where the value came from: a flag, a variable, file:line."""
+    if loc is not None and loc.origin:
+        return f"{loc.origin}: {where}: {message}"
+    if loc is None:  # values from several places, none named by the message
+        return f"{where}: {message}"
+    if file and loc.line:
+        return f"{file}:{loc.line}: {where}: {message}"
+    if file:
+        return f"{file}: {where}: {message}"
+    return f"{where}: {message}"
+
+
+def _read_file(path: Path) -> dict[str, dict[str, _Located]]:
+    from ruamel.yaml import YAML
+    from ruamel.yaml.error import YAMLError
+
+    name = str(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as e:
+        raise ConfigError(f"{name}: cannot read: {e.strerror}") from None
+    try:
+        doc = YAML(typ="rt").load(text)
+    except YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        at = f":{mark.line + 1}" if mark is not None else ""
+        problem = getattr(e, "problem", None) or str(e).splitlines()[0]
+        raise ConfigError(f"{name}{at}: not valid YAML: {problem}") from None
+    if doc is None:
+        return {}
+    if not isinstance(doc, dict):
+        raise ConfigError(f"{name}:1: the top level must be a mapping of sections")
+    hints = _section_types(Config)
+    out: dict[str, dict[str, _Located]] = {}
+    for section, body in doc.items():
+        sline = _line_of(doc, section)
+        if section not in hints or section == "source":
+            known = ", ".join(k for k in hints if k != "source")
+            raise ConfigError(f"{name}:{sline}: unknown section {section!r} (known: {known})")
+        if body is None:
+            continue
+        if not isinstance(body, dict):
+            raise ConfigError(f"{name}:{sline}: {section}: expected a mapping")
+        fields = _section_types(hints[section])
+        for key, value in body.items():
+            line = _line_of(body, key)
+            if key not in fields:
+                raise ConfigError(
+                    f"{name}:{line}: {section}.{key}: unknown key (known: {', '.join(fields)})"
+                )
+            out.setdefault(section, {})[key] = _Located(_plain(value), line)
+    return out
+
+
+def _line_of(mapping: Any, key: Any) -> int:
+    try:
+        return int(mapping.lc.key(key)[0]) + 1
+    except (AttributeError, KeyError, TypeError):
+        return 0
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    return value
+
+
+def _from_env(env: Mapping[str, str]) -> dict[str, dict[str, _Located]]:
+    out: dict[str, dict[str, _Located]] = {}
+    hints = _section_types(Config)
+    for section, cls in hints.items():
+        if section == "source":
+            continue
+        for key in _section_types(cls):
+            name = f"FRACCTL_{section}_{key}".upper()
+            if name in env:
+                out.setdefault(section, {})[key] = _Located(
+                    env[name], 0, f"environment variable {name}"
+                )
+    return out
+
+
+def load(
+    path: str | None = None,
+    *,
+    env: Mapping[str, str] | None = None,
+    overrides: Mapping[str, Any] | None = None,
+    flags: Mapping[str, str] | None = None,
+) -> Config:
+    """Load the configuration.
+
+    Args:
+        path: ``--config`` value; when given the file must exist.
+        env: the environment (defaults to ``os.environ``).
+        overrides: flag values as ``{"section.key": value}``; ``None`` values are ignored.
+        flags: the flag each override came from (``{"timeouts.ready": "--timeout"}``),
+            so an error names the flag rather than the file.
+
+    Returns:
+        The validated configuration.
+
+    Raises:
+        ConfigError: the file or a value is invalid.
+    """
+    env = os.environ if env is None else env
+    explicit = path or env.get("FRACCTL_CONFIG")
+    file: Path | None = None
+    if explicit:
+        file = Path(explicit).expanduser()
+        if not file.is_file():
+            what = "is a directory, not a config file" if file.is_dir() else "config file not found"
+            raise ConfigError(
+                f"{explicit}: {what}", hint=None if path else "named by FRACCTL_CONFIG"
+            )
+    elif Path("fracctl.yaml").is_file():
+        file = Path("fracctl.yaml")
+
+    merged: dict[str, dict[str, _Located]] = {}
+    layers = [_read_file(file) if file else {}, _from_env(env)]
+    flag_layer: dict[str, dict[str, _Located]] = {}
+    hints = _section_types(Config)
+    for dotted, value in (overrides or {}).items():
+        if value is None:
+            continue
+        section, key = dotted.split(".", 1)
+        if section not in hints or key not in _section_types(hints[section]):
+            raise ConfigError(f"unknown setting {dotted!r}")  # pragma: no cover - code bug
+        flag = (flags or {}).get(dotted) or "a command-line flag"
+        flag_layer.setdefault(section, {})[key] = _Located(value, 0, flag)
+    layers.append(flag_layer)
+    for layer in layers:
+        for section, items in layer.items():
+            merged.setdefault(section, {}).update(items)
+    return _build(merged, str(file) if file else None)
+
+
+def check_value(dotted: str, raw: Any) -> Any:
+    """Parse one setting's value as the configuration would (``"timeouts.ready"``, ``"10m"``).
+
+    For command-line flags that set a configuration key: checked where the flag is
+    parsed, a bad value is reported as that flag's. The section's own checks run too,
+    with every other key at its default; a complaint that does not name this key (one
+    about a combination of keys) is left to :func:`load`, which sees them all.
+
+    Raises:
+        ValueError: the value does not parse (a duration, integer, boolean…) or is out
+            of range; the message does not repeat the key.
+    """
+    section, key = dotted.split(".", 1)
+    cls = _section_types(Config)[section]
+    value = _coerce(_section_types(cls)[key], raw, dotted)
+    try:
+        cls(**{key: value})
+    except ValueError as e:
+        m = re.match(rf"^{re.escape(key)}\b:?\s*(.*)$", str(e), re.S)
+        if m:
+            raise ValueError(m.group(1)) from None
+    return value
