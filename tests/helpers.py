@@ -121,6 +121,23 @@ def granted(kube: Kube, user: str, rules: list[dict[str, Any]], name: str) -> It
         kube.delete(CLUSTER_ROLES, name)
 
 
+def unit_context(config: Config | None = None, **kwargs: Any) -> Any:
+    """A context for unit tests: the cluster and Argo CD are out of reach, and touching
+    either fails the test by name instead of as an ``AttributeError`` on None."""
+    from fracctl.flows.context import Context
+
+    def no_cluster() -> Any:
+        raise AssertionError("a unit test touched the cluster")
+
+    def no_argocd() -> Any:
+        raise AssertionError("a unit test touched Argo CD")
+
+    kwargs.setdefault("env", {})
+    return Context(
+        config=config or Config(), kube_factory=no_cluster, argocd_factory=no_argocd, **kwargs
+    )
+
+
 def ref_for(config: Config) -> ResourceRef:
     return config.target.ref
 

@@ -10,16 +10,15 @@ from fracctl import config as cfg
 from fracctl.errors import Refused
 from fracctl.flows.backends import argocd as b
 from fracctl.flows.context import Context
+from tests.helpers import unit_context
 
 GROUP = "gpu-fractioning.kai.scheduler/v1alpha1"
 SHA = "0123456789abcdef0123456789abcdef01234567"
 
 
 def ctx() -> Context:
-    def no_cluster() -> Any:
-        raise AssertionError("a unit test touched the cluster")
-
-    return Context(config=cfg.Config(), kube_factory=no_cluster, env={})
+    ctx: Context = unit_context(cfg.Config())
+    return ctx
 
 
 def target(selector: dict[str, str]) -> dict[str, Any]:

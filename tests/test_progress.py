@@ -12,7 +12,7 @@ from fracctl import config as cfg
 from fracctl.cli.progress import LiveNodeTable
 from fracctl.flows.context import Context
 from fracctl.flows.wait import PlainProgress, wait_ready
-from tests.helpers import Cluster
+from tests.helpers import Cluster, unit_context
 
 COND = cfg.Config().condition
 
@@ -25,7 +25,7 @@ def node(name: str, status: str, reason: str = "AllDaemonsReady") -> dict[str, A
 
 
 def context_on(console: Console, **kwargs: Any) -> Context:
-    ctx = Context(config=cfg.Config(), kube_factory=lambda: None, **kwargs)  # type: ignore[arg-type,return-value]
+    ctx = unit_context(cfg.Config(), **kwargs)
     ctx._err = console
     return ctx
 

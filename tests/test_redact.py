@@ -223,10 +223,9 @@ def test_the_console_masks_before_laying_out() -> None:
 
 
 def test_context_consoles_info_and_warn_are_masked(capsys: pytest.CaptureFixture[str]) -> None:
-    from fracctl.config import Config
-    from fracctl.flows.context import Context
+    from tests.helpers import unit_context
 
-    ctx = Context(config=Config(), kube_factory=lambda: None)  # type: ignore[arg-type,return-value]
+    ctx = unit_context()
     ctx.info(f"syncing with {TOKEN}")
     ctx.warn(f"server said {quote(TOKEN, safe='')}")
     ctx.out.print(f"result {TOKEN}")
