@@ -274,7 +274,7 @@ def test_deployment_selector_change_needs_recreate_with_the_api_servers_message(
 def test_the_next_step_for_another_kind_does_not_offer_fracctl_recreate(
     cluster: Cluster, objects: Objects
 ) -> None:
-    from fracctl.core.report import describe
+    from fracctl.core.drift_report import describe
 
     objects.create(deployment("web", {"app": "web"}))
     ctx = context(cluster.kubeconfig)

@@ -11,8 +11,8 @@ from junitparser import Failure, JUnitXml
 
 from fracctl.core import drift as d
 from fracctl.core.crd import fractioning_crd
+from fracctl.core.drift_report import annotation, describe, to_github, to_junit, value_text
 from fracctl.core.immutability import builtin_rules, rules_from_crd
-from fracctl.core.report import annotation, describe, to_github, to_junit, value_text
 from fracctl.errors import Cause
 
 CEL = "nodeSelector is immutable; delete and recreate the GpuFractioningConfig to change it"

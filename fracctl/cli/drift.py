@@ -168,7 +168,7 @@ def _run(
     report = flow.run(c, **what)
     summary = flow.summary_line(report)
     if junit_file is not None:
-        from fracctl.core.report import to_junit
+        from fracctl.core.drift_report import to_junit
 
         try:
             junit_file.write_text(redact(to_junit(report)), encoding="utf-8")
@@ -177,11 +177,11 @@ def _run(
     if fmt == "json":
         _app.emit_json(report.to_dict())
     elif fmt == "junit":
-        from fracctl.core.report import to_junit
+        from fracctl.core.drift_report import to_junit
 
         sys.stdout.write(to_junit(report))
     elif fmt == "github":
-        from fracctl.core.report import to_github
+        from fracctl.core.drift_report import to_github
 
         sys.stdout.write(to_github(report, summary))
     else:
@@ -193,7 +193,7 @@ def _table(c: Context, report: DriftReport, summary: str) -> None:
     from rich.table import Table
     from rich.text import Text
 
-    from fracctl.core.report import describe, value_text
+    from fracctl.core.drift_report import describe, value_text
 
     src = report.source
     if src.get("argocd_app"):

@@ -1,0 +1,86 @@
+"""The ``fracctl drift`` flow: which objects to judge, from where, and what it exits with.
+
+``run`` takes the desired state from git (the configured target, or every rendered
+object with ``all_objects``) or from an Argo CD application, and adds Argo CD's claims
+when an application is configured; ``exit_code`` and ``summary_line`` say how the
+report ends the command.
+"""
+
+from __future__ import annotations
+
+from fracctl.core import drift as d
+from fracctl.errors import UsageError
+from fracctl.flows.context import Context
+from fracctl.flows.drift.argocd import _annotate_with_argocd, check_app
+from fracctl.flows.drift.checks import _check_target, check_objects
+from fracctl.flows.render import Desired
+
+
+def run(
+    ctx: Context,
+    *,
+    all_objects: bool = False,
+    app: str | None = None,
+    repo: str | None = None,
+    revision: str | None = None,
+    path: str | None = None,
+    renderer: str | None = None,
+    kind: str | None = None,
+    name: str | None = None,
+) -> d.DriftReport:
+    """What ``fracctl drift`` reports.
+
+    Args:
+        ctx: the context.
+        all_objects: judge every rendered object, not only the configured target.
+        app: judge every resource of this Argo CD application (desired from Argo CD).
+        repo: git repository (default ``git.repo``).
+        revision: git revision (default ``git.revision``); with ``app``, Argo CD's.
+        path: path in the repository (default ``git.path``).
+        renderer: ``auto``, ``plain``, ``kustomize`` or ``helm``.
+        kind: only objects of this kind (with ``all_objects`` or ``app``).
+        name: only objects of this name (with ``all_objects`` or ``app``).
+
+    Returns:
+        The report; with Argo CD configured, also what Argo CD claims.
+    """
+    from fracctl.flows.render import render, select
+
+    if app:
+        if any(v is not None for v in (repo, path, renderer)):
+            raise UsageError(
+                "--app takes the desired state from Argo CD: drop --repo/--path/--renderer"
+            )
+        return check_app(ctx, app=app, revision=revision, kind=kind, name=name)
+    if (kind or name) and not all_objects:
+        raise UsageError("--kind and --name select among rendered objects: add --all")
+    desired = render(ctx, repo=repo, revision=revision, path=path, renderer=renderer)
+    if all_objects:
+        keep = select(desired.objects, kind=kind, name=name)
+        chosen = Desired(
+            objects=[desired.objects[i] for i in keep],
+            locations=[desired.location_of(i) for i in keep],
+            texts=[desired.text_of(i) for i in keep],
+            source=desired.source,
+        )
+        report = check_objects(ctx, chosen.objects, desired=chosen)
+    else:
+        report = _check_target(ctx, desired=desired)
+    app_name = ctx.config.argocd.app
+    if app_name:
+        application = ctx.argocd.get_application(app_name)
+        _annotate_with_argocd(report, app_name, application)
+    return report
+
+
+def exit_code(report: d.DriftReport) -> int:
+    """0 when everything is in sync, 1 when anything drifted."""
+    return 1 if report.drifted else 0
+
+
+def summary_line(report: d.DriftReport) -> str:
+    """``3 objects: 1 needs-recreate, 2 in-sync``."""
+    counts = {k: v for k, v in report.counts().items() if v}
+    parts = ", ".join(f"{v} {k}" for k, v in counts.items())
+    n = len(report.objects)
+    return f"{n} object{'s' if n != 1 else ''}: {parts or 'none'}"
