@@ -15,10 +15,11 @@ from typing import Any
 import pytest
 from ruamel.yaml import YAML
 
-from fracctl.config import MPSConfig
+from fracctl.config import Config, MPSConfig
 from fracctl.core import rbac
 from fracctl.core.resources import NAMESPACES
 from fracctl.errors import Conflict, ExitCode
+from fracctl.flows.rbac import params
 from fracctl.sandbox.argocd_local import locate_kustomize
 from tests.helpers import Cluster, run_cli
 
@@ -82,7 +83,7 @@ def test_every_role_file_is_listed_in_the_kustomization() -> None:
 def test_the_example_hook_grants_what_the_drift_role_grants() -> None:
     docs = load_all((REPO / "examples" / "argocd" / "drift-postsync.yaml").read_text())
     (role,) = by_kind(docs, "ClusterRole")
-    assert role["rules"] == rbac.roles("drift")[0].to_dict()["rules"]
+    assert role["rules"] == rbac.roles("drift", params(Config()))[0].to_dict()["rules"]
 
 
 @pytest.mark.parametrize("overlay", OVERLAYS)
@@ -92,7 +93,8 @@ def test_each_overlay_ships_the_generated_roles(overlay: str) -> None:
     shipped = {(o["kind"], o["metadata"].get("namespace", ""), o["metadata"]["name"]): o["rules"]
                for o in roles}  # fmt: skip
     expected = {(r.kind, r.namespace, r.name): r.to_dict()["rules"]
-                for role in rbac.ROLES if role != "doctor" for r in rbac.roles(role)}  # fmt: skip
+                for role in rbac.ROLES if role != "doctor"
+                for r in rbac.roles(role, params(Config()))}  # fmt: skip
     assert shipped == expected
 
 
@@ -166,7 +168,7 @@ def test_the_node_agent_daemonset() -> None:
     ]
     # No token: the node agent's role has no rules because it makes no API call.
     assert pod["automountServiceAccountToken"] is False
-    assert rbac.roles("node-agent")[0].rules == ()
+    assert rbac.roles("node-agent", params(Config()))[0].rules == ()
     assert ds["spec"]["updateStrategy"]["type"] == "OnDelete"
     mps = MPSConfig()
     assert pod["terminationGracePeriodSeconds"] > float(mps.graceful_stop)

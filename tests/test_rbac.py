@@ -6,8 +6,10 @@ from pathlib import Path
 
 from ruamel.yaml import YAML
 
+from fracctl.config import Config
 from fracctl.core import rbac
 from fracctl.errors import ExitCode
+from fracctl.flows.rbac import params
 from tests.helpers import run_cli
 
 
@@ -16,14 +18,14 @@ def test_yaml_output_is_the_roles_and_parses() -> None:
         r = run_cli("rbac", "print", "--role", role)
         assert r.exit_code == ExitCode.OK, r.output
         docs = [d for d in YAML(typ="safe").load_all(r.stdout) if d]
-        assert docs == [x.to_dict() for x in rbac.roles(role)]
+        assert docs == [x.to_dict() for x in rbac.roles(role, params(Config()))]
         j = run_cli("rbac", "print", "--role", role, "-o", "json")
         assert j.json == docs
 
 
 def test_every_rule_says_why() -> None:
     for role in rbac.ROLES:
-        for r in rbac.roles(role):
+        for r in rbac.roles(role, params(Config())):
             assert all(rule.why for rule in r.rules)
             assert r.name == f"fracctl-{role}"
 

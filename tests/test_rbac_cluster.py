@@ -341,7 +341,7 @@ def test_recreate_through_flux_runs_as_its_role(
 
 def test_node_agent_needs_no_api_access(tmp_path: Path) -> None:
     """The DaemonSet's pods run without a token: supervise and the readiness probe work."""
-    assert rbac.roles("node-agent")[0].rules == ()
+    assert rbac.roles("node-agent", flow.params(Config()))[0].rules == ()
     with fake_mps() as fake:
         env = fake.env(health_interval=0.1, start_timeout=3, command_timeout=2, graceful_stop=3)
         # Any API call would fail loudly: no kubeconfig, and no in-cluster token.
@@ -420,7 +420,7 @@ NEVER = [
 def test_each_role_lacks_the_other_roles_verbs(
     cluster: Cluster, control_plane: ControlPlane, tmp_path: Path
 ) -> None:
-    every = {role: rbac.roles(role) for role in rbac.ROLES}
+    every = {role: rbac.roles(role, flow.params(Config())) for role in rbac.ROLES}
     for role in rbac.ROLES:
         with bound(cluster, control_plane, tmp_path, role) as who:
             for probe in _probes(who.roles):

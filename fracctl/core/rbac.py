@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fracctl.core.resources import EVENTS_NAMESPACE
+from fracctl.core.settings import ClusterSettings, FluxSettings, LockSettings, TargetSettings
 
 API_VERSION = "rbac.authorization.k8s.io/v1"
 FLUX_GROUP = "kustomize.toolkit.fluxcd.io"
@@ -35,30 +36,19 @@ KAI_GROUP = "kai.scheduler"  # KAI's cluster-scoped Config (configs.kai.schedule
 
 @dataclass(frozen=True)
 class Params:
-    """What the rules depend on, from the configuration."""
+    """What the rules depend on: the configuration's sections, taken whole."""
 
-    target_group: str = "gpu-fractioning.kai.scheduler"
-    target_plural: str = "gpufractioningconfigs"
-    target_kind: str = "GpuFractioningConfig"
-    target_name: str = "default"
-    lock_namespace: str = "default"
-    lock_name: str = "fracctl-recreate"
+    target: TargetSettings
+    cluster: ClusterSettings
+    recreate: LockSettings
+    flux: FluxSettings
+    backend: str  # the recreate backend: a flag's choice, else the configuration's
     events_namespace: str = EVENTS_NAMESPACE
-    backend: str = "argocd"
-    flux_namespace: str = "flux-system"
-    flux_kustomization: str = "gpu-fractioning"
-    agent_namespace: str = "gpu-fractioning"
-    agent_daemonsets: tuple[str, ...] = ("gpu-fractioning-mpsd", "gpu-fractioning-fractiond")
-    operator_deployment: str = "gpu-fractioning"
-    operator_lease: str = "gpu-fractioning.kai.scheduler"
-    scheduler_namespace: str = "kai-scheduler"
-    scheduler_config: str = "kai-config"
-    runtime_class: str = "nvidia"
 
     @property
     def crd_name(self) -> str:
         """The target's CustomResourceDefinition, ``plural.group``."""
-        return f"{self.target_plural}.{self.target_group}"
+        return f"{self.target.plural}.{self.target.group}"
 
 
 @dataclass(frozen=True)
@@ -128,16 +118,16 @@ def role_name(role: str) -> str:
 def _drift(p: Params) -> list[RbacRule]:
     return [
         RbacRule(
-            (p.target_group,),
-            (p.target_plural,),
+            (p.target.group,),
+            (p.target.plural,),
             ("get", "patch"),
             "read the live object; patch is sent as a dry-run server-side apply only "
             "(would the API server accept git's version as an update?)",
-            (p.target_name,),
+            (p.target.name,),
         ),
         RbacRule(
-            (p.target_group,),
-            (p.target_plural,),
+            (p.target.group,),
+            (p.target.plural,),
             ("create",),
             "a dry-run create only: validate git's object as a whole (RBAC cannot name an "
             "object on create)",
@@ -169,11 +159,11 @@ def _preflight(p: Params) -> list[RbacRule]:
     return [
         *_guard_reads(p),
         RbacRule(
-            (p.target_group,),
-            (p.target_plural,),
+            (p.target.group,),
+            (p.target.plural,),
             ("get",),
             "read the live object's selector",
-            (p.target_name,),
+            (p.target.name,),
         ),
     ]
 
@@ -199,34 +189,34 @@ def _doctor(p: Params) -> tuple[list[RbacRule], dict[str, list[RbacRule]]]:
             ("runtimeclasses",),
             ("get",),
             "the RuntimeClass the fractioning config names",
-            (p.runtime_class,),
+            (p.cluster.runtime_class,),
         ),
         RbacRule(
             (KAI_GROUP,),
             ("configs",),
             ("get",),
             "KAI's scheduler Config (gpuSharingMode)",
-            (p.scheduler_config,),
+            (p.cluster.scheduler_config,),
         ),
         RbacRule(
-            (p.target_group,),
-            (p.target_plural,),
+            (p.target.group,),
+            (p.target.plural,),
             ("get",),
             "the fractioning config itself",
-            (p.target_name,),
+            (p.target.name,),
         ),
     ]
     namespaced: dict[str, list[RbacRule]] = {}
-    namespaced.setdefault(p.agent_namespace, []).append(
+    namespaced.setdefault(p.cluster.agent_namespace, []).append(
         RbacRule(
             ("apps",),
             ("daemonsets",),
             ("get",),
             "the node agents' DaemonSets",
-            p.agent_daemonsets,
+            tuple(p.cluster.agent_daemonsets),
         )
     )
-    for ns in dict.fromkeys((p.agent_namespace, p.scheduler_namespace)):
+    for ns in dict.fromkeys((p.cluster.agent_namespace, p.cluster.scheduler_namespace)):
         namespaced.setdefault(ns, []).append(
             RbacRule(
                 ("apps",),
@@ -241,16 +231,16 @@ def _doctor(p: Params) -> tuple[list[RbacRule], dict[str, list[RbacRule]]]:
 def _recreate_cluster(p: Params) -> list[RbacRule]:
     return [
         RbacRule(
-            (p.target_group,),
-            (p.target_plural,),
+            (p.target.group,),
+            (p.target.plural,),
             ("get", "list", "watch", "patch", "delete"),
             "the one target object: read it, watch it go, delete it, dry-run (and with "
             "--backend apply, server-side apply) git's version",
-            (p.target_name,),
+            (p.target.name,),
         ),
         RbacRule(
-            (p.target_group,),
-            (p.target_plural,),
+            (p.target.group,),
+            (p.target.plural,),
             ("create",),
             "the dry-run create that validates git's object, and an apply that creates it "
             "(RBAC cannot name an object that does not exist yet)",
@@ -279,14 +269,14 @@ def _recreate_cluster(p: Params) -> list[RbacRule]:
             ("namespaces",),
             ("get",),
             "check the lock Lease's namespace exists before creating the Lease",
-            (p.lock_namespace,),
+            (p.recreate.lock_namespace,),
         ),
     ]
 
 
 def _recreate(p: Params) -> tuple[list[RbacRule], dict[str, list[RbacRule]]]:
     namespaced: dict[str, list[RbacRule]] = {}
-    namespaced.setdefault(p.lock_namespace, []).extend(
+    namespaced.setdefault(p.recreate.lock_namespace, []).extend(
         [
             RbacRule(
                 ("coordination.k8s.io",),
@@ -299,31 +289,31 @@ def _recreate(p: Params) -> tuple[list[RbacRule], dict[str, list[RbacRule]]]:
                 ("leases",),
                 ("get", "update", "delete"),
                 "hold the lock: read, renew and release the Lease",
-                (p.lock_name,),
+                (p.recreate.lock_name,),
             ),
         ]
     )
     namespaced.setdefault(p.events_namespace, []).append(
         RbacRule(("",), ("events",), ("create",), "record a Recreated Event on the target")
     )
-    operator = namespaced.setdefault(p.agent_namespace, [])
+    operator = namespaced.setdefault(p.cluster.agent_namespace, [])
     operator.append(
         RbacRule(
             ("apps",),
             ("deployments",),
             ("get",),
             "prove the operator that releases the finalizer is available before a delete",
-            (p.operator_deployment,),
+            (p.cluster.operator_deployment,),
         )
     )
-    if p.operator_lease:
+    if p.cluster.operator_lease:
         operator.append(
             RbacRule(
                 ("coordination.k8s.io",),
                 ("leases",),
                 ("get",),
                 "prove the operator leads now (its leader-election Lease is fresh)",
-                (p.operator_lease,),
+                (p.cluster.operator_lease,),
             )
         )
     for ns, rules in backend_rules(p).items():
@@ -348,13 +338,13 @@ def backend_rules(p: Params) -> dict[str, list[RbacRule]]:
 def flux_rules(p: Params) -> dict[str, list[RbacRule]]:
     """The ``flux`` backend: read and annotate its Kustomization, read what it depends on."""
     return {
-        p.flux_namespace: [
+        p.flux.namespace: [
             RbacRule(
                 (FLUX_GROUP,),
                 ("kustomizations",),
                 ("get", "patch"),
                 "read the Flux Kustomization and request a reconcile",
-                (p.flux_kustomization,),
+                (p.flux.kustomization,),
             ),
             RbacRule(
                 (FLUX_GROUP, FLUX_SOURCE_GROUP),
@@ -402,7 +392,7 @@ ROLES: tuple[str, ...] = tuple(REGISTRY)
 SUMMARY = {name: spec.summary for name, spec in REGISTRY.items()}
 
 
-def roles(role: str, p: Params | None = None) -> list[Role]:
+def roles(role: str, p: Params) -> list[Role]:
     """The ClusterRole (and any namespaced Roles) of ``role``.
 
     Raises:
@@ -412,7 +402,7 @@ def roles(role: str, p: Params | None = None) -> list[Role]:
     if spec is None:
         raise ValueError(f"unknown role {role!r} (use {', '.join(ROLES)})")
     name = role_name(role)
-    cluster, namespaced = spec.rules(p or Params())
+    cluster, namespaced = spec.rules(p)
     out = [Role(name, role, tuple(cluster))]
     out += [Role(name, role, tuple(rules), namespace=ns) for ns, rules in namespaced.items()]
     return out
@@ -444,15 +434,14 @@ def _yaml_role(r: Role) -> list[str]:
     return lines
 
 
-def to_yaml(role: str, found: list[Role], p: Params | None = None) -> str:
+def to_yaml(role: str, found: list[Role], p: Params) -> str:
     """The role's objects as commented YAML, exactly as ``fracctl rbac print`` shows them."""
-    p = p or Params()
     head = [
         f"# fracctl {role}: {SUMMARY[role]}.",
         f"# Generated by `fracctl rbac print --role {role}`; do not edit by hand.",
-        f"# Target {p.target_kind}/{p.target_name} ({p.target_group})"
+        f"# Target {p.target.kind}/{p.target.name} ({p.target.group})"
         + (
-            f"; lock Lease {p.lock_namespace}/{p.lock_name}; backend {p.backend}."
+            f"; lock Lease {p.recreate.lock_namespace}/{p.recreate.lock_name}; backend {p.backend}."
             if role == "recreate"
             else "."
         ),

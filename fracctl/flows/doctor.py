@@ -22,28 +22,9 @@ from fracctl.flows.context import Context
 
 
 def settings(ctx: Context) -> DoctorSettings:
-    """The checks' settings from the configuration."""
+    """The checks' settings: the configuration's sections, passed whole."""
     c = ctx.config
-    t = c.target
-    k = c.cluster
-    return DoctorSettings(
-        policy=c.labels,
-        condition=c.condition,
-        fraction_annotations=c.pods.fraction_annotations,
-        reservation_namespace=c.pods.reservation_namespace,
-        target_kind=t.kind,
-        target_name=t.name,
-        target_plural=t.plural,
-        target_group=t.group,
-        agent_namespace=k.agent_namespace,
-        agent_daemonsets=k.agent_daemonsets,
-        scheduler_namespace=k.scheduler_namespace,
-        scheduler_config=k.scheduler_config,
-        runtime_class=k.runtime_class,
-        gpu_taint=k.gpu_taint,
-        gpu_taint_required=k.gpu_taint_required,
-        gpu_resources=k.gpu_resources,
-    )
+    return DoctorSettings(c.labels, c.target, c.cluster, c.pods, condition=c.condition)
 
 
 def _get(ctx: Context, ref: ResourceRef, name: str) -> tuple[dict[str, Any] | None, str]:
@@ -68,38 +49,39 @@ def snapshot(ctx: Context, s: DoctorSettings) -> Snapshot:
     """
     kube = ctx.kube
     snap = Snapshot(nodes=kube.list(NODES))
-    snap.runtime_class = kube.get_or_none(RUNTIME_CLASSES, s.runtime_class)
-    snap.kai_config, snap.kai_config_missing = _get(ctx, KAI_CONFIG, s.scheduler_config)
-    snap.target, snap.target_missing = _get(ctx, ctx.config.target.ref, s.target_name)
+    snap.runtime_class = kube.get_or_none(RUNTIME_CLASSES, s.cluster.runtime_class)
+    snap.kai_config, snap.kai_config_missing = _get(ctx, KAI_CONFIG, s.cluster.scheduler_config)
+    snap.target, snap.target_missing = _get(ctx, ctx.config.target.ref, s.target.name)
     snap.daemonsets = {
-        name: kube.get_or_none(DAEMONSETS, name, s.agent_namespace) for name in s.agent_daemonsets
+        name: kube.get_or_none(DAEMONSETS, name, s.cluster.agent_namespace)
+        for name in s.cluster.agent_daemonsets
     }
-    snap.agent_pods = kube.list(PODS, namespace=s.agent_namespace)
-    for ns in dict.fromkeys((s.agent_namespace, s.scheduler_namespace)):
+    snap.agent_pods = kube.list(PODS, namespace=s.cluster.agent_namespace)
+    for ns in dict.fromkeys((s.cluster.agent_namespace, s.cluster.scheduler_namespace)):
         for ref in (DEPLOYMENTS, DAEMONSETS):
             # Items of a list carry no kind of their own.
             snap.workloads += [{**w, "kind": ref.kind} for w in kube.list(ref, namespace=ns)]
 
     try:
-        matcher = AnnotationMatcher.compile(s.fraction_annotations)
+        matcher = AnnotationMatcher.compile(s.pods.fraction_annotations)
     except ValueError as e:
         raise ConfigError(f"pods.fraction_annotations: {e}") from None
     gpus = {n["metadata"]["name"] for n in gpu_nodes(snap.nodes, s)}
     unfinished = ",".join(f"status.phase!={p}" for p in FINISHED_PHASES)
     # Every reservation pod, failed ones included: a failed one is what the check is for.
-    snap.pods = kube.list(PODS, namespace=s.reservation_namespace)
+    snap.pods = kube.list(PODS, namespace=s.pods.reservation_namespace)
     for page in kube.list_pages(PODS, field_selector=unfinished, limit=ctx.config.pods.page_size):
         for pod in page.get("items") or ():
             meta = pod.get("metadata") or {}
-            if meta.get("namespace") == s.reservation_namespace:
+            if meta.get("namespace") == s.pods.reservation_namespace:
                 continue
-            kind = classify(meta, matcher, reservation_namespace=s.reservation_namespace).kind
+            kind = classify(meta, matcher, reservation_namespace=s.pods.reservation_namespace).kind
             if kind is not PodKind.OTHER or (pod.get("spec") or {}).get("nodeName") in gpus:
                 snap.pods.append(pod)
     pending: dict[str, set[str]] = {}  # namespace -> fractional pods Pending there
     for pod in snap.pods:
         meta = pod.get("metadata") or {}
-        verdict = classify(meta, matcher, reservation_namespace=s.reservation_namespace)
+        verdict = classify(meta, matcher, reservation_namespace=s.pods.reservation_namespace)
         if (pod.get("status") or {}).get("phase") == "Pending" and verdict.kind is (
             PodKind.FRACTIONAL
         ):

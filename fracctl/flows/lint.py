@@ -10,23 +10,8 @@ from fracctl.core.lint import LintReport, LintSettings, Located, check, object_n
 
 
 def settings(config: Config) -> LintSettings:
-    """The lint policy from the configuration."""
-    t = config.target
-    c = config.cluster
-    return LintSettings(
-        policy=config.labels,
-        fraction_annotations=config.pods.fraction_annotations,
-        target_group=t.group,
-        target_kind=t.kind,
-        target_name=t.name,
-        agent_namespace=c.agent_namespace,
-        agent_names=c.agent_daemonsets,
-        gpu_taint=c.gpu_taint,
-        gpu_taint_required=c.gpu_taint_required,
-        gpu_resources=c.gpu_resources,
-        multi_vendor=config.lint.multi_vendor,
-        disabled=config.lint.disable,
-    )
+    """The lint policy: the configuration's sections, passed whole."""
+    return LintSettings(config.labels, config.target, config.cluster, config.pods, config.lint)
 
 
 def lint(config: Config, *, paths: Sequence[str], stdin: TextIO) -> LintReport:

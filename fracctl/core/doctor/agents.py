@@ -29,22 +29,22 @@ def image_tags(snap: Snapshot, s: DoctorSettings, m: AnnotationMatcher) -> list[
                 image = mapping(c).get("image")
                 if isinstance(image, str) and unpinned(image):
                     meta = mapping(w.get("metadata"))
-                    agent = agent or meta.get("namespace") == s.agent_namespace
-                    scheduler = scheduler or meta.get("namespace") == s.scheduler_namespace
+                    agent = agent or meta.get("namespace") == s.cluster.agent_namespace
+                    scheduler = scheduler or meta.get("namespace") == s.cluster.scheduler_namespace
                     bad.append(f"{w.get('kind')}/{ns_name(w)} {mapping(c).get('name')}: {image}")
     if not bad:
         return []
     fixes = []
     if agent:
         fixes.append(
-            f"helm upgrade gpu-fractioning ./operator/charts -n {s.agent_namespace} "
+            f"helm upgrade gpu-fractioning ./operator/charts -n {s.cluster.agent_namespace} "
             "--reuse-values --set images.operator.tag=$TAG --set images.fractiond.tag=$TAG "
             "--set images.metricsd.tag=$TAG --set images.mpsd.tag=$TAG"
         )
     if scheduler:
         fixes.append(
-            f"helm upgrade kai-scheduler ./deployments/kai-scheduler -n {s.scheduler_namespace} "
-            "--reuse-values --set global.tag=$TAG"
+            "helm upgrade kai-scheduler ./deployments/kai-scheduler -n "
+            f"{s.cluster.scheduler_namespace} --reuse-values --set global.tag=$TAG"
         )
     fix = " && ".join(fixes)
     return [
@@ -72,11 +72,11 @@ def agent_daemonsets(snap: Snapshot, s: DoctorSettings, m: AnnotationMatcher) ->
     if missing and snap.target is not None:
         out.append(
             Signature(
-                f"DaemonSet(s) {', '.join(missing)} missing in {s.agent_namespace} although "
-                f"{s.target_kind}/{s.target_name} exists: no MPS daemons run anywhere",
+                f"DaemonSet(s) {', '.join(missing)} missing in {s.cluster.agent_namespace} "
+                f"although {s.target.kind}/{s.target.name} exists: no MPS daemons run anywhere",
                 "the gpu-fractioning operator is not running, or cannot create them",
-                f"kubectl -n {s.agent_namespace} get deploy,pods -o wide && kubectl -n "
-                f"{s.agent_namespace} logs deploy/gpu-fractioning-operator --tail=50",
+                f"kubectl -n {s.cluster.agent_namespace} get deploy,pods -o wide && kubectl -n "
+                f"{s.cluster.agent_namespace} logs deploy/gpu-fractioning-operator --tail=50",
                 tuple(missing),
             )
         )
@@ -130,13 +130,13 @@ def _not_ready(name: str, ds: Obj, snap: Snapshot, s: DoctorSettings) -> list[Si
             lagging.append(node_name)
             evidence.append(f"{node_name}: no {name} pod")
     fix = (
-        f"kubectl -n {s.agent_namespace} logs {broken[0]} --all-containers --tail=50"
+        f"kubectl -n {s.cluster.agent_namespace} logs {broken[0]} --all-containers --tail=50"
         if broken
-        else f"kubectl -n {s.agent_namespace} describe ds/{name}"
+        else f"kubectl -n {s.cluster.agent_namespace} describe ds/{name}"
     )
     return [
         Signature(
-            f"DaemonSet {s.agent_namespace}/{name}: {ready} of {desired} pod(s) ready; not "
+            f"DaemonSet {s.cluster.agent_namespace}/{name}: {ready} of {desired} pod(s) ready; not "
             f"ready on: {listing(lagging) or 'nodes not known'}",
             "usually a node failed the NRI or CRI socket check (fractiond), or mpsd ran out "
             "of host memory (about 50 MiB per GPU) or found no MPS protocol 3 driver",

@@ -58,9 +58,9 @@ def gpu_nodes(nodes: Sequence[Obj], s: DoctorSettings) -> list[Obj]:
         has_gpu = any(
             str(v) not in ("0", "")
             for k, v in capacity.items()
-            if is_gpu_resource(str(k), s.gpu_resources)
+            if is_gpu_resource(str(k), s.cluster.gpu_resources)
         )
-        if is_gpu_node(labels, s.policy) or GPU_MEMORY_LABEL in labels or has_gpu:
+        if is_gpu_node(labels, s.labels) or GPU_MEMORY_LABEL in labels or has_gpu:
             out.append(n)
     return sorted(out, key=name_of)
 
@@ -112,16 +112,16 @@ def container_troubles(pod: Mapping[str, Any]) -> list[str]:
 def fractional(pod: Mapping[str, Any], m: AnnotationMatcher, s: DoctorSettings) -> bool:
     """Whether the pod asks for a GPU fraction."""
     verdict = classify(
-        mapping(pod.get("metadata")), m, reservation_namespace=s.reservation_namespace
+        mapping(pod.get("metadata")), m, reservation_namespace=s.pods.reservation_namespace
     )
     return verdict.kind is PodKind.FRACTIONAL
 
 
 def without_target(snap: Snapshot, s: DoctorSettings) -> str:
     """Skip reason: the fractioning config is missing, so its selector is not known."""
-    return f"{s.target_kind}/{s.target_name} is missing" if snap.target is None else ""
+    return f"{s.target.kind}/{s.target.name} is missing" if snap.target is None else ""
 
 
 def taint_not_required(snap: Snapshot, s: DoctorSettings) -> str:
     """Skip reason: the configuration does not ask for GPU nodes to be tainted."""
-    return "cluster.gpu_taint_required is false" if not s.gpu_taint_required else ""
+    return "cluster.gpu_taint_required is false" if not s.cluster.gpu_taint_required else ""

@@ -9,13 +9,14 @@ check's id is stamped onto each :class:`Signature` it returns, making a
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field, fields
 from typing import Any
 
 from fracctl.core.fractional import AnnotationMatcher
 from fracctl.core.policy import LabelPolicy
 from fracctl.core.resources import ResourceRef
+from fracctl.core.settings import ClusterSettings, PodsSettings, TargetSettings
 
 Obj = dict[str, Any]
 
@@ -30,24 +31,13 @@ SHARING_MODE = "NvFractions"
 
 @dataclass(frozen=True)
 class DoctorSettings:
-    """What the checks need from the configuration."""
+    """What the checks need from the configuration: its sections, taken whole."""
 
-    policy: LabelPolicy
-    condition: str
-    fraction_annotations: Sequence[str]
-    reservation_namespace: str
-    target_kind: str
-    target_name: str
-    target_plural: str
-    target_group: str
-    agent_namespace: str
-    agent_daemonsets: Sequence[str]
-    scheduler_namespace: str
-    scheduler_config: str
-    runtime_class: str
-    gpu_taint: str
-    gpu_taint_required: bool
-    gpu_resources: Sequence[str]
+    labels: LabelPolicy
+    target: TargetSettings
+    cluster: ClusterSettings
+    pods: PodsSettings
+    condition: str  # the node condition type that says the fraction daemons run
 
 
 @dataclass

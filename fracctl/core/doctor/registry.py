@@ -52,7 +52,7 @@ def diagnose(snap: Snapshot, s: DoctorSettings) -> DoctorReport:
     Returns:
         Each check's result, in :data:`CHECKS` order, and the findings in the same order.
     """
-    m = AnnotationMatcher.compile(s.fraction_annotations)
+    m = AnnotationMatcher.compile(s.pods.fraction_annotations)
     results = []
     findings: list[Finding] = []
     for check in CHECKS:

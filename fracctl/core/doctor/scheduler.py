@@ -28,7 +28,7 @@ def reservation_pods(snap: Snapshot, s: DoctorSettings, m: AnnotationMatcher) ->
     no_runtime: list[str] = []
     nvml = False
     for pod in snap.pods:
-        if mapping(pod.get("metadata")).get("namespace") != s.reservation_namespace:
+        if mapping(pod.get("metadata")).get("namespace") != s.pods.reservation_namespace:
             continue
         phase = mapping(pod.get("status")).get("phase")
         troubles = container_troubles(pod)
@@ -37,7 +37,7 @@ def reservation_pods(snap: Snapshot, s: DoctorSettings, m: AnnotationMatcher) ->
         name = name_of(pod)
         failing.append(name)
         runtime = mapping(pod.get("spec")).get("runtimeClassName")
-        if runtime != s.runtime_class:
+        if runtime != s.cluster.runtime_class:
             no_runtime.append(name)
         text = "; ".join(troubles) or f"phase {phase}"
         nvml = nvml or "NVML" in text
@@ -47,19 +47,21 @@ def reservation_pods(snap: Snapshot, s: DoctorSettings, m: AnnotationMatcher) ->
     cause = "a reservation pod calls NVML and needs the GPU driver libraries"
     if no_runtime or nvml:
         cause = (
-            f"the reservation pods do not run with the {s.runtime_class!r} RuntimeClass, so NVML "
-            "is not found (unable to initialize NVML: ERROR_LIBRARY_NOT_FOUND)"
+            f"the reservation pods do not run with the {s.cluster.runtime_class!r} RuntimeClass, "
+            "so NVML is not found (unable to initialize NVML: ERROR_LIBRARY_NOT_FOUND)"
         )
     patch = (
-        '{"spec":{"binder":{"resourceReservation":{"runtimeClassName":"' + s.runtime_class + '"}}}}'
+        '{"spec":{"binder":{"resourceReservation":{"runtimeClassName":"'
+        + s.cluster.runtime_class
+        + '"}}}}'
     )
     return [
         Signature(
-            f"{len(failing)} reservation pod(s) in {s.reservation_namespace} failing; fractional "
-            "pods stay Pending and their own events say nothing useful",
+            f"{len(failing)} reservation pod(s) in {s.pods.reservation_namespace} failing; "
+            "fractional pods stay Pending and their own events say nothing useful",
             cause,
-            f"kubectl patch config.kai.scheduler {s.scheduler_config} --type=merge -p "
-            f"'{patch}' && kubectl -n {s.reservation_namespace} delete pod --all",
+            f"kubectl patch config.kai.scheduler {s.cluster.scheduler_config} --type=merge -p "
+            f"'{patch}' && kubectl -n {s.pods.reservation_namespace} delete pod --all",
             tuple(failing),
             tuple(evidence),
         )
@@ -73,14 +75,14 @@ def runtime_class(snap: Snapshot, s: DoctorSettings, m: AnnotationMatcher) -> li
         return []
     return [
         Signature(
-            f"no RuntimeClass {s.runtime_class!r}: GPU pods get no driver libraries and KAI's "
-            "reservation pods fail to load NVML",
+            f"no RuntimeClass {s.cluster.runtime_class!r}: GPU pods get no driver libraries and "
+            "KAI's reservation pods fail to load NVML",
             "the GPU Operator (which creates it) is missing or was installed without its "
             "runtime class",
             "kubectl apply -f - <<'EOF'\n"
             f"{{apiVersion: node.k8s.io/v1, kind: RuntimeClass, metadata: {{name: "
-            f"{s.runtime_class}}}, handler: {s.runtime_class}}}\nEOF",
-            (s.runtime_class,),
+            f"{s.cluster.runtime_class}}}, handler: {s.cluster.runtime_class}}}\nEOF",
+            (s.cluster.runtime_class,),
         )
     ]
 
@@ -96,13 +98,13 @@ def kai_config(snap: Snapshot, s: DoctorSettings, m: AnnotationMatcher) -> list[
     if cfg is None:
         return [
             Signature(
-                f"KAI's Config {s.scheduler_config} is missing ({snap.kai_config_missing}); the "
-                "scheduler does not run in NvFractions mode",
+                f"KAI's Config {s.cluster.scheduler_config} is missing "
+                f"({snap.kai_config_missing}); the scheduler does not run in NvFractions mode",
                 "KAI is not installed, or was installed from a chart without the operator",
                 f"helm upgrade --install kai-scheduler ./deployments/kai-scheduler -n "
-                f"{s.scheduler_namespace} --create-namespace --set "
+                f"{s.cluster.scheduler_namespace} --create-namespace --set "
                 f"global.gpuSharingMode={SHARING_MODE}",
-                (s.scheduler_config,),
+                (s.cluster.scheduler_config,),
             )
         ]
     mode = mapping(mapping(cfg.get("spec")).get("global")).get("gpuSharingMode")
@@ -111,13 +113,13 @@ def kai_config(snap: Snapshot, s: DoctorSettings, m: AnnotationMatcher) -> list[
     patch = '{"spec":{"global":{"gpuSharingMode":"' + SHARING_MODE + '"}}}'
     return [
         Signature(
-            f"KAI's Config {s.scheduler_config} has spec.global.gpuSharingMode "
+            f"KAI's Config {s.cluster.scheduler_config} has spec.global.gpuSharingMode "
             f"{mode!r}, not {SHARING_MODE!r}: fractional pods are not given MPS fractions",
             "the value is case-sensitive and must be exactly NvFractions; a chart value "
             "was left at its default or misspelt",
-            f"kubectl patch config.kai.scheduler {s.scheduler_config} --type=merge -p "
+            f"kubectl patch config.kai.scheduler {s.cluster.scheduler_config} --type=merge -p "
             f"'{patch}' (and set global.gpuSharingMode={SHARING_MODE} in the chart values)",
-            (s.scheduler_config,),
+            (s.cluster.scheduler_config,),
             (f"spec.global.gpuSharingMode: {mode!r}",),
         )
     ]

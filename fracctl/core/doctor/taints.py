@@ -33,16 +33,19 @@ def gpu_node_taints(snap: Snapshot, s: DoctorSettings, m: AnnotationMatcher) -> 
     untainted = []
     for n in gpu_nodes(snap.nodes, s):
         taints = [mapping(t) for t in items(mapping(n.get("spec")).get("taints"))]
-        if not any(t.get("key") == s.gpu_taint and t.get("effect") == "NoSchedule" for t in taints):
+        if not any(
+            t.get("key") == s.cluster.gpu_taint and t.get("effect") == "NoSchedule" for t in taints
+        ):
             untainted.append(name_of(n))
     if not untainted:
         return []
     return [
         Signature(
-            f"GPU node(s) without the {s.gpu_taint}:NoSchedule taint: {listing(untainted)}; "
-            "any pod can land there and take the memory and CPU the GPU workloads need",
+            f"GPU node(s) without the {s.cluster.gpu_taint}:NoSchedule taint: "
+            f"{listing(untainted)}; any pod can land there and take the memory and CPU the GPU "
+            "workloads need",
             "the taint was never set (the GPU Operator does not set it)",
-            f"kubectl taint node {' '.join(untainted)} {s.gpu_taint}=present:NoSchedule "
+            f"kubectl taint node {' '.join(untainted)} {s.cluster.gpu_taint}=present:NoSchedule "
             "(GPU workloads then need the toleration: fracctl lint rule FL008)",
             tuple(untainted),
         )
@@ -66,11 +69,11 @@ def gpu_nodes_for_gpu_pods(
         node = mapping(pod.get("spec")).get("nodeName")
         if (
             node not in gpus
-            or meta.get("namespace") in (s.reservation_namespace, s.agent_namespace)
+            or meta.get("namespace") in (s.pods.reservation_namespace, s.cluster.agent_namespace)
             or owned_by_daemonset(pod)
             or "kubernetes.io/config.mirror" in mapping(meta.get("annotations"))
             or fractional(pod, m, s)
-            or gpu_requests(mapping(pod.get("spec")), s.gpu_resources)
+            or gpu_requests(mapping(pod.get("spec")), s.cluster.gpu_resources)
         ):
             continue
         found.append(f"{ns_name(pod)} on {node}")
@@ -79,10 +82,11 @@ def gpu_nodes_for_gpu_pods(
     return [
         Signature(
             f"{len(found)} pod(s) that request no GPU run on GPU nodes: {listing(found)}",
-            f"the GPU nodes lack the {s.gpu_taint}:NoSchedule taint, or these pods tolerate "
-            "every taint",
-            f"taint the GPU nodes (kubectl taint node NODE {s.gpu_taint}=present:NoSchedule), "
-            "then move these pods: kubectl -n NAMESPACE delete pod NAME",
+            f"the GPU nodes lack the {s.cluster.gpu_taint}:NoSchedule taint, or these pods "
+            "tolerate every taint",
+            "taint the GPU nodes (kubectl taint node NODE "
+            f"{s.cluster.gpu_taint}=present:NoSchedule), then move these pods: "
+            "kubectl -n NAMESPACE delete pod NAME",
             tuple(f.split(" on ")[0] for f in found),
             tuple(found),
         )

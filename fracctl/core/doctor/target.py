@@ -29,14 +29,14 @@ def _selector(target: Obj) -> dict[str, str]:
 def fractioning_config(snap: Snapshot, s: DoctorSettings, m: AnnotationMatcher) -> list[Signature]:
     """The config is missing, or its conditions are not all True."""
     obj = snap.target
-    kind = f"{s.target_kind}/{s.target_name}"
+    kind = f"{s.target.kind}/{s.target.name}"
     if obj is None:
         return [
             Signature(
                 f"{kind} is missing ({snap.target_missing}): no node runs fraction daemons, and "
                 "KAI's Config reports DependenciesFulfilled=False",
                 "it was never applied, or was deleted (a recreate that stopped half-way)",
-                f"fracctl render --kind {s.target_kind} | kubectl apply -f -   (or: fracctl "
+                f"fracctl render --kind {s.target.kind} | kubectl apply -f -   (or: fracctl "
                 "recreate --yes, which resumes a stopped recreate)",
                 (kind,),
             )
@@ -63,8 +63,8 @@ def fractioning_config(snap: Snapshot, s: DoctorSettings, m: AnnotationMatcher) 
         Signature(
             symptom,
             "the operator cannot bring the daemons up (see the reason), or is not running",
-            f"kubectl describe {s.target_plural}.{s.target_group} {s.target_name} && kubectl -n "
-            f"{s.agent_namespace} get pods -o wide",
+            f"kubectl describe {s.target.plural}.{s.target.group} {s.target.name} && kubectl -n "
+            f"{s.cluster.agent_namespace} get pods -o wide",
             (kind,),
             evidence,
         )
@@ -94,12 +94,12 @@ def node_readiness(snap: Snapshot, s: DoctorSettings, m: AnnotationMatcher) -> l
     missing = all(condition(n, s.condition) is None for n in lagging)
     return [
         Signature(
-            f"node(s) selected by {s.target_kind}/{s.target_name} without {s.condition}=True: "
+            f"node(s) selected by {s.target.kind}/{s.target.name} without {s.condition}=True: "
             f"{listing(names)}; KAI refuses fractional pods there (node is not ready for "
             "fractional GPU scheduling)",
             "the node agents have not started there"
             + (" yet (no condition at all)" if missing else " (see the reason)"),
-            f"kubectl -n {s.agent_namespace} get pods -o wide --field-selector "
+            f"kubectl -n {s.cluster.agent_namespace} get pods -o wide --field-selector "
             f"spec.nodeName={names[0]} && fracctl wait",
             tuple(names),
             evidence,
@@ -118,7 +118,7 @@ def opted_in_selected(snap: Snapshot, s: DoctorSettings, m: AnnotationMatcher) -
     if snap.target is None:
         return []
     selector = _selector(snap.target)
-    label = {s.policy.opt_in_key: s.policy.opt_in_value}
+    label = {s.labels.opt_in_key: s.labels.opt_in_value}
     left_out = sorted(
         name_of(n)
         for n in snap.nodes
@@ -126,11 +126,11 @@ def opted_in_selected(snap: Snapshot, s: DoctorSettings, m: AnnotationMatcher) -
     )
     if not left_out:
         return []
-    opt_in = f"{s.policy.opt_in_key}={s.policy.opt_in_value}"
+    opt_in = f"{s.labels.opt_in_key}={s.labels.opt_in_value}"
     live = ",".join(f"{k}={v}" for k, v in sorted(selector.items())) or "(empty)"
     return [
         Signature(
-            f"node(s) opted in for fractions ({opt_in}) that {s.target_kind}/{s.target_name} "
+            f"node(s) opted in for fractions ({opt_in}) that {s.target.kind}/{s.target.name} "
             f"does not select: {listing(left_out)}; no daemons start there, KAI refuses "
             "fractional pods there (ConditionNotFound), and nothing reports an error",
             "the live spec.nodeSelector is not the one that selects the opt-in label: it is "

@@ -18,6 +18,7 @@ from fracctl.core.fractional import AnnotationMatcher
 from fracctl.core.podspec import ContainerRef, PodTemplate, gpu_requests, mapping, path_string
 from fracctl.core.policy import LabelPolicy
 from fracctl.core.resources import split_api_version
+from fracctl.core.settings import ClusterSettings, LintOptions, PodsSettings, TargetSettings
 
 IGNORE_ANNOTATION = "fracctl.io/ignore"
 MULTI_VENDOR_ANNOTATION = "fracctl.io/multi-vendor"
@@ -30,20 +31,13 @@ PlacedHit = tuple[int, str, str]  # (manifest index, message, field path)
 
 @dataclass(frozen=True)
 class LintSettings:
-    """What the rules need from the configuration."""
+    """What the rules need from the configuration: its sections, taken whole."""
 
-    policy: LabelPolicy
-    fraction_annotations: Sequence[str]
-    target_group: str
-    target_kind: str
-    target_name: str = "default"
-    agent_namespace: str = "gpu-fractioning"
-    agent_names: Sequence[str] = ()
-    gpu_taint: str = "nvidia.com/gpu"
-    gpu_taint_required: bool = True
-    gpu_resources: Sequence[str] = ()
-    multi_vendor: bool = False
-    disabled: Sequence[str] = ()
+    labels: LabelPolicy
+    target: TargetSettings
+    cluster: ClusterSettings
+    pods: PodsSettings
+    lint: LintOptions
 
 
 @dataclass(frozen=True)
@@ -61,7 +55,7 @@ class Manifest:
         """Whether it is the fractioning config (the target kind in the target group)."""
         s = self.settings
         group, _ = split_api_version(str(self.obj.get("apiVersion") or ""))
-        return self.obj.get("kind") == s.target_kind and group == s.target_group
+        return self.obj.get("kind") == s.target.kind and group == s.target.group
 
     @property
     def is_agent(self) -> bool:
@@ -70,8 +64,8 @@ class Manifest:
         meta = mapping(self.obj.get("metadata"))
         name = str(meta.get("name") or "")
         return (
-            meta.get("namespace") == s.agent_namespace
-            or name in s.agent_names
+            meta.get("namespace") == s.cluster.agent_namespace
+            or name in s.cluster.agent_daemonsets
             or name.startswith("gpu-fractioning")
         )
 
@@ -87,7 +81,11 @@ class Manifest:
             return []
         s = self.settings
         spec = self.template.spec
-        return gpu_requests(spec, s.gpu_resources) if s.gpu_resources else gpu_requests(spec)
+        return (
+            gpu_requests(spec, s.cluster.gpu_resources)
+            if s.cluster.gpu_resources
+            else gpu_requests(spec)
+        )
 
     @cached_property
     def fractional(self) -> bool:

@@ -23,16 +23,16 @@ def fractioning_config_name(m: Manifest) -> Iterator[Hit]:
         return
     s = m.settings
     name = mapping(m.obj.get("metadata")).get("name")
-    if name != s.target_name:
+    if name != s.target.name:
         yield (
-            f"{s.target_kind} is named {name!r}; the CRD admits only {s.target_name!r}, so the "
+            f"{s.target.kind} is named {name!r}; the CRD admits only {s.target.name!r}, so the "
             "API server rejects this object",
             "metadata.name",
         )
 
 
 def _selector_problem(selector: Mapping[str, Any], s: LintSettings) -> str | None:
-    p = s.policy
+    p = s.labels
     sel = {str(k): str(v) for k, v in selector.items()}
     cls = sel.get(p.class_key)
     if cls is not None and cls in p.denied_classes:
@@ -69,7 +69,7 @@ def fractioning_config_denied_class(m: Manifest) -> Iterator[Hit]:
         return
     problem = _selector_problem(selector, m.settings)
     if problem:
-        p = m.settings.policy
+        p = m.settings.labels
         yield (
             f"spec.nodeSelector can select a denied GPU class: {problem}. Select by the "
             f"opt-in label ({p.opt_in_key}: {p.opt_in_value}), which denied nodes never carry",
@@ -85,7 +85,7 @@ def fractioning_config_count(manifests: Sequence[Manifest], s: LintSettings) -> 
         first = object_name(configs[0].obj)
         yield (
             m.index,
-            f"another {s.target_kind} besides {first}: the cluster holds exactly "
-            f"one, named {s.target_name!r}; keep one document",
+            f"another {s.target.kind} besides {first}: the cluster holds exactly "
+            f"one, named {s.target.name!r}; keep one document",
             "metadata.name",
         )

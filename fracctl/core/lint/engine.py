@@ -41,8 +41,8 @@ def check(objects: Sequence[Any], settings: LintSettings) -> list[Finding]:
     Returns:
         The findings, in input order, then by rule.
     """
-    disabled = {r.id for r in (rule_named(d) for d in settings.disabled) if r is not None}
-    matcher = AnnotationMatcher.compile(settings.fraction_annotations)
+    disabled = {r.id for r in (rule_named(d) for d in settings.lint.disable) if r is not None}
+    matcher = AnnotationMatcher.compile(settings.pods.fraction_annotations)
     active = [r for r in rules() if r.id not in disabled]
     manifests = [
         Manifest(index, obj, pod_template(obj), settings, matcher)

@@ -22,7 +22,7 @@ from fracctl.core.podspec import dig, items, mapping, path_string, root_problems
 
 
 def _gpu_affinity_keys(spec: Mapping[str, Any], s: LintSettings) -> list[str]:
-    keys = {s.policy.class_key, s.policy.opt_in_key, *s.policy.product_keys}
+    keys = {s.labels.class_key, s.labels.opt_in_key, *s.labels.product_keys}
     found: list[str] = []
     preferred = dig(
         spec, ("affinity", "nodeAffinity", "preferredDuringSchedulingIgnoredDuringExecution")
@@ -74,7 +74,7 @@ def vendor_gpu_resource(m: Manifest) -> Iterator[Hit]:
         str(k): str(v)
         for k, v in mapping(mapping(m.obj.get("metadata")).get("annotations")).items()
     }
-    multi = m.settings.multi_vendor or "true" in (
+    multi = m.settings.lint.multi_vendor or "true" in (
         m.notes.get(MULTI_VENDOR_ANNOTATION, "").lower(),
         meta_notes.get(MULTI_VENDOR_ANNOTATION, "").lower(),
     )
@@ -124,10 +124,14 @@ def gpu_toleration_missing(m: Manifest) -> Iterator[Hit]:
     s = m.settings
     if t is None:
         return
-    if s.gpu_taint_required and (m.gpu or m.fractional) and not tolerates(t.spec, s.gpu_taint):
+    if (
+        s.cluster.gpu_taint_required
+        and (m.gpu or m.fractional)
+        and not tolerates(t.spec, s.cluster.gpu_taint)
+    ):
         yield (
-            f"a GPU workload without a toleration for the {s.gpu_taint}:NoSchedule taint that "
-            "GPU nodes carry; it will never schedule there. Add tolerations: "
-            f"[{{key: {s.gpu_taint}, operator: Exists, effect: NoSchedule}}]",
+            f"a GPU workload without a toleration for the {s.cluster.gpu_taint}:NoSchedule taint "
+            "that GPU nodes carry; it will never schedule there. Add tolerations: "
+            f"[{{key: {s.cluster.gpu_taint}, operator: Exists, effect: NoSchedule}}]",
             path_string(t.at("spec")),
         )
