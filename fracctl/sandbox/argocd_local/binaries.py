@@ -1,0 +1,65 @@
+"""Finding and building the ``argocd`` and ``kustomize`` binaries the local Argo CD runs.
+
+The build scripts in ``scripts/`` cache what they build under ``$FRACCTL_CACHE`` (or
+``~/.cache/fracctl``); :func:`locate` and :func:`locate_kustomize` look there (and on
+``PATH`` for kustomize) without building, and :func:`build` runs a script, which builds
+only when its cache is empty.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+from fracctl.errors import ExternalError, UsageError
+from fracctl.sandbox.argocd_local.names import VERSION
+
+
+def cache_dir(env: dict[str, str] | None = None) -> Path:
+    """``$FRACCTL_CACHE`` or ``~/.cache/fracctl``, as the build scripts use it."""
+    env = dict(os.environ) if env is None else env
+    if env.get("FRACCTL_CACHE"):
+        return Path(env["FRACCTL_CACHE"])
+    return Path(env.get("HOME") or Path.home()) / ".cache" / "fracctl"
+
+
+def locate(env: dict[str, str] | None = None) -> Path | None:
+    """The folder holding a built ``argocd`` and its ``crds/``, without building."""
+    env = dict(os.environ) if env is None else env
+    folder = Path(env.get("FRACCTL_ARGOCD_DIR") or cache_dir(env) / "argocd" / VERSION)
+    if (folder / "argocd").is_file() and (folder / "crds" / "application-crd.yaml").is_file():
+        return folder
+    return None
+
+
+def locate_kustomize(env: dict[str, str] | None = None) -> Path | None:
+    """The folder holding ``kustomize``: on PATH, else the build cache; None if neither."""
+    env = dict(os.environ) if env is None else env
+    found = shutil.which("kustomize", path=env.get("PATH"))
+    if found:
+        return Path(found).parent
+    tools = cache_dir(env) / "tools"
+    for folder in sorted(tools.glob("kustomize-*"), reverse=True):
+        if (folder / "kustomize").is_file():
+            return folder
+    return None
+
+
+def build(script: str, repo_root: Path | None = None) -> Path:
+    """Run ``scripts/<script>`` (which builds only when its cache is empty); its folder."""
+    roots = [r for r in (repo_root, Path(__file__).resolve().parents[3]) if r]
+    for root in roots:
+        path = root / "scripts" / script
+        if path.is_file():
+            break
+    else:
+        raise UsageError(f"scripts/{script} not found: run from a fracctl source checkout")
+    try:
+        out = subprocess.run(
+            ["bash", str(path)], check=True, stdout=subprocess.PIPE, text=True
+        ).stdout
+    except subprocess.CalledProcessError as e:
+        raise ExternalError(f"scripts/{script} failed (exit {e.returncode})") from None
+    return Path(out.strip().splitlines()[-1])

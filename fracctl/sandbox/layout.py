@@ -1,0 +1,66 @@
+"""Where a sandbox keeps its state, and the fixed names every part of the sandbox shares.
+
+:class:`Sandbox` maps a state dir to the paths of its control plane, its fracctl.yaml,
+its git repository, the operator simulation's PID and ready files and the Argo CD state.
+Nothing here starts or reads anything.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+DEFAULT_SCENARIO = REPO_ROOT / "examples" / "sandbox" / "incident.yaml"
+SANDBOX_APP = "gpu-fractioning"  # the Argo CD application and project of `up --argocd`
+
+
+@dataclass
+class Sandbox:
+    """Paths of a sandbox's state."""
+
+    root: Path
+
+    @property
+    def cp_dir(self) -> Path:
+        """Control-plane state."""
+        return self.root / "controlplane"
+
+    @property
+    def config_file(self) -> Path:
+        """The fracctl.yaml that points at the sandbox."""
+        return self.root / "fracctl.yaml"
+
+    @property
+    def gitops(self) -> Path:
+        """The sandbox's local git repository."""
+        return self.root / "gitops"
+
+    @property
+    def sim_pid_file(self) -> Path:
+        """PID of the operator simulation."""
+        return self.root / "operator-sim.pid"
+
+    @property
+    def sim_ready_file(self) -> Path:
+        """Written by the operator simulation once its first reconcile succeeded."""
+        return self.root / "operator-sim.ready"
+
+    @property
+    def kubeconfig(self) -> Path:
+        """The admin kubeconfig."""
+        return self.cp_dir / "kubeconfig"
+
+    @property
+    def argocd_dir(self) -> Path:
+        """State of the real Argo CD started with ``up --argocd``."""
+        return self.root / "argocd"
+
+
+def default_root(env: dict[str, str]) -> Path:
+    """``$FRACCTL_SANDBOX_DIR`` or ``~/.local/state/fracctl/sandbox``."""
+    base = env.get("FRACCTL_SANDBOX_DIR") or os.path.join(
+        env.get("XDG_STATE_HOME") or os.path.expanduser("~/.local/state"), "fracctl", "sandbox"
+    )
+    return Path(base)
