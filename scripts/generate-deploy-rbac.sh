@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Regenerate deploy/rbac/*.yaml from `fracctl rbac print` with the default configuration.
+# Regenerate deploy/rbac/*.yaml from `fracctl rbac print`, and deploy/policy/guard.yaml from
+# `fracctl policy print`, with the default configuration.
 # tests/test_deploy.py fails while the committed files differ from this output.
 set -euo pipefail
 repo="$(cd "$(dirname "$0")/.." && pwd)"
@@ -13,3 +14,6 @@ for role in $roles; do
   (cd "$scratch" && env -i PATH="$PATH" HOME="$scratch" "$fracctl" rbac print --role "$role") \
     > "$repo/deploy/rbac/$role.yaml"
 done
+# The guard policy (fracctl policy print), for the defaults as well.
+(cd "$scratch" && env -i PATH="$PATH" HOME="$scratch" "$fracctl" policy print) \
+  > "$repo/deploy/policy/guard.yaml"

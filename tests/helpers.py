@@ -263,7 +263,37 @@ class Cluster:
 
     # --- cleanup ----------------------------------------------------------------------
 
+    def unguard(self) -> None:
+        """Remove fracctl's guard policies (a test that installed one may have failed)."""
+        import time
+
+        from fracctl.errors import FracctlError
+        from fracctl.flows.policy import BINDINGS, POLICIES
+
+        removed = False
+        for ref in (BINDINGS, POLICIES):
+            for obj in self.kube.list(ref):
+                if obj["metadata"]["name"].startswith("fracctl-guard-"):
+                    removed = True
+                    try:
+                        self.kube.delete(ref, obj["metadata"]["name"])
+                    except NotFound:
+                        pass
+        target = ref_for(self.config)
+        deadline = time.monotonic() + 30
+        while removed and self.kube.list(target):  # the API server stops enforcing a moment later
+            try:
+                self.kube.delete(target, self.config.target.name, dry_run=True)
+                return
+            except NotFound:
+                return
+            except FracctlError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.2)
+
     def wipe_target(self) -> None:
+        self.unguard()  # a guarded object cannot be wiped
         ref = ref_for(self.config)
         for obj in self.kube.list(ref):
             name = obj["metadata"]["name"]

@@ -51,6 +51,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "node": ("node", "On a GPU host: preflight, the MPS control daemon, the memory probe."),
     "sandbox": ("sandbox", "A local real control plane seeded with a scenario (demo, rehearsal)."),
+    "policy": ("policy", "The admission policy that lets only fracctl recreate delete the config."),
     "rbac": ("rbac", "The least-privilege RBAC of each fracctl role, to review and apply."),
 }
 
@@ -71,6 +72,7 @@ def complete_app() -> typer.Typer:
         lint,
         node,
         nodes,
+        policy,
         preflight,
         probe,
         rbac,

@@ -271,6 +271,13 @@ def _recreate_cluster(p: Params) -> list[RbacRule]:
             "check the lock Lease's namespace exists before creating the Lease",
             (p.recreate.lock_namespace,),
         ),
+        RbacRule(
+            ("authentication.k8s.io",),
+            ("selfsubjectreviews",),
+            ("create",),
+            "learn the username admission sees, to arm the lock Lease for it before the "
+            "delete (the guard policy lets only that identity delete)",
+        ),
     ]
 
 

@@ -10,6 +10,7 @@ import threading
 from datetime import datetime, timezone
 from types import TracebackType
 
+from fracctl.core.guard_policy import PARAM_LABEL, REQUESTER
 from fracctl.core.lock import HELD, STALE, judge_lease, lease_spec
 from fracctl.core.resources import LEASES, NAMESPACES
 from fracctl.errors import Conflict, FracctlError, NotFound, Unsafe
@@ -133,21 +134,46 @@ class LeaseLock:
                 hint="rerun: fracctl resumes from what the cluster shows",
             )
 
+    def arm(self) -> str:
+        """Name this run's identity on the Lease as the one that may delete the target now.
+
+        The guard policy (:mod:`fracctl.core.guard_policy`) lets a DELETE of the target
+        through only for the username armed here; called after the proofs and guards,
+        right before the delete. Returns the username.
+        """
+        requester = self.kube.whoami()
+        lease = self.kube.get(LEASES, self.name, self.namespace)
+        if (lease.get("spec") or {}).get("holderIdentity") != self.me:
+            self.lost = "the Lease is no longer ours"
+            self.check()
+        lease.setdefault("metadata", {}).setdefault("annotations", {})[REQUESTER] = requester
+        self.kube.replace(LEASES, lease)
+        return requester
+
     def release(self) -> None:
-        """Stop renewing and give the lease up, if it is still ours."""
+        """Stop renewing and give the lease up, if it is still ours.
+
+        The guard policy's own Lease (labelled :data:`PARAM_LABEL`) stays, unheld and
+        disarmed, so that the policy keeps answering with its message; any other is
+        deleted.
+        """
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout=5)
         try:
             lease = self.kube.get_or_none(LEASES, self.name, self.namespace)
-            if lease is not None and (lease.get("spec") or {}).get("holderIdentity") == self.me:
-                # resourceVersion, not uid: a takeover replaces the Lease and keeps its uid.
-                self.kube.delete(
-                    LEASES,
-                    self.name,
-                    self.namespace,
-                    resource_version=lease["metadata"]["resourceVersion"],
-                )
+            if lease is None or (lease.get("spec") or {}).get("holderIdentity") != self.me:
+                return
+            meta = lease["metadata"]
+            if (meta.get("labels") or {}).get(PARAM_LABEL) == "true":
+                (meta.get("annotations") or {}).pop(REQUESTER, None)
+                lease["spec"] = {}
+                self.kube.replace(LEASES, lease)  # resourceVersion: only the Lease we read
+                return
+            # resourceVersion, not uid: a takeover replaces the Lease and keeps its uid.
+            self.kube.delete(
+                LEASES, self.name, self.namespace, resource_version=meta["resourceVersion"]
+            )
         except (NotFound, Conflict):
             pass
         except FracctlError as e:
@@ -174,6 +200,10 @@ class NoLock:
 
     def check(self) -> None:
         """Nothing to renew."""
+
+    def arm(self) -> str:
+        """Nothing to arm: a run without the lock deletes nothing."""
+        return ""
 
     def __enter__(self) -> NoLock:
         return self

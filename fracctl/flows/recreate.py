@@ -96,6 +96,9 @@ def check_backend(ctx: Context, backend: str) -> Backend:
     return chosen
 
 
+# How long the guard policy may take to see the Lease armed (its parameter cache).
+ARMED_WITHIN = 10.0
+
 # --- steps ---------------------------------------------------------------------------
 
 
@@ -224,6 +227,7 @@ class Run:
     desired: Obj
     entry: dict[str, Any]
     dry_run: bool = False
+    lock: LeaseLock | NoLock = field(default_factory=NoLock)
 
     @property
     def desired_selector(self) -> dict[str, str]:
@@ -269,8 +273,52 @@ def _backup(run: Run) -> None:
 def _delete(run: Run) -> None:
     if run.live is not None:
         t = run.ctx.config.target
+        _arm(run, run.live)
         delete(run.ctx, run.live)
         run.ctx.info(f"deleted {t.kind}/{t.name} (uid {run.live['metadata']['uid']})")
+
+
+def _arm(run: Run, live: Obj) -> None:
+    """Arm the lock Lease for this identity, then rehearse the delete once more.
+
+    The guard policy lets the delete through only for the identity armed on the Lease,
+    so the dry-run delete now runs the same admission the real one will: a policy bound
+    wrongly refuses here, before anything is deleted.
+    """
+    t = run.ctx.config.target
+    who = run.lock.arm()
+    refused = _armed_dry_run_delete(run.ctx, live["metadata"]["uid"])
+    if refused is not None:
+        raise Refused(
+            f"the delete of {t.kind}/{t.name}, rehearsed again with the lock armed for "
+            f"{who or 'this identity'}, was refused, so nothing was deleted: {refused.message}",
+            hint="see whether the guard policy is bound to the lock Lease (fracctl doctor, "
+            "fracctl policy print), then rerun",
+        )
+    run.ctx.info(f"armed the lock for {who}: a dry-run delete passes the admission policies")
+
+
+def _armed_dry_run_delete(ctx: Context, uid: str) -> FracctlError | None:
+    """A dry-run delete of this incarnation; the refusal, if it stays refused.
+
+    Admission reads the Lease from its own cache, so the guard policy sees the armed Lease
+    a moment after it was written: its refusal is retried for :data:`ARMED_WITHIN`.
+    """
+    from fracctl.core.guard_policy import policy_name
+
+    t = ctx.config.target
+    deadline = ctx.clock.monotonic() + ARMED_WITHIN
+    while True:
+        try:
+            ctx.kube.delete(t.ref, t.name, uid=uid, dry_run=True)
+            return None
+        except NotFound:
+            return None  # gone already: the delete that follows says so
+        except FracctlError as e:
+            ours = f"ValidatingAdmissionPolicy '{policy_name(t)}'" in e.message
+            if not ours or ctx.clock.monotonic() >= deadline:
+                return e
+            ctx.clock.sleep(0.2)
 
 
 def _wait_gone(run: Run) -> None:
@@ -387,6 +435,7 @@ def recreate(
     with interrupt_on_sigterm(), lock:
         at("locked")
         run = _plan(ctx, objects, chosen, entry, dry_run=dry_run)
+        run.lock = lock
         at("planned")
         result = run.result
         steps = [STEPS[name] for name in result.plan.steps]

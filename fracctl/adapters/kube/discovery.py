@@ -47,6 +47,19 @@ class Discovery(Crud):
         status = review.get("status") or {}
         return bool(status.get("allowed")), str(status.get("reason") or "")
 
+    def whoami(self) -> str:
+        """The username the API server knows this identity by (a ``SelfSubjectReview``).
+
+        What admission sees as ``request.userInfo.username``; allowed to every
+        authenticated identity (Kubernetes 1.28 and later).
+        """
+        review = self.request(
+            "POST",
+            "/apis/authentication.k8s.io/v1/selfsubjectreviews",
+            body={"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"},
+        )
+        return str(((review.get("status") or {}).get("userInfo") or {}).get("username") or "")
+
     def resolve(self, api_version: str, kind: str) -> ResourceRef:
         """Find the resource for ``apiVersion``/``kind`` through discovery (cached)."""
         if (api_version, kind) in self._discovery:

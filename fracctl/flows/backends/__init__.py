@@ -117,13 +117,32 @@ def check_delete(ctx: Context, live: Obj | None = None) -> list[str]:
     if live is None:
         return evidence
     meta = live.get("metadata") or {}
-    ctx.kube.delete(t.ref, t.name, uid=meta.get("uid"), dry_run=True)
-    evidence.append(
-        f"a dry-run delete of {t.kind}/{t.name} (uid {meta.get('uid')}) passes RBAC and admission"
-    )
+    evidence.append(_dry_run_delete(ctx, str(meta.get("uid") or "")))
     if t.finalizer in (meta.get("finalizers") or []):
         evidence.extend(check_operator(ctx))
     return evidence
+
+
+def _dry_run_delete(ctx: Context, uid: str) -> str:
+    """A dry-run delete of this incarnation; the guard policy's refusal is the expected one.
+
+    Before the lock is armed, fracctl's own guard policy refuses every delete, this
+    run's included: that refusal proves the policy is installed and bound. The run arms
+    the lock after its guards and rehearses the delete again then (``recreate._arm``).
+    """
+    from fracctl.core.guard_policy import policy_name
+
+    t = ctx.config.target
+    try:
+        ctx.kube.delete(t.ref, t.name, uid=uid, dry_run=True)
+    except FracctlError as e:
+        if f"ValidatingAdmissionPolicy '{policy_name(t)}'" not in e.message:
+            raise
+        return (
+            f"the guard policy {policy_name(t)} refuses a delete outside a recreate; this run "
+            "arms the lock for its identity after its guards and rehearses the delete then"
+        )
+    return f"a dry-run delete of {t.kind}/{t.name} (uid {uid}) passes RBAC and admission"
 
 
 def check_operator(ctx: Context) -> list[str]:

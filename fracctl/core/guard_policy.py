@@ -1,0 +1,200 @@
+"""The admission policy that makes the recreate's guards unavoidable, as plain data.
+
+A ``ValidatingAdmissionPolicy`` (GA since Kubernetes 1.30, enforced by the API server
+itself: no webhook to run) refuses every DELETE of the target object unless the
+requester is, at that moment, the identity that the recreate lock Lease names as armed.
+``fracctl recreate`` arms the Lease (annotation :data:`REQUESTER`, the username the API
+server knows it by) only after its read-only proofs and guards, right before its own
+delete, and disarms it when it releases the lock. So ``kubectl delete``, Argo CD's
+Force+Replace or prune, Flux's ``force`` and anything else are refused, with a message
+that names the one supported road.
+
+The Lease is the binding's parameter (``parameterNotFoundAction: Deny``): with no Lease
+at all every delete is refused too. ``fracctl policy apply`` creates the Lease unheld
+beside the policy, so the refusal carries this policy's message. CEL in admission has
+no clock: a Lease left armed by a run that crashed still names its requester until
+fracctl takes the lock over (after ``timeouts.lock_lease``) or someone disarms it (see
+``runbooks/guard-policy.md``).
+
+UPDATE is not held to the lock: Argo CD and Flux apply the object's mutable fields, the
+operator writes its status and removes its finalizer, and ``nodeSelector`` is already
+immutable by the CRD's own rule.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from fracctl.core.settings import LockSettings as Lock
+from fracctl.core.settings import TargetSettings as Target
+
+Obj = dict[str, Any]
+
+API_VERSION = "admissionregistration.k8s.io/v1"
+REQUESTER = "fracctl.io/delete-requester"  # on the lock Lease: who may delete, now
+PARAM_LABEL = "fracctl.io/guard-parameter"  # on the lock Lease: the policy reads it
+LABELS = {"app.kubernetes.io/part-of": "fracctl", "app.kubernetes.io/component": "guard"}
+
+
+def policy_name(t: Target) -> str:
+    """``fracctl-guard-<plural>``: the policy's and the binding's name."""
+    return f"fracctl-guard-{t.plural}"
+
+
+def message(t: Target, lock: Lock) -> str:
+    """What the API server answers a delete outside ``fracctl recreate``."""
+    return (
+        f"{t.kind}/{t.name} may be deleted only by fracctl recreate, once its proofs and "
+        f"guards passed (it then arms the lock Lease {lock.lock_namespace}/{lock.lock_name} "
+        "for its own identity); run: fracctl recreate. Break glass: runbooks/guard-policy.md"
+    )
+
+
+def _cel_string(text: str) -> str:
+    return json.dumps(text)  # a CEL string literal: JSON's quoting is CEL's
+
+
+def objects(t: Target, lock: Lock) -> list[Obj]:
+    """The policy, its binding, and the unheld lock Lease that is its parameter."""
+    name = policy_name(t)
+    allowed = (
+        f"has(params.metadata.annotations) && {_cel_string(REQUESTER)} in "
+        f"params.metadata.annotations && params.metadata.annotations[{_cel_string(REQUESTER)}]"
+        " == request.userInfo.username"
+    )
+    said = message(t, lock)
+    return [
+        {
+            "apiVersion": API_VERSION,
+            "kind": "ValidatingAdmissionPolicy",
+            "metadata": {"name": name, "labels": dict(LABELS)},
+            "spec": {
+                "failurePolicy": "Fail",
+                "paramKind": {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease"},
+                "matchConstraints": {
+                    "resourceRules": [
+                        {
+                            "apiGroups": [t.group],
+                            "apiVersions": ["*"],
+                            "operations": ["DELETE"],
+                            "resources": [t.plural],
+                        }
+                    ]
+                },
+                "matchConditions": [
+                    {
+                        "name": "the-target",
+                        "expression": f"oldObject.metadata.name == {_cel_string(t.name)}",
+                    }
+                ],
+                "validations": [
+                    {
+                        "expression": allowed,
+                        "messageExpression": _cel_string(said + " (refused: ")
+                        + " + request.userInfo.username + ')'",
+                        "reason": "Forbidden",
+                    }
+                ],
+            },
+        },
+        {
+            "apiVersion": API_VERSION,
+            "kind": "ValidatingAdmissionPolicyBinding",
+            "metadata": {"name": name, "labels": dict(LABELS)},
+            "spec": {
+                "policyName": name,
+                "validationActions": ["Deny"],
+                "paramRef": {
+                    "name": lock.lock_name,
+                    "namespace": lock.lock_namespace,
+                    "parameterNotFoundAction": "Deny",
+                },
+            },
+        },
+        *keepalive(),
+        {
+            "apiVersion": "coordination.k8s.io/v1",
+            "kind": "Lease",
+            "metadata": {
+                "name": lock.lock_name,
+                "namespace": lock.lock_namespace,
+                "labels": {**LABELS, PARAM_LABEL: "true"},
+            },
+            "spec": {},
+        },
+    ]
+
+
+KEEPALIVE = "fracctl-lease-parameters"
+
+
+def keepalive() -> list[Obj]:
+    """A policy and binding that match nothing and keep Lease parameters resolvable.
+
+    The API server stops its parameter informer for a built-in kind for good once no
+    binding uses that kind (kubernetes/kubernetes#130887, #133827, open in 1.34): a guard
+    binding removed and applied again would then judge with the Lease as it was, or find
+    none, until the API server restarts. This pair keeps a binding on Leases at all times,
+    so lifting and restoring the guard (the runbook's break glass) works.
+    """
+    return [
+        {
+            "apiVersion": API_VERSION,
+            "kind": "ValidatingAdmissionPolicy",
+            "metadata": {"name": KEEPALIVE, "labels": dict(LABELS)},
+            "spec": {
+                "failurePolicy": "Ignore",
+                "paramKind": {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease"},
+                "matchConstraints": {
+                    "resourceRules": [
+                        {
+                            "apiGroups": ["fracctl.io"],
+                            "apiVersions": ["v1"],
+                            "operations": ["DELETE"],
+                            "resources": ["nothing"],
+                        }
+                    ]
+                },
+                "validations": [{"expression": "true"}],
+            },
+        },
+        {
+            "apiVersion": API_VERSION,
+            "kind": "ValidatingAdmissionPolicyBinding",
+            "metadata": {"name": KEEPALIVE, "labels": dict(LABELS)},
+            "spec": {
+                "policyName": KEEPALIVE,
+                "validationActions": ["Deny"],
+                "paramRef": {"selector": {}, "parameterNotFoundAction": "Allow"},
+            },
+        },
+    ]
+
+
+def binding_problems(policy: Obj | None, binding: Obj | None, t: Target, lock: Lock) -> list[str]:
+    """What keeps the installed policy from guarding the target (empty: it guards it)."""
+    name = policy_name(t)
+    if policy is None:
+        return [f"no ValidatingAdmissionPolicy {name}"]
+    if binding is None:
+        return [f"no ValidatingAdmissionPolicyBinding {name}"]
+    want = objects(t, lock)
+    problems = []
+    if (policy.get("spec") or {}).get("matchConstraints") != want[0]["spec"]["matchConstraints"]:
+        problems.append(f"the policy does not match DELETE of {t.plural}.{t.group}")
+    if (policy.get("spec") or {}).get("validations") != want[0]["spec"]["validations"]:
+        problems.append("the policy's rule is not fracctl's")
+    spec = binding.get("spec") or {}
+    if spec.get("policyName") != name:
+        problems.append(f"the binding binds {spec.get('policyName')!r}, not {name}")
+    if "Deny" not in (spec.get("validationActions") or []):
+        problems.append("the binding does not deny (validationActions lacks Deny)")
+    ref = spec.get("paramRef") or {}
+    where = f"{ref.get('namespace')}/{ref.get('name')}"
+    if (ref.get("namespace"), ref.get("name")) != (lock.lock_namespace, lock.lock_name):
+        problems.append(
+            f"the binding's parameter is Lease {where}, not the lock Lease "
+            f"{lock.lock_namespace}/{lock.lock_name}"
+        )
+    return problems
