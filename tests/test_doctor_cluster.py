@@ -241,6 +241,10 @@ class Setup:
                  "resources": {"limits": {"nvidia.com/gpu": "1"}}}]},
         )  # fmt: skip
         self.pod("ml", "web", spec={"nodeName": "cpu-0"})
+        if "guard" not in skip:
+            from fracctl.flows.policy import apply
+
+            apply(context(self.cluster))  # fracctl policy apply, default names
 
 
 def context(cluster: Cluster, kube_class: type[Kube] = Kube) -> Context:
@@ -380,8 +384,25 @@ def drop_runtime_class(s: Setup) -> None:
 
 Fault = tuple[dict[str, Any], Callable[[Setup], None] | None, str, str]
 
+
+def misbind_guard(s: Setup) -> None:
+    from fracctl.flows.policy import BINDINGS
+
+    s.kube.patch(
+        BINDINGS,
+        "fracctl-guard-gpufractioningconfigs",
+        {"spec": {"paramRef": {"name": "someone-elses-lease"}}},
+    )
+
+
 FAULTS: dict[str, Fault] = {
     # check id: (arguments to healthy(), extra planting, a subject, words in the symptom)
+    "guard-policy": (
+        {"skip": ("guard",)},
+        None,
+        "GpuFractioningConfig/default",
+        "no ValidatingAdmissionPolicy fracctl-guard-gpufractioningconfigs",
+    ),
     "reservation-pods": ({}, fail_reservation, "gpu-reservation-b200-0", "failing"),
     "runtime-class": ({}, drop_runtime_class, "nvidia", "no RuntimeClass"),
     "image-tags": (
@@ -536,3 +557,13 @@ def test_nodes_are_seen_whole(setup: Setup) -> None:
     f = found(r)
     assert set(f) == {"gpu-memory-label", "gpu-present-label"}
     assert f["gpu-memory-label"][0]["subjects"] == ["mystery-0"]
+
+
+def test_a_mis_bound_guard_policy_is_found(setup: Setup) -> None:
+    setup.healthy()
+    misbind_guard(setup)
+    r = run(setup.cluster, "-o", "json")
+    assert r.exit_code == ExitCode.FINDING, r.output
+    (f,) = found(r)["guard-policy"]
+    assert "the binding's parameter is Lease default/someone-elses-lease" in f["symptom"], f
+    assert f["fix"].startswith("fracctl policy apply"), f

@@ -41,8 +41,9 @@ SERVICE_ACCOUNTS = ResourceRef("", "v1", "serviceaccounts", "ServiceAccount", Tr
 SA_NAMESPACE = "fracctl-rbac-test"
 REPO = Path(__file__).resolve().parents[1]
 
-# Calls every identity may make (discovery, SelfSubjectAccessReview): not the role's.
-BASIC = {("create", "selfsubjectaccessreviews")}
+# Calls every identity may make (discovery, SelfSubjectAccessReview, SelfSubjectReview:
+# system:basic-user grants them to every authenticated identity): not the role's.
+BASIC = {("create", "selfsubjectaccessreviews"), ("create", "selfsubjectreviews")}
 
 
 @pytest.fixture
@@ -280,7 +281,8 @@ def test_doctor_runs_as_its_role_and_uses_every_grant(
     # A pending fractional pod: doctor reads the events of its namespace.
     incident.cluster.pod("team-a", "frac-0", annotations={"gpu-fraction": "0.5"}, phase="Pending")
     cfg_file = str(incident.config_file)
-    with bound(incident.cluster, control_plane, incident.root, "doctor") as who:
+    config = incident.config()  # the guard check reads its lock Lease in fracctl-test
+    with bound(incident.cluster, control_plane, incident.root, "doctor", config) as who:
         admin = run_cli("-c", cfg_file, "doctor", "-o", "json")
         recorded.clear()
         r = run_cli("-c", cfg_file, "--kubeconfig", who.kubeconfig, "doctor", "-o", "json")

@@ -179,11 +179,16 @@ def binding_problems(policy: Obj | None, binding: Obj | None, t: Target, lock: L
         return [f"no ValidatingAdmissionPolicy {name}"]
     if binding is None:
         return [f"no ValidatingAdmissionPolicyBinding {name}"]
-    want = objects(t, lock)
+    want = objects(t, lock)[0]["spec"]
+    have = policy.get("spec") or {}
     problems = []
-    if (policy.get("spec") or {}).get("matchConstraints") != want[0]["spec"]["matchConstraints"]:
+    rules = (have.get("matchConstraints") or {}).get("resourceRules") or []
+    if not all(_within(r, rules) for r in want["matchConstraints"]["resourceRules"]):
         problems.append(f"the policy does not match DELETE of {t.plural}.{t.group}")
-    if (policy.get("spec") or {}).get("validations") != want[0]["spec"]["validations"]:
+    keys = ("expression", "messageExpression")
+    if [{k: v.get(k) for k in keys} for v in have.get("validations") or []] != [
+        {k: v.get(k) for k in keys} for v in want["validations"]
+    ]:
         problems.append("the policy's rule is not fracctl's")
     spec = binding.get("spec") or {}
     if spec.get("policyName") != name:
@@ -198,3 +203,8 @@ def binding_problems(policy: Obj | None, binding: Obj | None, t: Target, lock: L
             f"{lock.lock_namespace}/{lock.lock_name}"
         )
     return problems
+
+
+def _within(rule: Obj, rules: list[Obj]) -> bool:
+    """Whether one of ``rules`` holds every value ``rule`` sets (the server adds defaults)."""
+    return any(all(have.get(k) == v for k, v in rule.items()) for have in rules)

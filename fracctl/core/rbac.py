@@ -205,8 +205,24 @@ def _doctor(p: Params) -> tuple[list[RbacRule], dict[str, list[RbacRule]]]:
             "the fractioning config itself",
             (p.target.name,),
         ),
+        RbacRule(
+            ("admissionregistration.k8s.io",),
+            ("validatingadmissionpolicies", "validatingadmissionpolicybindings"),
+            ("get",),
+            "the guard policy and its binding (only fracctl recreate may delete the target)",
+            (f"fracctl-guard-{p.target.plural}",),
+        ),
     ]
     namespaced: dict[str, list[RbacRule]] = {}
+    namespaced.setdefault(p.recreate.lock_namespace, []).append(
+        RbacRule(
+            ("coordination.k8s.io",),
+            ("leases",),
+            ("get",),
+            "the lock Lease the guard policy reads as its parameter",
+            (p.recreate.lock_name,),
+        )
+    )
     namespaced.setdefault(p.cluster.agent_namespace, []).append(
         RbacRule(
             ("apps",),
@@ -270,13 +286,6 @@ def _recreate_cluster(p: Params) -> list[RbacRule]:
             ("get",),
             "check the lock Lease's namespace exists before creating the Lease",
             (p.recreate.lock_namespace,),
-        ),
-        RbacRule(
-            ("authentication.k8s.io",),
-            ("selfsubjectreviews",),
-            ("create",),
-            "learn the username admission sees, to arm the lock Lease for it before the "
-            "delete (the guard policy lets only that identity delete)",
         ),
     ]
 

@@ -17,7 +17,7 @@ from fracctl.core.doctor import (
 )
 from fracctl.core.fractional import FINISHED_PHASES, AnnotationMatcher, PodKind, classify
 from fracctl.core.resources import EVENTS, NODES, PODS, ResourceRef
-from fracctl.errors import ConfigError, NotFound
+from fracctl.errors import ConfigError, Forbidden, NotFound
 from fracctl.flows.context import Context
 
 
@@ -37,6 +37,16 @@ def _get(ctx: Context, ref: ResourceRef, name: str) -> tuple[dict[str, Any] | No
         return None, f"the API server serves no {ref.kind} in {ref.api_version}: CRD not installed"
 
 
+def _guard(ctx: Context, snap: Snapshot) -> None:
+    """What keeps the guard policy from holding deletes of the target to a recreate."""
+    from fracctl.flows.policy import problems
+
+    try:
+        snap.guard_problems = problems(ctx)
+    except Forbidden as e:
+        snap.guard_unreadable = e.status.message
+
+
 def snapshot(ctx: Context, s: DoctorSettings) -> Snapshot:
     """Read what the checks need, with GET requests only.
 
@@ -52,6 +62,7 @@ def snapshot(ctx: Context, s: DoctorSettings) -> Snapshot:
     snap.runtime_class = kube.get_or_none(RUNTIME_CLASSES, s.cluster.runtime_class)
     snap.kai_config, snap.kai_config_missing = _get(ctx, KAI_CONFIG, s.cluster.scheduler_config)
     snap.target, snap.target_missing = _get(ctx, ctx.config.target.ref, s.target.name)
+    _guard(ctx, snap)
     snap.daemonsets = {
         name: kube.get_or_none(DAEMONSETS, name, s.cluster.agent_namespace)
         for name in s.cluster.agent_daemonsets

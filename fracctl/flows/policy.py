@@ -80,10 +80,11 @@ def problems(ctx: Context) -> list[str]:
     """What keeps the installed policy from guarding the target (empty: it guards it)."""
     t, r = ctx.config.target, ctx.config.recreate
     name = guard_policy.policy_name(t)
+    lease = ctx.kube.get_or_none(LEASES, r.lock_name, r.lock_namespace)
     found = guard_policy.binding_problems(
         ctx.kube.get_or_none(POLICIES, name), ctx.kube.get_or_none(BINDINGS, name), t, r
     )
-    if not found and ctx.kube.get_or_none(LEASES, r.lock_name, r.lock_namespace) is None:
+    if not found and lease is None:
         found.append(
             f"no Lease {r.lock_namespace}/{r.lock_name}: every delete is refused with the API "
             "server's own message, fracctl recreate's included until it takes the lock"

@@ -162,4 +162,14 @@ def populate(
         if not (box.gitops / ".git").exists():
             init_repo(box.gitops, message="desired state: select the opt-in label")
     box.config_file.write_text(sandbox_config(box, gitops_path))
+    guard(kube, box)
     return gitops_path
+
+
+def guard(kube: Kube, box: Sandbox) -> None:
+    """Install the guard policy, as ``fracctl policy apply`` does with the sandbox's config."""
+    from fracctl import config as cfg
+    from fracctl.flows.policy import apply
+
+    sandboxed = Context(config=cfg.load(str(box.config_file), env={}), kube_factory=lambda: kube)
+    apply(sandboxed)

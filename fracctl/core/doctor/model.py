@@ -55,6 +55,8 @@ class Snapshot:
     workloads: list[Obj] = field(default_factory=list)  # agent and scheduler Deployments…
     pods: list[Obj] = field(default_factory=list)  # fractional, reservation, on GPU nodes
     events: dict[str, list[Obj]] = field(default_factory=dict)  # "ns/pod" -> its events
+    guard_problems: list[str] = field(default_factory=list)  # what keeps the guard off
+    guard_unreadable: str = ""  # why the guard policy could not be read, if it could not
 
 
 @dataclass(frozen=True)

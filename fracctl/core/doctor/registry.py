@@ -22,7 +22,12 @@ from fracctl.core.doctor.model import (
 from fracctl.core.doctor.pods import fractional_pods_non_root, pending_fractional_pods
 from fracctl.core.doctor.scheduler import kai_config, reservation_pods, runtime_class
 from fracctl.core.doctor.taints import gpu_node_taints, gpu_nodes_for_gpu_pods
-from fracctl.core.doctor.target import fractioning_config, node_readiness, opted_in_selected
+from fracctl.core.doctor.target import (
+    fractioning_config,
+    guard_policy,
+    node_readiness,
+    opted_in_selected,
+)
 from fracctl.core.fractional import AnnotationMatcher
 
 CHECKS: tuple[Check, ...] = (
@@ -34,6 +39,7 @@ CHECKS: tuple[Check, ...] = (
     gpu_present_label,
     kai_config,
     fractioning_config,
+    guard_policy,
     node_readiness,
     opted_in_selected,
     pending_fractional_pods,

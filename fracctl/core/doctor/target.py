@@ -140,3 +140,35 @@ def opted_in_selected(snap: Snapshot, s: DoctorSettings, m: AnnotationMatcher) -
             (f"live spec.nodeSelector: {live}",),
         )
     ]
+
+
+@check(
+    "guard-policy",
+    "only fracctl recreate may delete the config (the guard policy is bound)",
+    reads=("guard_problems", "guard_unreadable"),
+)
+def guard_policy(snap: Snapshot, s: DoctorSettings, m: AnnotationMatcher) -> list[Signature]:
+    """The admission policy that holds deletes of the config to a recreate is off."""
+    kind = f"{s.target.kind}/{s.target.name}"
+    if snap.guard_unreadable:
+        return [
+            Signature(
+                f"cannot tell whether deletes of {kind} are guarded: {snap.guard_unreadable}",
+                "the identity may not read validatingadmissionpolicies and their bindings",
+                "grant the doctor role (fracctl rbac print --role doctor) and rerun",
+                (kind,),
+            )
+        ]
+    if not snap.guard_problems:
+        return []
+    return [
+        Signature(
+            f"{kind} can be deleted outside fracctl recreate (kubectl delete, Argo CD's "
+            "Force+Replace or prune, Flux's force) while fractional pods run: "
+            + "; ".join(snap.guard_problems),
+            "the guard policy is not installed, or not bound to the target and the lock Lease",
+            "fracctl policy apply   (see runbooks/guard-policy.md)",
+            (kind,),
+            tuple(snap.guard_problems),
+        )
+    ]
