@@ -173,3 +173,18 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
             "child processes left behind: " + "; ".join(leaks), red=True
         )
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+@pytest.fixture
+def guarded(incident: Incident) -> Iterator[Incident]:
+    """The incident with the guard policy applied (``fracctl policy apply``); removed after."""
+    from fracctl.errors import ExitCode
+    from tests.helpers import run_cli, wait_enforced
+
+    r = run_cli("-c", str(incident.config_file), "policy", "apply")
+    assert r.exit_code == ExitCode.OK, r.output
+    try:
+        wait_enforced(incident.cluster)
+        yield incident
+    finally:
+        incident.cluster.unguard()

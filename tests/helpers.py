@@ -384,3 +384,24 @@ def kube_at(url: str, *, token: str | None = None) -> Kube:
     if token:
         cfg.api_key = {"authorization": f"Bearer {token}"}
     return Kube(cfg, timeout=5)
+
+
+def wait_enforced(cluster: Cluster, timeout: float = 30.0) -> None:
+    """Until the guard policy refuses a delete: the API server compiles a new policy a
+    moment after it is created."""
+    import time
+
+    from fracctl.core.guard_policy import policy_name
+    from fracctl.errors import FracctlError
+
+    t = cluster.config.target
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            cluster.kube.delete(t.ref, t.name, dry_run=True)
+        except FracctlError as e:
+            if policy_name(t) in e.message:
+                return
+        if time.monotonic() > deadline:
+            raise AssertionError("the guard policy was never enforced")
+        time.sleep(0.2)

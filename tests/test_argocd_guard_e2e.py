@@ -9,7 +9,6 @@ that message. ``fracctl recreate`` through Argo CD still converges.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -20,22 +19,10 @@ from fracctl.flows.argocd_sync import wait_operation
 from tests.argocd_real import RealArgoCD, configure
 from tests.helpers import commit_all, run_cli
 from tests.recreate_fixtures import NEW, OLD, Incident
-from tests.test_guard_policy_cluster import wait_enforced
 
 pytestmark = pytest.mark.e2e
 
 FRACTIONAL = {"gpu-fraction": "0.5"}
-
-
-@pytest.fixture
-def guarded(incident: Incident) -> Iterator[Incident]:
-    r = run_cli("-c", str(incident.config_file), "policy", "apply")
-    assert r.exit_code == ExitCode.OK, r.output
-    try:
-        wait_enforced(incident)
-        yield incident
-    finally:
-        incident.cluster.unguard()
 
 
 def said(incident: Incident) -> str:

@@ -203,6 +203,7 @@ def _leaf_commands() -> list[tuple[list[str], Any]]:
 OUTPUT_CHOICES = {
     "render": "yaml, json",
     "rbac print": "yaml, json",
+    "policy print": "yaml, json",
     "drift": "table, json, junit, github",
     "doctor": "table, json, github",
     "lint": "table, json, sarif, github",

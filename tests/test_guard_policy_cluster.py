@@ -11,7 +11,6 @@ from __future__ import annotations
 import shutil
 import subprocess
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -34,33 +33,6 @@ LOCK = ("fracctl-test", "fracctl-recreate")
 @pytest.fixture
 def incident(cluster: Cluster, tmp_path: Path) -> Incident:
     return make_incident(cluster, tmp_path)
-
-
-@pytest.fixture
-def guarded(incident: Incident) -> Iterator[Incident]:
-    """The incident with the guard policy applied (``fracctl policy apply``); removed after."""
-    r = run_cli("-c", str(incident.config_file), "policy", "apply")
-    assert r.exit_code == ExitCode.OK, r.output
-    try:
-        wait_enforced(incident)
-        yield incident
-    finally:
-        incident.cluster.unguard()
-
-
-def wait_enforced(incident: Incident, timeout: float = 30.0) -> None:
-    """The API server compiles a new policy a moment after it is created."""
-    t = incident.cluster.config.target
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            incident.cluster.kube.delete(t.ref, t.name, dry_run=True)
-        except FracctlError as e:
-            if policy_name(t) in e.message:
-                return
-        if time.monotonic() > deadline:
-            raise AssertionError("the guard policy was never enforced")
-        time.sleep(0.2)
 
 
 def live(incident: Incident) -> dict[str, Any]:
