@@ -128,20 +128,39 @@ def test_a_second_identity_is_refused_while_fracctl_holds_the_lock(
 
 
 def test_a_run_killed_with_the_lock_armed_is_recovered_as_documented(guarded: Incident) -> None:
-    """runbooks/guard-policy.md: the Lease stays armed for the dead run's identity until
-    a recreate takes the expired lock over; that recreate converges."""
+    """runbooks/guard-policy.md: a recreate killed after its delete leaves the Lease armed
+    for its identity; a second run is refused while the lock is held, and once it expired
+    the documented `fracctl recreate --yes` takes it over and converges."""
+    import os
+    import signal
+    import sys
+
     cluster = guarded.cluster
-    ctx = guarded.context(timeouts__lock_lease="2s")
-    lock = LeaseLock(ctx)
-    lock.acquire()
-    lock.arm()
-    lock._stop.set()  # the process dies: no renewal, no release
+    env = {**os.environ, "FRACCTL_TIMEOUTS_LOCK_LEASE": "6s", "FRACCTL_TIMEOUTS_DELETE": "60s"}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "fracctl", "-c", str(guarded.config_file), "recreate", "--yes"],
+        env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 30
+        while True:  # no operator runs: the delete hangs on the finalizer
+            obj = cluster.live_target()
+            if obj is not None and obj["metadata"].get("deletionTimestamp"):
+                break
+            assert time.monotonic() < deadline, "the subprocess never deleted the object"
+            time.sleep(0.1)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=10)
+    finally:
+        proc.kill()
+        proc.communicate()
     lease = cluster.kube.get(LEASES, LOCK[1], LOCK[0])
-    assert lease["metadata"]["annotations"][REQUESTER] == ADMIN_USER
+    assert lease["metadata"]["annotations"][REQUESTER] == ADMIN_USER  # the documented state
+    assert (lease.get("spec") or {}).get("holderIdentity")
     busy = run_cli("-c", str(guarded.config_file), "recreate", "--yes")
     assert busy.exit_code == ExitCode.LOCKED, busy.output
-    time.sleep(2.5)  # past the dead holder's lease
-    text = guarded.config_file.read_text().replace("lock_lease: 30s", "lock_lease: 2s")
+    time.sleep(6.5)  # past the dead holder's lease
+    text = guarded.config_file.read_text().replace("lock_lease: 30s", "lock_lease: 6s")
     guarded.config_file.write_text(text)
     with guarded.operator():
         r = run_cli("-c", str(guarded.config_file), "recreate", "--yes")
