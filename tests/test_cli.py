@@ -22,6 +22,8 @@ from fracctl.cli.main import COMMANDS
 from fracctl.errors import ExitCode, Refused
 from tests.helpers import Cluster, run_cli
 
+REPO = Path(__file__).resolve().parents[1]
+
 
 def test_version() -> None:
     r = run_cli("--version")
@@ -315,3 +317,23 @@ def test_a_blank_name_is_usage_not_a_missing_filter(cluster: Cluster, args: list
     assert "cannot be empty" in r.stderr
     assert r.stderr.count("\n") == 1, r.stderr
     assert r.stdout == ""
+
+
+@pytest.mark.parametrize("argv", [[], ["node"], ["policy"]])
+def test_a_bare_group_prints_its_help_and_no_empty_error(argv: list[str]) -> None:
+    r = run_cli(*argv)
+    assert r.exit_code == ExitCode.USAGE, r.output
+    assert "Usage: fracctl" in r.stdout
+    assert "Error" not in r.stderr, r.stderr
+
+
+def test_fracctl_is_a_kubectl_plugin_too() -> None:
+    """kubectl runs `kubectl-fracctl` on PATH as `kubectl fracctl`: the same entry point."""
+    import tomllib
+
+    scripts = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["scripts"]
+    assert scripts["kubectl-fracctl"] == scripts["fracctl"] == "fracctl.cli.main:main"
+    plugin = Path(sys.executable).with_name("kubectl-fracctl")
+    if plugin.exists():  # installed in this environment (make venv)
+        out = subprocess.run([str(plugin), "--version"], capture_output=True, text=True)
+        assert out.returncode == 0 and out.stdout.startswith("fracctl "), out

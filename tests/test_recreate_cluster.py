@@ -415,3 +415,10 @@ def test_unwritable_backup_stops_before_the_delete(incident: Incident) -> None:
         recreate(ctx, yes=True)
     assert deletes(incident) == 0
     assert incident.cluster.live_target()["spec"]["nodeSelector"] == OLD  # type: ignore[index]
+
+
+def test_dry_run_says_each_proof_once(incident: Incident) -> None:
+    """The plan lists the proofs; nothing else repeats them."""
+    r = run_cli("-c", str(incident.config_file), "recreate", "--dry-run")
+    assert r.exit_code == ExitCode.OK, r.output
+    assert r.output.count("proven: may get gpufractioningconfigs default") == 1, r.output

@@ -119,6 +119,8 @@ def _click_usage(e: Exception) -> str | None:
     if fmt is None or not hasattr(e, "exit_code"):
         return None
     message = str(fmt())
+    if not message.strip():  # a bare group: click printed its help, there is nothing to say
+        return ""
     ctx = getattr(e, "ctx", None)
     if ctx is not None and type(e).__name__ != "ClickException":
         message += f" (see '{ctx.command_path} --help')"
@@ -180,7 +182,8 @@ def _run(args: list[str], debug: bool) -> int:
     except Exception as e:  # the error boundary: anything unplanned
         usage = _click_usage(e)
         if usage is not None:
-            _err(f"Error: {usage}")
+            if usage:
+                _err(f"Error: {usage}")
             code = int(ExitCode.USAGE)
         elif debug:
             raise

@@ -228,6 +228,7 @@ class Run:
     entry: dict[str, Any]
     dry_run: bool = False
     lock: LeaseLock | NoLock = field(default_factory=NoLock)
+    announce: bool = True  # say each proof as it passes (no plan will show them)
 
     @property
     def desired_selector(self) -> dict[str, str]:
@@ -245,7 +246,7 @@ def _prove(run: Run) -> None:
     proof = backends.prove(run.ctx, run.backend, run.desired, deletes=deletes, live=run.live)
     run.result.proofs = proof.evidence
     run.desired = proof.creates  # verify holds the live object to what was proven
-    for line in run.result.proofs:
+    for line in run.result.proofs if run.announce else ():
         run.ctx.info(f"proven: {line}")
 
 
@@ -436,6 +437,7 @@ def recreate(
         at("locked")
         run = _plan(ctx, objects, chosen, entry, dry_run=dry_run)
         run.lock = lock
+        run.announce = yes and not dry_run  # otherwise the plan shown lists the proofs
         at("planned")
         result = run.result
         steps = [STEPS[name] for name in result.plan.steps]
