@@ -12,7 +12,7 @@ from types import TracebackType
 
 from fracctl.core.guard_policy import PARAM_LABEL, REQUESTER
 from fracctl.core.lock import HELD, STALE, judge_lease, lease_spec
-from fracctl.core.resources import LEASES, NAMESPACES
+from fracctl.core.resources import LEASES
 from fracctl.errors import Conflict, FracctlError, NotFound, Unsafe
 from fracctl.flows.context import Context
 
@@ -65,7 +65,7 @@ class LeaseLock:
         spec = lease_spec(me=self.me, now=now, duration=self.duration)
         try:
             if lease is None:
-                self._ensure_namespace()
+                self.kube.ensure_namespace(self.namespace)
                 self.kube.create(
                     LEASES,
                     {
@@ -86,16 +86,6 @@ class LeaseLock:
         self.acquired = now
         self._thread = threading.Thread(target=self._renew_loop, daemon=True)
         self._thread.start()
-
-    def _ensure_namespace(self) -> None:
-        if self.kube.get_or_none(NAMESPACES, self.namespace) is None:
-            try:
-                self.kube.create(
-                    NAMESPACES,
-                    {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": self.namespace}},
-                )
-            except Conflict:
-                pass
 
     def _renew_loop(self) -> None:
         interval = max(0.5, self.duration / 3)

@@ -5,8 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from fracctl.core import guard_policy
-from fracctl.core.resources import LEASES, NAMESPACES, ResourceRef
-from fracctl.errors import Conflict
+from fracctl.core.resources import LEASES, ResourceRef
 from fracctl.flows.context import Context
 
 Obj = dict[str, Any]
@@ -62,11 +61,8 @@ def apply(ctx: Context, *, dry_run: bool = False) -> list[str]:
     meta = lease["metadata"]
     live = ctx.kube.get_or_none(LEASES, meta["name"], meta["namespace"])
     if live is None:
-        if ctx.kube.get_or_none(NAMESPACES, meta["namespace"]) is None and not dry_run:
-            try:
-                ctx.kube.create(NAMESPACES, {"metadata": {"name": meta["namespace"]}})
-            except Conflict:
-                pass
+        if not dry_run:
+            ctx.kube.ensure_namespace(meta["namespace"])
         ctx.kube.create(LEASES, lease, dry_run=dry_run)
         lines.append(f"Lease {meta['namespace']}/{meta['name']} created (unheld)")
     else:

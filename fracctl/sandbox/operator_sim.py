@@ -40,7 +40,7 @@ from fracctl.config import Config
 from fracctl.core.clock import Clock, SystemClock, utc_timestamp
 from fracctl.core.doctor import DAEMONSETS
 from fracctl.core.nodes import condition, labels_of, matches
-from fracctl.core.resources import DEPLOYMENTS, LEASES, NAMESPACES, NODES
+from fracctl.core.resources import DEPLOYMENTS, LEASES, NODES
 from fracctl.errors import Conflict, FracctlError, NotFound
 
 NEVER_READY = "sandbox.fracctl.io/simulate"
@@ -87,18 +87,11 @@ class OperatorSimulation:
         if self._renewed_at is not None and now - self._renewed_at < renew_every:
             return
         k = self.config.cluster
-        self._namespace(k.agent_namespace)
+        self.kube.ensure_namespace(k.agent_namespace)
         if k.operator_lease:
             self._renew(k.operator_lease, k.agent_namespace)
         self._deployment(k.operator_deployment, k.agent_namespace)
         self._renewed_at = now
-
-    def _namespace(self, name: str) -> None:
-        if self.kube.get_or_none(NAMESPACES, name) is None:
-            try:
-                self.kube.create(NAMESPACES, {"metadata": {"name": name}})
-            except Conflict:
-                pass
 
     def _renew(self, name: str, namespace: str) -> None:
         stamp = datetime.fromtimestamp(self.clock.now(), timezone.utc).strftime(MICROTIME)

@@ -18,8 +18,8 @@ from fracctl.adapters.kube.transport import (
     Obj,
     Transport,
 )
-from fracctl.core.resources import ResourceRef
-from fracctl.errors import NotFound
+from fracctl.core.resources import NAMESPACES, ResourceRef
+from fracctl.errors import Conflict, NotFound
 
 
 class Crud(Transport):
@@ -35,6 +35,15 @@ class Crud(Transport):
             return self.get(ref, name, namespace)
         except NotFound:
             return None
+
+    def ensure_namespace(self, name: str) -> None:
+        """Create the namespace ``name`` unless it exists (a racing creator is fine)."""
+        if self.get_or_none(NAMESPACES, name) is None:
+            try:
+                self.create(NAMESPACES, {"apiVersion": "v1", "kind": "Namespace",
+                                         "metadata": {"name": name}})  # fmt: skip
+            except Conflict:
+                pass
 
     def list_pages(
         self,
