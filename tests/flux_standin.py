@@ -45,22 +45,25 @@ def kustomization_crd() -> Obj:
     return open_crd(GROUP, KIND, PLURAL, scope="Namespaced", short_names=("ks",))
 
 
-def install_crd(kube: Kube, *, timeout: float = 30.0) -> None:
-    """Create the CRD (or keep it) and wait until the API serves it."""
+def install_crd(kube: Kube, crd: Obj | None = None, *, timeout: float = 30.0) -> None:
+    """Create the CRD (default: the Kustomization's), or keep it; wait until it is served."""
+    crd = crd or kustomization_crd()
+    group, names = crd["spec"]["group"], crd["spec"]["names"]
+    api_version = f"{group}/v1"
     try:
-        kube.create(CRDS, kustomization_crd())
+        kube.create(CRDS, crd)
     except Conflict:
         pass
     deadline = time.monotonic() + timeout
     while True:
         try:
-            kube.request("GET", f"/apis/{GROUP}/v1/{PLURAL}")
-            kube.resolve(API_VERSION, KIND)
+            kube.request("GET", f"/apis/{api_version}/{names['plural']}")
+            kube.resolve(api_version, names["kind"])
             return
         except ApiError:
             # Discovery lags behind Established, and a new resource's storage answers
             # 429 "storage is (re)initializing" for a moment.
-            kube._discovered.discard(API_VERSION)
+            kube._discovered.discard(api_version)
             if time.monotonic() > deadline:
                 raise
             time.sleep(0.1)
@@ -148,19 +151,7 @@ class FluxStandIn:
         the status the real one writes once it fetched a revision.
         """
         crd = open_crd(SOURCE_GROUP, "GitRepository", "gitrepositories", scope="Namespaced")
-        try:
-            self.kube.create(CRDS, crd)
-        except Conflict:
-            pass
-        deadline = time.monotonic() + 30
-        while True:
-            try:  # discovery is cached, so ask for the collection until it is served
-                self.kube.request("GET", f"/apis/{SOURCE_GROUP}/v1/gitrepositories")
-                break
-            except ApiError:
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.1)
+        install_crd(self.kube, crd)
         ref = self.kube.resolve(f"{SOURCE_GROUP}/v1", "GitRepository")
         body = {
             "apiVersion": f"{SOURCE_GROUP}/v1",

@@ -42,6 +42,11 @@ def policy_name(t: Target) -> str:
     return f"fracctl-guard-{t.plural}"
 
 
+def refused_by_guard(t: Target, error_message: str) -> bool:
+    """Whether an API error is this guard policy's refusal (the API server names it)."""
+    return f"ValidatingAdmissionPolicy '{policy_name(t)}'" in error_message
+
+
 def message(t: Target, lock: Lock) -> str:
     """What the API server answers a delete outside ``fracctl recreate``."""
     return (

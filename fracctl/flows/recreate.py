@@ -305,7 +305,7 @@ def _armed_dry_run_delete(ctx: Context, uid: str) -> FracctlError | None:
     Admission reads the Lease from its own cache, so the guard policy sees the armed Lease
     a moment after it was written: its refusal is retried for :data:`ARMED_WITHIN`.
     """
-    from fracctl.core.guard_policy import policy_name
+    from fracctl.core.guard_policy import refused_by_guard
 
     t = ctx.config.target
     deadline = ctx.clock.monotonic() + ARMED_WITHIN
@@ -316,8 +316,7 @@ def _armed_dry_run_delete(ctx: Context, uid: str) -> FracctlError | None:
         except NotFound:
             return None  # gone already: the delete that follows says so
         except FracctlError as e:
-            ours = f"ValidatingAdmissionPolicy '{policy_name(t)}'" in e.message
-            if not ours or ctx.clock.monotonic() >= deadline:
+            if not refused_by_guard(t, e.message) or ctx.clock.monotonic() >= deadline:
                 return e
             ctx.clock.sleep(0.2)
 

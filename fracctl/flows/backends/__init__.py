@@ -130,13 +130,13 @@ def _dry_run_delete(ctx: Context, uid: str) -> str:
     run's included: that refusal proves the policy is installed and bound. The run arms
     the lock after its guards and rehearses the delete again then (``recreate._arm``).
     """
-    from fracctl.core.guard_policy import policy_name
+    from fracctl.core.guard_policy import policy_name, refused_by_guard
 
     t = ctx.config.target
     try:
         ctx.kube.delete(t.ref, t.name, uid=uid, dry_run=True)
     except FracctlError as e:
-        if f"ValidatingAdmissionPolicy '{policy_name(t)}'" not in e.message:
+        if not refused_by_guard(t, e.message):
             raise
         return (
             f"the guard policy {policy_name(t)} refuses a delete outside a recreate; this run "
