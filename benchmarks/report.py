@@ -172,6 +172,55 @@ def preflight_section(data: Any) -> list[str]:
     return lines
 
 
+def readers_section(data: Any) -> list[str]:
+    lines = [
+        "## Every pod and node reader against the wire: preflight, doctor, nodes check, probe",
+        "",
+    ]
+    if not data:
+        return [*lines, "Not run.", ""]
+    lines += [
+        "    python benchmarks/bench_readers.py            # 10k, 50k, 100k pods, 5,000 nodes",
+        "    python benchmarks/bench_readers.py --quick    # 10k pods, 500 nodes",
+        "",
+        "**Data.** bench_preflight's pods and nodes (its seeding code), in one seeding, pods "
+        f"added in steps and measured at each size; {data['nodes']:,} nodes, every one a GPU "
+        "node without the memory label or the GPU taint, and every plain pod runs on one "
+        "asking for no GPU, so doctor's `gpu-nodes-for-gpu-pods` finding names each of them "
+        "(the *reported* column) and its output grows with them.",
+        "",
+        "**Method.** Each command runs in its own process under GNU `time` (wall, and its own "
+        "peak RSS); every answer is checked against the seeded truth before its time counts "
+        "(preflight's fractional pods, doctor's CPU pods on GPU nodes, nodes check's rows). "
+        "*wire* is the pod scan's own requests with every body read to the end and dropped "
+        "undecoded. *probe pool* is `fracctl probe`'s reading of the pool alone (a whole probe "
+        "waits for KAI, which does not run here). *doctor, pods read whole* is doctor as it "
+        "read pods before: every unfinished pod on a GPU node listed as JSON and kept. "
+        f"Page size {data['page_size']}; the median of the runs, and their range.",
+        "",
+        "| pods | reported | command | wall: median (range) | peak RSS | / wire | / preflight |",
+        "|---:|---:|---|---|---:|---:|---:|",
+    ]
+    for size in data["sizes"]:
+        runs = size["runs"]
+        wire = statistics.median(r["seconds"] for r in runs["wire"])
+        pre = statistics.median(r["seconds"] for r in runs["preflight"])
+        label, reported = f"{size['pods']:,}", f"{size['strays']:,}"
+        for name, rs in runs.items():
+            if not rs:
+                continue
+            times = [r["seconds"] for r in rs]
+            rss = statistics.median(r["peak_rss"] for r in rs)
+            med = statistics.median(times)
+            lines.append(
+                f"| {label} | {reported} | {name} | {spread(times)} | {mib(rss)} | "
+                f"{med / wire:.2f}x | {med / pre:.2f}x |"
+            )
+            label = reported = ""
+    lines += ["", "![every reader's time and memory against pods](plots/readers.png)", ""]
+    return lines
+
+
 def wait_section(data: Any) -> list[str]:
     lines = ["## wait: reaction to the last node turning ready", ""]
     if not data:
@@ -228,7 +277,7 @@ def startup_section(data: Any) -> list[str]:
         "no command module, only the names and summaries of the command table, and "
         "typer's help renderer without the Markdown and traceback renderers fracctl never "
         "uses; a command imports its own module alone. No Kubernetes client, HTTP or YAML "
-        "library loads on these paths (`tests/test_cli.py` checks it).",
+        "library loads on these paths (`tests/cli/test_cli.py` checks it).",
     ]
     for note in data.get("notes", []):
         lines += ["", note]
@@ -311,7 +360,7 @@ def fleet_section(runs: list[Any]) -> list[str]:
 # --- plots ------------------------------------------------------------------------------
 
 
-def plots(preflight: Any, wait: Any) -> list[str]:
+def plots(preflight: Any, wait: Any, readers: Any = None) -> list[str]:
     """Write the PNGs; the names of those written."""
     try:
         import matplotlib
@@ -360,6 +409,26 @@ def plots(preflight: Any, wait: Any) -> list[str]:
         fig.savefig(PLOTS / "scan.png", dpi=110)
         plt.close(fig)
         written.append("scan.png")
+    if readers and readers["sizes"]:
+        fig, (ax_t, ax_m) = plt.subplots(1, 2, figsize=(10, 4))
+        for i, name in enumerate(dict.fromkeys(n for s in readers["sizes"] for n in s["runs"])):
+            have = [s for s in readers["sizes"] if s["runs"].get(name)]
+            pods = [s["pods"] for s in have]
+            t = [statistics.median(r["seconds"] for r in s["runs"][name]) for s in have]
+            m = [statistics.median(r["peak_rss"] for r in s["runs"][name]) / 2**20 for s in have]
+            style = "k--" if name == "wire" else f"C{i}-o"
+            ax_t.plot(pods, t, style, label=name)
+            ax_m.plot(pods, m, style, label=name)
+        ax_t.set(xlabel="pods", ylabel="wall seconds (log)", yscale="log",
+                 title="time, every reader")  # fmt: skip
+        ax_m.set(xlabel="pods", ylabel="peak RSS, MiB (log)", yscale="log", title="peak memory")
+        for ax in (ax_t, ax_m):
+            ax.grid(True, which="both", alpha=0.3)
+            ax.legend(fontsize=8)
+        fig.tight_layout()
+        fig.savefig(PLOTS / "readers.png", dpi=110)
+        plt.close(fig)
+        written.append("readers.png")
     if wait:
         fig, ax = plt.subplots(figsize=(7, 3.2))
         data = [wait["fracctl"], wait["poll_10s"]]
@@ -399,6 +468,7 @@ def main(argv: list[str] | None = None) -> int:
         *machine(),
         "",
         *preflight_section(preflight),
+        *readers_section(load("readers")),
         *wait_section(wait),
         *startup_section(load("startup")),
         *drift_section(load("drift")),
@@ -406,7 +476,7 @@ def main(argv: list[str] | None = None) -> int:
         *fleet_section(fleet),
     ]
     Path(args.out).write_text("\n".join(lines).rstrip() + "\n")
-    written = plots(preflight, wait)
+    written = plots(preflight, wait, load("readers"))
     print(f"wrote {args.out}" + (f" and plots/{', plots/'.join(written)}" if written else ""))
     return 0
 

@@ -16,15 +16,16 @@ expect() {
 fracctl sandbox down >/dev/null
 trap 'fracctl sandbox down >/dev/null' EXIT
 
-# The recreate goes through the real Argo CD when it was built (make argocd) and
-# redis-server is installed; otherwise fracctl applies the object itself.
+# The recreate goes through the real Argo CD when it was built (make argocd, which also
+# fetches redis-server); otherwise fracctl applies the object itself.
 here="$(dirname "$0")"
 up=(fracctl sandbox up)
-if argocd_dir="$(bash "$here/build-argocd.sh" --check 2>/dev/null)" && command -v redis-server >/dev/null; then
+if argocd_dir="$(bash "$here/build-argocd.sh" --check 2>/dev/null)" \
+    && bash "$here/build-redis.sh" --check >/dev/null 2>&1; then
   up+=(--argocd)
   backend="the real Argo CD ($argocd_dir/argocd)"
 else
-  backend="a direct server-side apply (Argo CD not built: run 'make argocd' and install redis-server)"
+  backend="a direct server-side apply (Argo CD not built: run 'make argocd')"
 fi
 
 say "A sandbox: kube-apiserver + etcd, nodes rtx-pro-6000-0, b200-0, h200-0"

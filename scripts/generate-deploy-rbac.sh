@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Regenerate deploy/rbac/*.yaml from `fracctl rbac print`, and deploy/policy/guard.yaml from
 # `fracctl policy print`, with the default configuration.
-# tests/test_deploy.py fails while the committed files differ from this output.
+# tests/project/test_deploy.py fails while the committed files differ from this output.
 set -euo pipefail
 repo="$(cd "$(dirname "$0")/.." && pwd)"
 fracctl="${FRACCTL:-$repo/.venv/bin/fracctl}"

@@ -13,12 +13,13 @@ from fracctl import config as cfg
 from fracctl.adapters.kube import Kube
 from fracctl.sandbox import controlplane
 from fracctl.sandbox.flow import install_crd
-from tests.helpers import CannedServer, Cluster
+from tests.support.helpers import CannedServer, Cluster
 
 if TYPE_CHECKING:
-    from tests.argocd_real import RealArgoCD
-    from tests.fleet_fixtures import Fleet
-    from tests.recreate_fixtures import Incident
+    from tests.support.argocd_real import RealArgoCD
+    from tests.support.fleet_fixtures import Fleet
+    from tests.support.flux_real import RealFlux
+    from tests.support.recreate_fixtures import Incident
 
 REPO = Path(__file__).resolve().parents[1]
 # Tests get a fresh HOME, but keep using the real build cache of the control plane.
@@ -81,11 +82,26 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 def real_argocd(
     control_plane: controlplane.ControlPlane, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[RealArgoCD]:
-    """One real Argo CD (v3.2.11) per session beside the control plane; see tests/argocd_real."""
-    from tests.argocd_real import start_session
+    """One real Argo CD (v3.2.11) per session beside the control plane.
+
+    See tests/support/argocd_real.py.
+    """
+    from tests.support.argocd_real import start_session
 
     with start_session(control_plane, tmp_path_factory.mktemp("argocd")) as argocd:
         yield argocd
+
+
+@pytest.fixture(scope="session")
+def real_flux(
+    control_plane: controlplane.ControlPlane, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[RealFlux]:
+    """One real Flux (source- and kustomize-controller) per session beside the control
+    plane. See tests/support/flux_real.py."""
+    from tests.support.flux_real import start_session
+
+    with start_session(control_plane, tmp_path_factory.mktemp("flux")) as flux:
+        yield flux
 
 
 @pytest.fixture(scope="session")
@@ -115,7 +131,7 @@ def fleet(
 ) -> Iterator[Fleet]:
     """Three clusters as one fleet (eu on the session's API server, us and ap on two more),
     a kubeconfig with a context each and one unreachable (gone); each test seeds its own."""
-    from tests.fleet_fixtures import make_fleet, merged_kubeconfig
+    from tests.support.fleet_fixtures import make_fleet, merged_kubeconfig
 
     planes = dict(zip(("eu", "us", "ap"), (control_plane, *extra_control_planes), strict=True))
     clusters = {"eu": cluster}
@@ -148,7 +164,7 @@ def canned_server() -> Iterator[CannedServer]:
 @pytest.fixture
 def incident(cluster: Cluster, tmp_path: Path) -> Incident:
     """The incident for the real Argo CD's timeouts; modules with their own override it."""
-    from tests.argocd_real import real_incident
+    from tests.support.argocd_real import real_incident
 
     return real_incident(cluster, tmp_path)
 
@@ -179,7 +195,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 def guarded(incident: Incident) -> Iterator[Incident]:
     """The incident with the guard policy applied (``fracctl policy apply``); removed after."""
     from fracctl.errors import ExitCode
-    from tests.helpers import run_cli, wait_enforced
+    from tests.support.helpers import run_cli, wait_enforced
 
     r = run_cli("-c", str(incident.config_file), "policy", "apply")
     assert r.exit_code == ExitCode.OK, r.output

@@ -140,7 +140,9 @@ class Flux:
             ready = _ready(status)
             handled = status.get("lastHandledReconcileAt") == requested_at
             generation = (obj.get("metadata") or {}).get("generation")
-            observed = status.get("observedGeneration")
+            # kustomize-controller moves status.observedGeneration only on success (it
+            # stays -1 while every try failed); each condition carries its own.
+            observed = (ready or {}).get("observedGeneration", status.get("observedGeneration"))
             current = generation is None or observed is None or observed >= generation
             if handled and current and ready is not None:
                 if ready.get("status") == "False":

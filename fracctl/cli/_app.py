@@ -15,6 +15,7 @@ import json
 import sys
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from types import FunctionType
 from typing import TYPE_CHECKING, Annotated, Any, Literal, get_args
 
 import typer
@@ -170,12 +171,14 @@ def one_of(choices: Any) -> Callable[[Any], str]:
     flag as ``Annotated[Choice, typer.Option(..., parser=one_of(Choice))]``: typer lists
     the choices in ``--help`` and completes them, and a bad value is reported in the same
     words for every flag of every command (``Invalid value for '-o' / '--output': must be
-    one of table, json; got 'yaml'``, exit 2).
+    one of table, json; got 'yaml'``, exit 2). A callable ``choices`` is asked at each
+    parse (a registry's names, which a test may extend).
     """
-    allowed = tuple(str(c) for c in (get_args(choices) or choices))
 
     def parse(value: Any) -> str:
         text = str(value)
+        known = choices() if isinstance(choices, FunctionType) else choices
+        allowed = tuple(str(c) for c in (get_args(known) or known))
         if text not in allowed:
             # Raised as is (typer names the flag); a ValueError would come back reworded.
             raise typer.BadParameter(f"must be one of {', '.join(allowed)}; got {text!r}")

@@ -6,7 +6,7 @@ typer, so ``fracctl --version`` (answered in ``main``) never imports it.
 Start-up time is spent on imports, so the group that ``main`` runs does not import a
 command's module until that command is looked up: ``fracctl drift`` imports the drift
 command and nothing of the others, and ``fracctl --help`` lists every command from the
-summaries in ``main.COMMANDS`` without importing any (``tests/test_cli.py`` holds those
+summaries in ``main.COMMANDS`` without importing any (``tests/cli/test_cli.py`` holds those
 summaries, and the help output, equal to typer's rendering of the complete CLI).
 """
 
@@ -107,8 +107,14 @@ def new_app(cls: type[TyperGroup] | None = None) -> typer.Typer:
 
 # --- commands imported on use -----------------------------------------------------------
 
-#: A command's name -> (its module under fracctl.cli, the summary ``--help`` lists).
+#: A command's name -> (its module under fracctl.cli, the summary ``--help`` lists). A
+#: module name with a dot in it is a whole module path (a command that lives elsewhere).
 Table = Mapping[str, tuple[str, str]]
+
+
+def module_path(module: str) -> str:
+    """The module a command table names: ``render`` is ``fracctl.cli.render``."""
+    return module if "." in module else f"fracctl.cli.{module}"
 
 
 class LazyCommands(Mapping[str, "_click.Command"]):
@@ -127,7 +133,7 @@ class LazyCommands(Mapping[str, "_click.Command"]):
         if name not in self.table:
             raise KeyError(name)
         if name not in self.loaded:
-            module = importlib.import_module(f"fracctl.cli.{self.table[name][0]}")
+            module = importlib.import_module(module_path(self.table[name][0]))
             app = typer.Typer(**SETTINGS)
             module.register(app)
             group = typer.main.get_group(app)

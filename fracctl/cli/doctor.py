@@ -14,7 +14,7 @@ if TYPE_CHECKING:
 
     from fracctl.core.doctor import DoctorReport
 
-DoctorFormat = Literal["table", "json", "github"]
+DoctorFormat = Literal["table", "json", "github", "prometheus"]
 
 
 def command(
@@ -40,18 +40,27 @@ def command(
     (runbooks/doctor.md).
 
     Only reads (GET); never changes the cluster. Exits 0 when healthy,
-    1 on any finding, 3 when the cluster cannot be read.
+    1 on any finding, 3 when the cluster cannot be read. -o prometheus
+    prints each check's status and findings as Prometheus metrics.
 
     Examples:
         fracctl doctor
         fracctl doctor -o json | jq '.findings[].fix'
         fracctl doctor -o github
+        fracctl doctor -o prometheus > fracctl_doctor.prom
     """
     from fracctl.flows.doctor import doctor
 
     c = _app.context(ctx)
+    start = c.clock.monotonic()
     report = doctor(c)
-    if output == "json":
+    if output == "prometheus":
+        from fracctl.core.prometheus import doctor_metrics
+        from fracctl.redact import redact
+
+        took = c.clock.monotonic() - start
+        sys.stdout.write(redact(doctor_metrics(report, now=c.clock.now(), seconds=took)))
+    elif output == "json":
         _app.emit_json(report.to_dict())
     elif output == "github":
         sys.stdout.write(github(report))
@@ -87,19 +96,20 @@ def verdict(report: DoctorReport) -> str:
 
 def render(out: Console, report: DoctorReport) -> None:
     """The checks as a table, then each finding with its symptom, cause and fix."""
-    from rich.table import Table
     from rich.text import Text
+
+    from fracctl.cli import _table
 
     styles = {
         "ok": ("ok", "green"),
         "finding": ("FINDING", "bold red"),
         "skipped": ("skipped", "dim"),
     }
-    table = Table("check", "result", "note")
+    rows = []
     for r in report.results:
         word, style = styles[r.status]
-        table.add_row(Text(r.check.id), Text(word, style=style), Text(r.note))
-    out.print(table)
+        rows.append((Text(r.check.id), Text(word, style=style), Text(r.note)))
+    _table.show(out, ("check", "result", "note"), rows)
     for f in report.findings:
         out.print(f"\n{f.check}: {f.symptom}", markup=False, soft_wrap=True)
         for line in f.evidence:

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from fracctl.core.drift import DriftReport
     from fracctl.flows.context import Context
 
-DriftFormat = Literal["table", "json", "junit", "github"]
+DriftFormat = Literal["table", "json", "junit", "github", "prometheus"]
 
 
 def _default_format(env: dict[str, str]) -> DriftFormat:
@@ -38,6 +38,14 @@ AppOption = Annotated[
         help="Check every resource of this Argo CD application (desired from Argo CD).",
         show_default=False,
         callback=_app.not_blank,
+    ),
+]
+FluxOption = Annotated[
+    bool,
+    typer.Option(
+        "--flux",
+        help="Desired state from Flux: the commit the Kustomization's source holds, at its "
+        "path (flux.namespace, flux.kustomization).",
     ),
 ]
 KindOption = Annotated[
@@ -74,12 +82,22 @@ JunitOption = Annotated[
         show_default=False,
     ),
 ]
+MetricsOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--metrics-file",
+        help="Also write the Prometheus metrics (-o prometheus) to this file, atomically "
+        "(for the node-exporter textfile collector or a Pushgateway push).",
+        show_default=False,
+    ),
+]
 
 
 def command(
     ctx: typer.Context,
     all_objects: AllOption = False,
     app: AppOption = None,
+    flux: FluxOption = False,
     repo: RepoOption = None,
     revision: RevisionOption = None,
     path: PathOption = None,
@@ -88,12 +106,14 @@ def command(
     name: NameOption = None,
     output: OutputOption = None,
     junit_file: JunitOption = None,
+    metrics_file: MetricsOption = None,
     parallel: fleet_cli.Parallel = None,
 ) -> None:
     """Compare the live cluster with git on immutable fields; ask the API server to judge.
 
     By default checks the configured object (target.kind/target.name); --all checks
-    every rendered object, --app every resource of an Argo CD application. Every
+    every rendered object, --app every resource of an Argo CD application, --flux
+    what Flux would apply (its source's commit at its Kustomization's path). Every
     desired object is first validated by the API server as a whole object (a dry-run
     create, dryRun=All: nothing changes); where live and desired differ, it is then sent
     as a server-side dry-run apply. The API server's answers are the verdict:
@@ -108,6 +128,11 @@ def command(
 
     With argocd.app configured, also shows what Argo CD claims and flags
     "Argo CD reports Synced but the live object differs".
+
+    -o prometheus prints metrics in the Prometheus text format (objects per
+    verdict, each object's verdict and differing immutable fields, the run's
+    timestamp); --metrics-file writes them beside any other format
+    (runbooks/drift-check-in-ci.md).
 
     Two documents in git (or in Argo CD's manifests) for one object are refused,
     naming both places.
@@ -126,8 +151,11 @@ def command(
         fracctl drift
         fracctl drift --all -o junit > drift.xml
         fracctl drift --all --junit-file drift.xml
+        fracctl drift --all -o prometheus
+        fracctl drift --metrics-file textfile/fracctl_drift.prom
         fracctl drift --all --kind Deployment -o github
         fracctl drift --app gpu-fractioning -o json
+        fracctl drift --flux
         fracctl --context eu-1 --context us-1 --context ap-1 drift -o json
         fracctl --all-contexts drift --parallel 8 --junit-file drift.xml
     """
@@ -140,15 +168,17 @@ def command(
         "renderer": renderer,
         "kind": kind,
         "name": name,
+        "flux": flux,
     }
-    raise typer.Exit(_run(ctx, what, output, junit_file, parallel))
+    files = {"junit": junit_file, "metrics": metrics_file}
+    raise typer.Exit(_run(ctx, what, output, files, parallel))
 
 
 def _run(
     ctx: typer.Context,
     what: dict[str, Any],
     output: DriftFormat | None,
-    junit_file: Path | None,
+    files: dict[str, Path | None],
     parallel: int | None,
 ) -> int:
     """Check one cluster or a fleet, write the report; the exit code."""
@@ -161,12 +191,16 @@ def _run(
         c, clusters = found
         fmt = output or _default_format(c.env)
         result = fleet.drift(c, clusters, progress=fleet_cli.progress(c), **what)
-        fleet_cli.drift(c, result, fmt, junit_file)
+        fleet_cli.drift(c, result, fmt, files["junit"])
+        if files["metrics"] is not None:
+            write_metrics(files["metrics"], fleet_cli.drift_metrics(c, result))
         return int(result.exit_code)
     c = _app.context(ctx)
     fmt = output or _default_format(c.env)
+    start = c.clock.monotonic()
     report = flow.run(c, **what)
     summary = flow.summary_line(report)
+    junit_file, metrics_file = files["junit"], files["metrics"]
     if junit_file is not None:
         from fracctl.core.drift_report import to_junit
 
@@ -174,6 +208,16 @@ def _run(
             junit_file.write_text(redact(to_junit(report)), encoding="utf-8")
         except OSError as e:
             raise UsageError(f"--junit-file {junit_file}: cannot write: {e.strerror}") from None
+    if metrics_file is not None or fmt == "prometheus":
+        from fracctl.core.prometheus import drift_metrics
+
+        seconds = c.clock.monotonic() - start
+        metrics = redact(drift_metrics(report, now=c.clock.now(), seconds=seconds))
+        if metrics_file is not None:
+            write_metrics(metrics_file, metrics)
+        if fmt == "prometheus":
+            sys.stdout.write(metrics)
+            return flow.exit_code(report)
     if fmt == "json":
         _app.emit_json(report.to_dict())
     elif fmt == "junit":
@@ -185,14 +229,31 @@ def _run(
 
         sys.stdout.write(to_github(report, summary))
     else:
-        _table(c, report, summary)
+        _show(c, report, summary)
     return flow.exit_code(report)
 
 
-def _table(c: Context, report: DriftReport, summary: str) -> None:
-    from rich.table import Table
+def write_metrics(path: Path, text: str) -> None:
+    """Write ``--metrics-file`` whole or not at all: a textfile collector never reads half.
+
+    The text goes to a hidden file beside it (not ending in ``.prom``, which the
+    collector would read), then is renamed over it.
+    """
+    import os
+
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, path)
+    except OSError as e:
+        tmp.unlink(missing_ok=True)
+        raise UsageError(f"--metrics-file {path}: cannot write: {e.strerror}") from None
+
+
+def _show(c: Context, report: DriftReport, summary: str) -> None:
     from rich.text import Text
 
+    from fracctl.cli import _table
     from fracctl.core.drift_report import describe, value_text
 
     src = report.source
@@ -206,28 +267,33 @@ def _table(c: Context, report: DriftReport, summary: str) -> None:
             markup=False,
             soft_wrap=True,
         )
-    table = Table(show_lines=False)
-    table.add_column("OBJECT", overflow="fold")
-    table.add_column("VERDICT", no_wrap=True)
-    table.add_column("FIELD", overflow="fold")
-    table.add_column("LIVE", overflow="fold")
-    table.add_column("DESIRED", overflow="fold")
+    fold = "fold"
+    columns = [
+        _table.Column("OBJECT", overflow=fold),
+        _table.Column("VERDICT", no_wrap=True),
+        _table.Column("FIELD", overflow=fold),
+        _table.Column("LIVE", overflow=fold),
+        _table.Column("DESIRED", overflow=fold),
+    ]
     styles = {"in-sync": "green", "applies-in-place": "yellow"}
+    rows: list[tuple[Text, ...]] = []
     for o in report.objects:
         verdict = Text(o.verdict, style=styles.get(o.verdict, "bold red"))
-        rows = o.fields or o.changes[:3]
-        if not rows:
-            table.add_row(Text(o.key), verdict, Text(o.note), Text(""), Text(""))
+        fields = o.fields or o.changes[:3]
+        if not fields:
+            rows.append((Text(o.key), verdict, Text(o.note), Text(""), Text("")))
             continue
-        for i, f in enumerate(rows):
-            table.add_row(
-                Text(o.key if i == 0 else ""),
-                verdict if i == 0 else Text(""),
-                Text(f.path),
-                Text(value_text(f.live, 80)),
-                Text(value_text(f.desired, 80)),
+        for i, f in enumerate(fields):
+            rows.append(
+                (
+                    Text(o.key if i == 0 else ""),
+                    verdict if i == 0 else Text(""),
+                    Text(f.path),
+                    Text(value_text(f.live, 80)),
+                    Text(value_text(f.desired, 80)),
+                )
             )
-    c.out.print(table)
+    _table.show(c.out, columns, rows)
     for o in report.objects:
         if o.drifted:
             c.out.print(describe(o), markup=False, highlight=False, soft_wrap=True)

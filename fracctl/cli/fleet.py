@@ -93,8 +93,17 @@ def counts_line(result: FleetResult) -> str:
 # --- drift ------------------------------------------------------------------------------
 
 
+def drift_metrics(c: Context, result: FleetResult) -> str:
+    """The fleet's drift as Prometheus metrics, one ``cluster`` label per cluster."""
+    from fracctl.core.prometheus import fleet_drift_metrics
+    from fracctl.redact import redact
+
+    reports = [(r.name, r.value) for r in result.results]
+    return redact(fleet_drift_metrics(reports, now=c.clock.now(), seconds=result.seconds))
+
+
 def drift(c: Context, result: FleetResult, fmt: str, junit_file: Any) -> None:
-    """``fracctl drift`` over a fleet in ``fmt`` (table, json, junit, github)."""
+    """``fracctl drift`` over a fleet in ``fmt`` (table, json, junit, github, prometheus)."""
     from fracctl.core.drift_report import annotation, fleet_junit, to_github
     from fracctl.errors import UsageError
     from fracctl.flows.drift import summary_line
@@ -109,7 +118,9 @@ def drift(c: Context, result: FleetResult, fmt: str, junit_file: Any) -> None:
                 raise UsageError(f"--junit-file {junit_file}: cannot write: {e.strerror}") from None
         if fmt == "junit":
             sys.stdout.write(xml)
-    if fmt == "json":
+    if fmt == "prometheus":
+        sys.stdout.write(drift_metrics(c, result))
+    elif fmt == "json":
         _app.emit_json(result.to_dict())
     elif fmt == "github":
         lines = []

@@ -57,13 +57,13 @@ def command(
         fracctl lint -o sarif deploy/ > fracctl.sarif
         fracctl lint --list-rules
     """
-    from fracctl.core.lint import RULES
+    from fracctl.core.lint import rules
 
     if list_rules:
         if output == "json":
-            _app.emit_json([r.to_dict() for r in RULES])
+            _app.emit_json([r.to_dict() for r in rules()])
         else:
-            for r in RULES:
+            for r in rules():
                 sys.stdout.write(f"{r.id}  {r.severity:<7}  {r.name}: {r.summary}\n")
         return
     if not paths:

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 # The one place commands are listed: each command's name, the module under fracctl.cli
 # that registers it (``register(root)``), and its summary in ``fracctl --help``, in the
 # order ``--help`` lists them (typer's: commands, then groups). Command modules import
-# _app, never this module, so the CLI stays free of import circles. tests/test_cli.py
+# _app, never this module, so the CLI stays free of import circles. tests/cli/test_cli.py
 # holds each summary equal to the command's own help, and the list to the modules.
 COMMANDS: dict[str, tuple[str, str]] = {
     "render": (
@@ -53,6 +53,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "sandbox": ("sandbox", "A local real control plane seeded with a scenario (demo, rehearsal)."),
     "policy": ("policy", "The admission policy that lets only fracctl recreate delete the config."),
     "rbac": ("rbac", "The least-privilege RBAC of each fracctl role, to review and apply."),
+    "config": (
+        "config",
+        "The effective configuration, where each value came from, and the file's schema.",
+    ),
 }
 
 
@@ -61,12 +65,13 @@ def complete_app() -> typer.Typer:
 
     ``main`` runs the same root and commands, importing a command only when it is used.
     """
-    import fracctl.cli
+    import importlib
 
     # Imported here so that the import graph shows main registering every command
-    # (tests/test_import_graph.py); which module registers what is read from COMMANDS.
+    # (tests/project/test_import_graph.py); which module registers what is read from COMMANDS.
     from fracctl.cli import (  # noqa: F401
         _root,
+        config,
         doctor,
         drift,
         lint,
@@ -83,7 +88,7 @@ def complete_app() -> typer.Typer:
 
     root = _root.new_app()
     for name in dict.fromkeys(module for module, _ in COMMANDS.values()):
-        getattr(fracctl.cli, name).register(root)
+        importlib.import_module(_root.module_path(name)).register(root)
     return root
 
 

@@ -49,22 +49,26 @@ def check(ctx: typer.Context, output: _app.Output = "table") -> None:
         _app.emit_json(report.to_dict())
         raise typer.Exit(0 if report.ok else 1)
 
-    from rich.table import Table
     from rich.text import Text
 
-    table = Table("node", "class", "product", "opt-in", "policy", "selected now", "readiness")
+    from fracctl.cli import _table
+
+    rows = []
     for row in report.rows:
         s = row.standing
-        table.add_row(
-            Text(s.name),
-            Text(s.gpu_class or "-"),
-            Text(s.product or "-"),
-            Text("yes" if s.opted_in else "no"),
-            Text(s.verdict.value, style="bold red" if s.verdict.problem else "green"),
-            Text("-" if row.selected is None else "yes" if row.selected else "no"),
-            Text(row.readiness),
+        rows.append(
+            (
+                Text(s.name),
+                Text(s.gpu_class or "-"),
+                Text(s.product or "-"),
+                Text("yes" if s.opted_in else "no"),
+                Text(s.verdict.value, style="bold red" if s.verdict.problem else "green"),
+                Text("-" if row.selected is None else "yes" if row.selected else "no"),
+                Text(row.readiness),
+            )
         )
-    c.out.print(table)
+    headers = ("node", "class", "product", "opt-in", "policy", "selected now", "readiness")
+    _table.show(c.out, headers, rows)
     if report.live_selector is None:
         c.out.print("no live fractioning config: 'selected now' is unknown", markup=False)
     for f in report.findings:

@@ -92,18 +92,20 @@ def command(
 
 def render(out: Console, report: PreflightReport) -> None:
     """The checks as one table, then a one-line verdict."""
-    from rich.table import Table
     from rich.text import Text
 
-    table = Table("check", "result", "evidence", "what to do", show_lines=False)
-    for check in report.checks:
-        table.add_row(
+    from fracctl.cli import _table
+
+    rows = [
+        (
             Text(check.name),
             Text("pass", style="green") if check.ok else Text("REFUSED", style="bold red"),
             Text(check.evidence),
             Text(check.fix),
         )
-    out.print(table)
+        for check in report.checks
+    ]
+    _table.show(out, ("check", "result", "evidence", "what to do"), rows)
     failed = report.failed
     if failed:
         out.print(f"preflight refused: {len(failed)} check(s) failed", markup=False)

@@ -9,6 +9,7 @@ import typer
 
 from fracctl.cli import _app
 from fracctl.core.backends import NAMES as BACKEND_NAMES
+from fracctl.core.backends import names as backend_names
 from fracctl.core.rbac import ROLES
 
 app = typer.Typer(
@@ -37,7 +38,7 @@ def print_role(
         typer.Option(
             help="The recreate backend (default: recreate.backend).",
             show_default=False,
-            parser=_app.one_of(BackendName),
+            parser=_app.one_of(backend_names),
         ),
     ] = None,
     output: Annotated[

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from fracctl.cli import _app
-from fracctl.core.backends import NAMES, REGISTRY
+from fracctl.core.backends import NAMES, REGISTRY, names
 from fracctl.errors import UsageError
 
 if TYPE_CHECKING:
@@ -36,18 +36,20 @@ def _show_plan(c: Context, result: RecreateResult, *, to_stderr: bool = False) -
     t = c.config.target
     plan, report = result.plan, result.guards
     console = c.err if to_stderr else c.out
-    console.print(f"Plan for {t.kind}/{t.name}: {plan.summary}", markup=False)
-    console.print(f"  nodeSelector now: {plan.before}", markup=False)
-    console.print(f"  nodeSelector git: {plan.after}", markup=False)
+    # Unwrapped: a terminal wraps a long line itself; a log keeps it whole (a uid, a name).
+    console.print(f"Plan for {t.kind}/{t.name}: {plan.summary}", markup=False, soft_wrap=True)
+    console.print(f"  nodeSelector now: {plan.before}", markup=False, soft_wrap=True)
+    console.print(f"  nodeSelector git: {plan.after}", markup=False, soft_wrap=True)
     for i, step in enumerate(plan.steps, 1):
-        console.print(f"  {i}. {STEP_TEXT.get(step, step)}", markup=False)
+        console.print(f"  {i}. {STEP_TEXT.get(step, step)}", markup=False, soft_wrap=True)
     for line in result.proofs:
-        console.print(f"  proven: {line}", markup=False)
+        console.print(f"  proven: {line}", markup=False, soft_wrap=True)
     if report is not None:
         for effect in (Effect.RESTART, Effect.STOP, Effect.START):
             names = [n.name for n in report.blast_radius.nodes if n.effect == effect]
             if names:
-                console.print(f"  MPS daemons {effect.value} on: {', '.join(names)}", markup=False)
+                line = f"  MPS daemons {effect.value} on: {', '.join(names)}"
+                console.print(line, markup=False, soft_wrap=True)
         render(console, report)
 
 
@@ -58,7 +60,7 @@ BackendOption = Annotated[
     typer.Option(
         help=BACKEND_HELP,
         show_default=False,
-        parser=_app.one_of(NAMES),
+        parser=_app.one_of(names),
         callback=_app.setting("recreate.backend"),
     ),
 ]

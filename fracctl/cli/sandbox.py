@@ -71,7 +71,15 @@ def up(
         typer.Option(
             "--argocd",
             help="Also run a real Argo CD (v3.2.11, built on first use) that owns the "
-            "target; recreate then syncs through it. Needs redis-server and git.",
+            "target; recreate then syncs through it. Needs git.",
+        ),
+    ] = False,
+    flux: Annotated[
+        bool,
+        typer.Option(
+            "--flux",
+            help="Also run a real Flux (source- and kustomize-controller, built on first "
+            "use) whose Kustomization owns the target; recreate then reconciles through it.",
         ),
     ] = False,
 ) -> None:
@@ -80,6 +88,7 @@ def up(
     Examples:
         fracctl sandbox up
         fracctl sandbox up --argocd
+        fracctl sandbox up --flux
         eval "$(fracctl sandbox env)"
     """
     from fracctl.sandbox import flow as sandbox
@@ -90,16 +99,26 @@ def up(
         root=_root(ctx, state_dir),
         scenario_file=scenario or sandbox.DEFAULT_SCENARIO,
         argocd=argocd,
+        flux=flux,
     )
     verb = "already running" if st.get("already_running") else "up"
-    c.out.print(f"sandbox {verb}: {st['server']}", markup=False)
-    c.out.print(f"  kubeconfig: {st['kubeconfig']}", markup=False)
-    c.out.print(f"  config:     {st['config']}", markup=False)
+    c.out.print(f"sandbox {verb}: {st['server']}", markup=False, soft_wrap=True)
+    c.out.print(f"  kubeconfig: {st['kubeconfig']}", markup=False, soft_wrap=True)
+    c.out.print(f"  config:     {st['config']}", markup=False, soft_wrap=True)
     if st.get("argocd"):
         a = st["argocd"]
-        c.out.print(f"  argocd:     {a['server']} (Argo CD {a['version']})", markup=False)
-        c.out.print(f"  app:        {a['app']}, token file {a['token_file']}", markup=False)
-    c.out.print('  next:       eval "$(fracctl sandbox env)"', markup=False)
+        c.out.print(
+            f"  argocd:     {a['server']} (Argo CD {a['version']})", markup=False, soft_wrap=True
+        )
+        c.out.print(
+            f"  app:        {a['app']}, token file {a['token_file']}", markup=False, soft_wrap=True
+        )
+    if st.get("flux"):
+        f = st["flux"]
+        c.out.print(
+            f"  flux:       Kustomization {f['kustomization']}, git {f['git']}", markup=False
+        )
+    c.out.print('  next:       eval "$(fracctl sandbox env)"', markup=False, soft_wrap=True)
 
 
 @app.command()
@@ -109,7 +128,9 @@ def down(ctx: typer.Context, state_dir: StateDir = None) -> None:
 
     c = _context(ctx, state_dir)
     found = sandbox.down(c, root=_root(ctx, state_dir))
-    c.out.print("sandbox stopped" if found else "sandbox was not running", markup=False)
+    c.out.print(
+        "sandbox stopped" if found else "sandbox was not running", markup=False, soft_wrap=True
+    )
 
 
 @app.command()
@@ -129,19 +150,27 @@ def status(
     if output == "json":
         _app.emit_json(st)
     elif not st["running"]:
-        c.out.print(f"sandbox not running (state dir {st['state_dir']})", markup=False)
+        c.out.print(
+            f"sandbox not running (state dir {st['state_dir']})", markup=False, soft_wrap=True
+        )
     else:
         from rich.table import Table
 
-        c.out.print(f"sandbox running: {st['server']}  pids {st['pids']}", markup=False)
-        c.out.print(f"operator simulation: {st['operator_simulation']}", markup=False)
+        c.out.print(
+            f"sandbox running: {st['server']}  pids {st['pids']}", markup=False, soft_wrap=True
+        )
+        c.out.print(
+            f"operator simulation: {st['operator_simulation']}", markup=False, soft_wrap=True
+        )
         c.out.print(
             f"{st['target']['name']} nodeSelector: {st['target']['nodeSelector']}", markup=False
         )
         if st.get("argocd"):
             a = st["argocd"]
             state = "running" if a["running"] else "stopped"
-            c.out.print(f"Argo CD {a['version']}: {state} at {a['server']}", markup=False)
+            c.out.print(
+                f"Argo CD {a['version']}: {state} at {a['server']}", markup=False, soft_wrap=True
+            )
         table = Table("node", "class", "opt-in", "ready")
         cfg = c.config.labels
         for n in st["nodes"]:

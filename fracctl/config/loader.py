@@ -106,9 +106,23 @@ def _section_types(cls: type) -> dict[str, Any]:
     return typing.get_type_hints(cls)
 
 
+#: Fields of :class:`Config` that are not sections of the file.
+_NOT_SECTIONS = ("backends", "source")
+
+
+def sections() -> dict[str, type]:
+    """Every section of fracctl.yaml and its dataclass: Config's, then the backends' own."""
+    from fracctl.core.backends import sections as declared
+
+    found = {k: v for k, v in _section_types(Config).items() if k not in _NOT_SECTIONS}
+    for name, cls in declared().items():
+        found.setdefault(name, cls)
+    return found
+
+
 def _build(values: Mapping[str, Mapping[str, _Located]], file: str | None) -> Config:
-    sections: dict[str, Any] = {}
-    hints = _section_types(Config)
+    built: dict[str, Any] = {}
+    hints = sections()
     for section, items in values.items():
         cls = hints[section]
         fields = _section_types(cls)
@@ -120,10 +134,12 @@ def _build(values: Mapping[str, Mapping[str, _Located]], file: str | None) -> Co
             except ValueError as e:
                 raise ConfigError(_locate(file, loc, where, str(e))) from None
         try:
-            sections[section] = cls(**kwargs)
+            built[section] = cls(**kwargs)
         except ValueError as e:
             raise ConfigError(_locate(file, _blame(items, str(e)), section, str(e))) from None
-    return Config(**sections, source=file)
+    own = _section_types(Config)
+    backends = {k: v for k, v in built.items() if k not in own}
+    return Config(**{k: v for k, v in built.items() if k in own}, backends=backends, source=file)
 
 
 def _blame(items: Mapping[str, _Located], message: str) -> _Located | None:
@@ -174,12 +190,12 @@ def _read_file(path: Path) -> dict[str, dict[str, _Located]]:
         return {}
     if not isinstance(doc, dict):
         raise ConfigError(f"{name}:1: the top level must be a mapping of sections")
-    hints = _section_types(Config)
+    hints = sections()
     out: dict[str, dict[str, _Located]] = {}
     for section, body in doc.items():
         sline = _line_of(doc, section)
-        if section not in hints or section == "source":
-            known = ", ".join(k for k in hints if k != "source")
+        if section not in hints:
+            known = ", ".join(hints)
             raise ConfigError(f"{name}:{sline}: unknown section {section!r} (known: {known})")
         if body is None:
             continue
@@ -213,10 +229,7 @@ def _plain(value: Any) -> Any:
 
 def _from_env(env: Mapping[str, str]) -> dict[str, dict[str, _Located]]:
     out: dict[str, dict[str, _Located]] = {}
-    hints = _section_types(Config)
-    for section, cls in hints.items():
-        if section == "source":
-            continue
+    for section, cls in sections().items():
         for key in _section_types(cls):
             name = f"FRACCTL_{section}_{key}".upper()
             if name in env:
@@ -264,7 +277,7 @@ def load(
     merged: dict[str, dict[str, _Located]] = {}
     layers = [_read_file(file) if file else {}, _from_env(env)]
     flag_layer: dict[str, dict[str, _Located]] = {}
-    hints = _section_types(Config)
+    hints = sections()
     for dotted, value in (overrides or {}).items():
         if value is None:
             continue
@@ -293,7 +306,7 @@ def check_value(dotted: str, raw: Any) -> Any:
             of range; the message does not repeat the key.
     """
     section, key = dotted.split(".", 1)
-    cls = _section_types(Config)[section]
+    cls = sections()[section]
     value = _coerce(_section_types(cls)[key], raw, dotted)
     try:
         cls(**{key: value})

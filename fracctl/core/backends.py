@@ -2,12 +2,21 @@
 
 Each entry names a backend, says in a line what it does (for ``--help``), and where its
 implementation lives (``module:Class``, imported only when that backend is used). A new
-backend is one module under :mod:`fracctl.flows.backends` plus one entry here.
+backend is one module under :mod:`fracctl.flows.backends` plus one entry here. That
+module may also declare
+
+- its own fracctl.yaml section (``section="module:Class"``, a frozen dataclass): read
+  from the file, ``FRACCTL_<NAME>_<KEY>`` and checked like every built-in section, and
+  handed to the backend as ``ctx.config.section(name)``;
+- the RBAC its recreate role needs (``rbac="module:function"``, given the role
+  :class:`~fracctl.core.rbac.Params`, whose ``section(name)`` is that same section).
 """
 
 from __future__ import annotations
 
+import importlib
 from dataclasses import dataclass
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -18,6 +27,7 @@ class BackendEntry:
     summary: str
     implementation: str  # "module:Class"
     rbac: str = ""  # "module:function(Params) -> {namespace: [RbacRule]}" the role adds
+    section: str = ""  # "module:Class": its own fracctl.yaml section, named as the backend
 
 
 REGISTRY: tuple[BackendEntry, ...] = (
@@ -56,3 +66,14 @@ def choices() -> str:
 def entry(name: str) -> BackendEntry | None:
     """The registry entry called ``name``, if any."""
     return next((e for e in REGISTRY if e.name == name), None)
+
+
+def load(ref: str) -> Any:
+    """The object a ``module:name`` reference names, imported now."""
+    module, _, name = ref.partition(":")
+    return getattr(importlib.import_module(module), name)
+
+
+def sections() -> dict[str, type]:
+    """The fracctl.yaml sections the backends declare, by backend name (imported now)."""
+    return {e.name: load(e.section) for e in REGISTRY if e.section}

@@ -21,7 +21,7 @@ Roles:
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -44,6 +44,15 @@ class Params:
     flux: FluxSettings
     backend: str  # the recreate backend: a flag's choice, else the configuration's
     events_namespace: str = EVENTS_NAMESPACE
+    sections: Mapping[str, Any] = field(default_factory=dict, hash=False)  # backends' own
+
+    def section(self, name: str) -> Any:
+        """A backend's own configuration section: as configured, else its defaults."""
+        if name in self.sections:
+            return self.sections[name]
+        from fracctl.core.backends import sections
+
+        return sections()[name]()
 
     @property
     def crd_name(self) -> str:
@@ -339,15 +348,12 @@ def _recreate(p: Params) -> tuple[list[RbacRule], dict[str, list[RbacRule]]]:
 
 def backend_rules(p: Params) -> dict[str, list[RbacRule]]:
     """The rules the chosen backend declares in its registry entry (``rbac``), by namespace."""
-    import importlib
-
-    from fracctl.core.backends import entry
+    from fracctl.core.backends import entry, load
 
     found = entry(p.backend)
     if found is None or not found.rbac:
         return {}
-    module, _, func = found.rbac.partition(":")
-    rules: dict[str, list[RbacRule]] = getattr(importlib.import_module(module), func)(p)
+    rules: dict[str, list[RbacRule]] = load(found.rbac)(p)
     return rules
 
 

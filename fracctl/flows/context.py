@@ -132,11 +132,11 @@ class Context:
 
     def warn(self, message: str) -> None:
         """A one-line warning on stderr (never markup: messages hold brackets)."""
-        self.err.print(f"warning: {message}", markup=False, style="yellow")
+        self.err.print(f"warning: {message}", markup=False, style="yellow", soft_wrap=True)
 
     def info(self, message: str) -> None:
-        """A one-line progress note on stderr."""
-        self.err.print(message, markup=False)
+        """A one-line progress note on stderr (never broken over lines: logs keep it whole)."""
+        self.err.print(message, markup=False, soft_wrap=True)
 
     def expand(self, path: str) -> str:
         """Expand ``~`` and variables in a configured path."""

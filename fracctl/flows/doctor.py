@@ -13,12 +13,12 @@ from fracctl.core.doctor import (
     DoctorSettings,
     Snapshot,
     diagnose,
-    gpu_nodes,
 )
-from fracctl.core.fractional import FINISHED_PHASES, AnnotationMatcher, PodKind, classify
-from fracctl.core.resources import EVENTS, NODES, PODS, ResourceRef
+from fracctl.core.fractional import AnnotationMatcher, PodKind, classify
+from fracctl.core.resources import EVENTS, NODES, ResourceRef
 from fracctl.errors import ConfigError, Forbidden, NotFound
 from fracctl.flows.context import Context
+from fracctl.flows.doctor_pods import namespace_pods, read_pods
 
 
 def settings(ctx: Context) -> DoctorSettings:
@@ -50,9 +50,9 @@ def _guard(ctx: Context, snap: Snapshot) -> None:
 def snapshot(ctx: Context, s: DoctorSettings) -> Snapshot:
     """Read what the checks need, with GET requests only.
 
-    Pods are listed whole, page by page (unfinished ones only); a page is kept only for
-    the pods the checks look at: fractional ones, KAI's reservation pods, and pods on
-    GPU nodes. Events are read only for fractional pods that are Pending.
+    Pods come through the paging scan, each cut down to the fields the checks read,
+    and only those the checks look at are kept (:mod:`fracctl.flows.doctor_pods`).
+    Events are read only for fractional pods that are Pending.
 
     Raises:
         ApiError: the cluster refused a read (exit 3).
@@ -67,7 +67,7 @@ def snapshot(ctx: Context, s: DoctorSettings) -> Snapshot:
         name: kube.get_or_none(DAEMONSETS, name, s.cluster.agent_namespace)
         for name in s.cluster.agent_daemonsets
     }
-    snap.agent_pods = kube.list(PODS, namespace=s.cluster.agent_namespace)
+    snap.agent_pods = namespace_pods(ctx, s.cluster.agent_namespace)
     for ns in dict.fromkeys((s.cluster.agent_namespace, s.cluster.scheduler_namespace)):
         for ref in (DEPLOYMENTS, DAEMONSETS):
             # Items of a list carry no kind of their own.
@@ -77,18 +77,7 @@ def snapshot(ctx: Context, s: DoctorSettings) -> Snapshot:
         matcher = AnnotationMatcher.compile(s.pods.fraction_annotations)
     except ValueError as e:
         raise ConfigError(f"pods.fraction_annotations: {e}") from None
-    gpus = {n["metadata"]["name"] for n in gpu_nodes(snap.nodes, s)}
-    unfinished = ",".join(f"status.phase!={p}" for p in FINISHED_PHASES)
-    # Every reservation pod, failed ones included: a failed one is what the check is for.
-    snap.pods = kube.list(PODS, namespace=s.pods.reservation_namespace)
-    for page in kube.list_pages(PODS, field_selector=unfinished, limit=ctx.config.pods.page_size):
-        for pod in page.get("items") or ():
-            meta = pod.get("metadata") or {}
-            if meta.get("namespace") == s.pods.reservation_namespace:
-                continue
-            kind = classify(meta, matcher, reservation_namespace=s.pods.reservation_namespace).kind
-            if kind is not PodKind.OTHER or (pod.get("spec") or {}).get("nodeName") in gpus:
-                snap.pods.append(pod)
+    read_pods(ctx, s, snap, matcher)
     pending: dict[str, set[str]] = {}  # namespace -> fractional pods Pending there
     for pod in snap.pods:
         meta = pod.get("metadata") or {}

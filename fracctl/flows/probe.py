@@ -27,6 +27,7 @@ from enum import Enum
 from typing import Any
 
 from fracctl.config import Config
+from fracctl.core.kai_words import NOT_READY, not_ready_in
 from fracctl.core.nodes import selector_string
 from fracctl.core.policy import denied_selected, describe
 from fracctl.core.resources import PODS
@@ -44,7 +45,6 @@ from fracctl.flows.preflight import node_labels
 from fracctl.flows.signals import interrupt_on_sigterm as _interrupt_on_sigterm
 from fracctl.flows.signals import main_thread as _main_thread
 
-NOT_READY = "node is not ready for fractional GPU scheduling"
 PROBE_LABEL = "fracctl.io/probe"
 
 
@@ -88,6 +88,7 @@ class PodProbeResult:
                 f"the probe stayed Pending: KAI says the pool ({where}) is not ready for "
                 "fractional GPU scheduling. Good news where the daemons do not run yet: "
                 "the readiness gate holds, so no fractional pod runs there without a limit"
+                + self._judged()
             )
         if self.outcome is Outcome.UNSCHEDULABLE:
             return f"the probe could not be scheduled on the pool ({where}): {self.message}"
@@ -99,6 +100,15 @@ class PodProbeResult:
             f"no scheduling decision in {self.elapsed:.0f}s: is the KAI scheduler running, "
             "and does the pod's queue exist?"
         )
+
+    def _judged(self) -> str:
+        """What KAI read on the refused nodes: each condition's state, once."""
+        seen = dict.fromkeys(
+            f"{r.condition} is {'missing' if r.missing else r.status}"
+            + ("" if r.missing else f" ({r.reason})")
+            for r in not_ready_in(self.message)
+        )
+        return f" ({'; '.join(seen)})" if seen else ""
 
     def exit_code(self, expect: str = "any") -> ExitCode:
         """0 for a good answer (or the expected one), 1 for a finding, 4 for no answer."""

@@ -10,7 +10,8 @@ from fracctl.flows.context import Context
 def params(config: Config, *, backend: str | None = None) -> rbac.Params:
     """The role parameters: the configuration's sections, and the backend chosen."""
     c = config
-    return rbac.Params(c.target, c.cluster, c.recreate, c.flux, backend or c.recreate.backend)
+    chosen = backend or c.recreate.backend
+    return rbac.Params(c.target, c.cluster, c.recreate, c.flux, chosen, sections=c.backends)
 
 
 def roles(ctx: Context, *, role: str, backend: str | None = None) -> tuple[list[rbac.Role], str]:

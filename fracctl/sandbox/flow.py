@@ -22,8 +22,9 @@ from fracctl.core.nodes import condition
 from fracctl.core.resources import NODES, split_api_version
 from fracctl.errors import UsageError
 from fracctl.flows.context import Context
-from fracctl.sandbox import argocd_local, controlplane
+from fracctl.sandbox import argocd_local, controlplane, flux_local
 from fracctl.sandbox.argocd_wiring import argocd_running, argocd_status, start_argocd
+from fracctl.sandbox.flux_wiring import flux_running, flux_status, start_flux
 from fracctl.sandbox.layout import (
     DEFAULT_SCENARIO,
     REPO_ROOT,
@@ -76,21 +77,29 @@ __all__ = [
 ]
 
 
-def up(ctx: Context, *, root: Path, scenario_file: Path, argocd: bool = False) -> dict[str, Any]:
+def up(
+    ctx: Context, *, root: Path, scenario_file: Path, argocd: bool = False, flux: bool = False
+) -> dict[str, Any]:
     """Start the sandbox (or report the running one) and seed the scenario.
 
     With ``argocd`` a real Argo CD runs beside it and owns the target (see
-    :func:`start_argocd`).
+    :func:`start_argocd`); with ``flux`` a real Flux does (:func:`start_flux`).
     """
+    if argocd and flux:
+        raise UsageError("--argocd and --flux each own the target: choose one")
     root = Path(os.path.abspath(root))  # written into fracctl.yaml; the simulation runs there
     box = Sandbox(root)
     cp = controlplane.ControlPlane.load(box.cp_dir)
     if cp is not None and cp.alive():
-        if argocd and not argocd_running(box):
-            raise UsageError(
-                "the sandbox runs without Argo CD",
-                hint="stop it with 'fracctl sandbox down', then 'fracctl sandbox up --argocd'",
-            )
+        for wanted, running, flag in (
+            (argocd, argocd_running, "--argocd"),
+            (flux, flux_running, "--flux"),
+        ):
+            if wanted and not running(box):
+                raise UsageError(
+                    f"the sandbox runs without {'Argo CD' if flag == '--argocd' else 'Flux'}",
+                    hint=f"stop it with 'fracctl sandbox down', then 'fracctl sandbox up {flag}'",
+                )
         return {**status(ctx, root=root), "already_running": True}
     scenario = load_scenario(scenario_file)
     if cp is not None:  # a dead leftover: clear it out first
@@ -104,6 +113,8 @@ def up(ctx: Context, *, root: Path, scenario_file: Path, argocd: bool = False) -
         start_simulation(box)
         if argocd:
             start_argocd(ctx, box, gitops_path)
+        if flux:
+            start_flux(ctx, box, gitops_path)
     except BaseException:
         _stop(box)  # a failed start leaves nothing running; its logs stay for a look
         raise
@@ -141,10 +152,13 @@ def _stop(box: Sandbox) -> bool:
             controlplane.terminate(int(box.sim_pid_file.read_text().strip()), 5.0)
         except ValueError:
             pass
-    local = argocd_local.LocalArgoCD.load(box.argocd_dir)
-    if local is not None:  # before the control plane it talks to
-        found = True
-        local.stop()
+    for local in (
+        argocd_local.LocalArgoCD.load(box.argocd_dir),
+        flux_local.LocalFlux.load(box.flux_dir),
+    ):
+        if local is not None:  # before the control plane it talks to
+            found = True
+            local.stop()
     cp = controlplane.ControlPlane.load(box.cp_dir)
     if cp is not None:
         found = True
@@ -190,6 +204,7 @@ def status(ctx: Context, *, root: Path) -> dict[str, Any]:
             "nodeSelector": (obj or {}).get("spec", {}).get("nodeSelector") if obj else None,
         },
         "argocd": argocd_status(box),
+        "flux": flux_status(box),
     }
 
 

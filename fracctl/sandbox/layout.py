@@ -1,7 +1,8 @@
 """Where a sandbox keeps its state, and the fixed names every part of the sandbox shares.
 
 :class:`Sandbox` maps a state dir to the paths of its control plane, its fracctl.yaml,
-its git repository, the operator simulation's PID and ready files and the Argo CD state.
+its git repository, the operator simulation's PID and ready files, and the Argo CD and
+Flux state.
 Nothing here starts or reads anything.
 """
 
@@ -56,6 +57,11 @@ class Sandbox:
     def argocd_dir(self) -> Path:
         """State of the real Argo CD started with ``up --argocd``."""
         return self.root / "argocd"
+
+    @property
+    def flux_dir(self) -> Path:
+        """State of the real Flux started with ``up --flux``."""
+        return self.root / "flux"
 
 
 def default_root(env: dict[str, str]) -> Path:

@@ -11,10 +11,11 @@ from __future__ import annotations
 import json
 import queue
 import threading
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
+from contextlib import closing
 from typing import Any
 
-from fracctl.adapters import kubeproto
+from fracctl.adapters import kubepick, kubeproto
 from fracctl.adapters.kube.transport import POD_LIST, Transport
 from fracctl.core.resources import PODS
 
@@ -37,6 +38,56 @@ class PodPager(Transport):
         JSON. A second thread asks for the next page (its ``continue`` token is at the
         head of this one) while this one is decoded, so the wire and the decoding
         overlap; at most two pages are held at a time.
+        """
+        bodies = self._pod_bodies(namespace, label_selector, field_selector, limit)
+        with closing(bodies):
+            for kind, page in bodies:
+                try:
+                    yield (
+                        kubeproto.pod_page(page)
+                        if kind == "proto"
+                        else kubeproto.pod_page_json(page)
+                    )
+                except kubeproto.ProtoError as e:
+                    raise self._unreadable("GET pods", str(e)) from None
+
+    def picked_pod_pages(
+        self,
+        pick: kubepick.Pick,
+        *,
+        namespace: str | None = None,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+        limit: int = 500,
+    ) -> Iterator[kubepick.PickedPage]:
+        """:meth:`pod_pages`, each pod cut down to the fields ``pick`` names instead.
+
+        Each pod is a plain dict shaped like its JSON, holding only those fields
+        (:func:`kubepick.compile_pod`), whether the server sent protobuf or JSON.
+        """
+        bodies = self._pod_bodies(namespace, label_selector, field_selector, limit)
+        with closing(bodies):
+            for kind, page in bodies:
+                try:
+                    yield (
+                        kubepick.pod_page(page, pick)
+                        if kind == "proto"
+                        else kubepick.pod_page_json(page, pick)
+                    )
+                except kubeproto.ProtoError as e:
+                    raise self._unreadable("GET pods", str(e)) from None
+
+    def _pod_bodies(
+        self,
+        namespace: str | None,
+        label_selector: str | None,
+        field_selector: str | None,
+        limit: int,
+    ) -> Generator[tuple[str, Any], None, None]:
+        """Each page's body: ("proto", bytes) or ("json", dict).
+
+        The next page is fetched by a second thread meanwhile; closing the iterator
+        stops that thread.
         """
         path = PODS.path(namespace=namespace)
         pages: queue.Queue[tuple[str, Any] | BaseException | None] = queue.Queue(maxsize=1)
@@ -90,15 +141,7 @@ class PodPager(Transport):
                     return
                 if isinstance(item, BaseException):
                     raise item
-                kind, page = item
-                try:
-                    yield (
-                        kubeproto.pod_page(page)
-                        if kind == "proto"
-                        else kubeproto.pod_page_json(page)
-                    )
-                except kubeproto.ProtoError as e:
-                    raise self._unreadable("GET pods", str(e)) from None
+                yield item
         finally:
             stop.set()
 

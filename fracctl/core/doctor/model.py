@@ -9,7 +9,7 @@ check's id is stamped onto each :class:`Signature` it returns, making a
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
 
@@ -27,6 +27,56 @@ DEPLOYMENTS = ResourceRef("apps", "v1", "deployments", "Deployment", namespaced=
 
 GPU_MEMORY_LABEL = "nvidia.com/gpu.memory"
 SHARING_MODE = "NvFractions"
+
+# The pod fields the checks read, as JSON paths: doctor reads pods through a paged scan
+# that decodes these and nothing else, so a check that reads another field of a pod
+# names it here. Every pod of the cluster is looked at for SCAN_POD_FIELDS; the pods
+# of the agent and reservation namespaces also for their labels and container states.
+SCAN_POD_FIELDS: tuple[str, ...] = (
+    "metadata.name",
+    "metadata.namespace",
+    "metadata.annotations",
+    "metadata.ownerReferences[].kind",
+    "spec.nodeName",
+    "spec.runtimeClassName",
+    "spec.securityContext.runAsUser",
+    "spec.securityContext.runAsNonRoot",
+    *(
+        f"spec.{c}[].{f}"
+        for c in ("containers", "initContainers")
+        for f in (
+            "name",
+            "resources.limits",
+            "resources.requests",
+            "securityContext.runAsUser",
+            "securityContext.runAsNonRoot",
+        )
+    ),
+    "status.phase",
+    "status.conditions[].type",
+    "status.conditions[].status",
+    "status.conditions[].reason",
+    "status.conditions[].message",
+)
+NAMESPACE_POD_FIELDS: tuple[str, ...] = (
+    *SCAN_POD_FIELDS,
+    "metadata.labels",
+    *(
+        f"status.{c}[].{f}"
+        for c in ("containerStatuses", "initContainerStatuses")
+        for f in (
+            "name",
+            "state.waiting.reason",
+            "state.waiting.message",
+            "state.terminated.exitCode",
+            "state.terminated.reason",
+            "state.terminated.message",
+            "lastState.terminated.exitCode",
+            "lastState.terminated.reason",
+            "lastState.terminated.message",
+        )
+    ),
+)
 
 
 @dataclass(frozen=True)
@@ -51,9 +101,11 @@ class Snapshot:
     target: Obj | None = None
     target_missing: str = ""
     daemonsets: dict[str, Obj | None] = field(default_factory=dict)
-    agent_pods: list[Obj] = field(default_factory=list)
+    agent_pods: list[Mapping[str, Any]] = field(default_factory=list)  # NAMESPACE_POD_FIELDS
     workloads: list[Obj] = field(default_factory=list)  # agent and scheduler Deployments…
-    pods: list[Obj] = field(default_factory=list)  # fractional, reservation, on GPU nodes
+    # Reservation pods (NAMESPACE_POD_FIELDS), fractional pods (SCAN_POD_FIELDS), and
+    # pods on GPU nodes that request no GPU (their name, namespace and node alone).
+    pods: list[Mapping[str, Any]] = field(default_factory=list)
     events: dict[str, list[Obj]] = field(default_factory=dict)  # "ns/pod" -> its events
     guard_problems: list[str] = field(default_factory=list)  # what keeps the guard off
     guard_unreadable: str = ""  # why the guard policy could not be read, if it could not

@@ -8,6 +8,9 @@ mirror pods are expected there.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Set
+from typing import Any
+
 from fracctl.core.doctor.helpers import (
     fractional,
     gpu_nodes,
@@ -52,6 +55,26 @@ def gpu_node_taints(snap: Snapshot, s: DoctorSettings, m: AnnotationMatcher) -> 
     ]
 
 
+def runs_on_gpu_node_without_gpu(
+    pod: Mapping[str, Any], gpus: Set[str], s: DoctorSettings, m: AnnotationMatcher
+) -> bool:
+    """Whether a pod runs on one of the GPU nodes ``gpus`` without asking for a GPU.
+
+    Pods of the node agents, KAI's reservation pods, DaemonSet and mirror pods, and
+    fractional pods are expected there.
+    """
+    meta = mapping(pod.get("metadata"))
+    spec = mapping(pod.get("spec"))
+    return not (
+        spec.get("nodeName") not in gpus
+        or meta.get("namespace") in (s.pods.reservation_namespace, s.cluster.agent_namespace)
+        or owned_by_daemonset(pod)
+        or "kubernetes.io/config.mirror" in mapping(meta.get("annotations"))
+        or fractional(pod, m, s)
+        or gpu_requests(spec, s.cluster.gpu_resources)
+    )
+
+
 @check(
     "gpu-nodes-for-gpu-pods",
     "only GPU workloads run on GPU nodes",
@@ -63,20 +86,11 @@ def gpu_nodes_for_gpu_pods(
 ) -> list[Signature]:
     """Pods that request no GPU but run on a GPU node."""
     gpus = {name_of(n) for n in gpu_nodes(snap.nodes, s)}
-    found = []
-    for pod in snap.pods:
-        meta = mapping(pod.get("metadata"))
-        node = mapping(pod.get("spec")).get("nodeName")
-        if (
-            node not in gpus
-            or meta.get("namespace") in (s.pods.reservation_namespace, s.cluster.agent_namespace)
-            or owned_by_daemonset(pod)
-            or "kubernetes.io/config.mirror" in mapping(meta.get("annotations"))
-            or fractional(pod, m, s)
-            or gpu_requests(mapping(pod.get("spec")), s.cluster.gpu_resources)
-        ):
-            continue
-        found.append(f"{ns_name(pod)} on {node}")
+    found = [
+        f"{ns_name(pod)} on {mapping(pod.get('spec')).get('nodeName')}"
+        for pod in snap.pods
+        if runs_on_gpu_node_without_gpu(pod, gpus, s, m)
+    ]
     if not found:
         return []
     return [

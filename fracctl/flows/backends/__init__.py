@@ -10,12 +10,11 @@ in this package and one entry in :data:`fracctl.core.backends.REGISTRY`.
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from fracctl.core.backends import NAMES, choices, entry
+from fracctl.core.backends import NAMES, choices, entry, load
 from fracctl.errors import ExternalError, FracctlError, Refused, UsageError
 from fracctl.flows.context import Context
 
@@ -182,8 +181,7 @@ def get(name: str) -> Backend:
     found = entry(name)
     if found is None:
         raise UsageError(f"unknown backend {name!r} (use {choices()})")
-    module, _, cls = found.implementation.partition(":")
-    factory: Callable[[], Backend] = getattr(importlib.import_module(module), cls)
+    factory: Callable[[], Backend] = load(found.implementation)
     return factory()
 
 

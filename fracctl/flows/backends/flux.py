@@ -5,9 +5,14 @@ from __future__ import annotations
 from typing import Any
 
 from fracctl.core.clock import utc_timestamp
-from fracctl.errors import NotFound, Refused, UsageError
+from fracctl.core.nodes import selector_of
+from fracctl.errors import Conflict, ExternalError, NotFound, Refused, UsageError
 from fracctl.flows.backends import Obj, Proof, clean_desired, require
 from fracctl.flows.context import Context
+
+#: Kustomization fields that change what Flux applies beyond the source's files; fracctl
+#: cannot rehearse them, so a Kustomization that uses one is refused.
+UNREHEARSABLE = ("patches", "images", "postBuild", "components", "namePrefix", "nameSuffix")
 
 
 class FluxBackend:
@@ -15,6 +20,10 @@ class FluxBackend:
 
     name = "flux"
     claim = "Flux reported Ready but the live object differs"
+
+    def __init__(self) -> None:
+        # The source revision the rehearsal rendered; the wait then wants Flux to apply it.
+        self.revision: str | None = None
 
     def _flux(self, ctx: Context) -> Any:
         from fracctl.adapters.flux import Flux
@@ -30,11 +39,13 @@ class FluxBackend:
             )
 
     def check(self, ctx: Context, desired: Obj) -> Proof:
-        """Rehearse Flux's reconcile: it would run now, from a ready source, unblocked.
+        """Rehearse Flux's reconcile: it would run now, and apply git's object.
 
         The Kustomization exists and is not suspended; every Kustomization it depends on
         is Ready (Flux does not apply while one is not); its source is Ready with an
-        artifact (the revision Flux would apply); and the identity may patch it.
+        artifact; that artifact's commit, rendered at the Kustomization's path, holds
+        exactly one target object whose immutable field equals git's, and the API server
+        would admit it (a dry-run create); and the identity may patch the Kustomization.
         """
         flux = self._flux(ctx)
         obj = flux.get()  # NotFound names the missing CRD or Kustomization
@@ -48,18 +59,25 @@ class FluxBackend:
         evidence = [f"Flux Kustomization {where} exists and is not suspended"]
         for dep in spec.get("dependsOn") or []:
             evidence.append(_ready_dependency(flux, dep))
-        evidence.append(_ready_source(flux, spec.get("sourceRef") or {}))
+        said, revision = _ready_source(flux, spec.get("sourceRef") or {})
+        evidence.append(said)
+        creates, said = _flux_would_apply(ctx, flux, spec, revision, desired)
+        evidence.append(said)
+        evidence.append(_admitted(ctx, creates))
         evidence.append(
             require(ctx, "patch", ref=flux.ref, name=flux.name, namespace=flux.namespace)
         )
-        return Proof(evidence, clean_desired(desired))
+        self.revision = revision
+        return Proof(evidence, creates)
 
     def recreate(self, ctx: Context, desired: Obj) -> str:
         """Request a reconcile and wait until it was handled and Ready settled."""
         flux = self._flux(ctx)
         now = utc_timestamp()
         requested = flux.request_reconcile(now)
-        status = flux.wait_ready(requested, timeout=ctx.config.timeouts.sync, clock=ctx.clock)
+        status = flux.wait_ready(
+            requested, timeout=ctx.config.timeouts.sync, clock=ctx.clock, revision=self.revision
+        )
         return f"Flux applied revision {status.get('lastAppliedRevision', '?')}"
 
 
@@ -93,7 +111,7 @@ def _ready_dependency(flux: Any, dep: Obj) -> str:
     return f"its dependency {namespace}/{name} is Ready"
 
 
-def _ready_source(flux: Any, source: Obj) -> str:
+def _ready_source(flux: Any, source: Obj) -> tuple[str, str]:
     """The Kustomization's source is Ready and has an artifact for Flux to apply."""
     kind = str(source.get("kind") or "GitRepository")
     name = str(source.get("name") or "")
@@ -119,4 +137,89 @@ def _ready_source(flux: Any, source: Obj) -> str:
             f"{flux.namespace}/{flux.name} {state}: Flux would have nothing to apply",
             hint=f"see `flux get sources {kind.lower()} -n {namespace}`; rerun once it is Ready",
         )
-    return f"its source {kind} {namespace}/{name} is Ready at {revision}"
+    return f"its source {kind} {namespace}/{name} is Ready at {revision}", str(revision)
+
+
+def source_state(ctx: Context) -> tuple[Obj, str, str]:
+    """The configured Kustomization, the revision its source holds, and its path.
+
+    Raises:
+        NotFound: no such Kustomization (or no Flux).
+        Refused: its source is not Ready with an artifact.
+    """
+    flux = FluxBackend()._flux(ctx)
+    obj = flux.get()
+    spec = obj.get("spec") or {}
+    _, revision = _ready_source(flux, spec.get("sourceRef") or {})
+    path = str(spec.get("path") or "").strip().removeprefix("./").strip("/")
+    return obj, revision, path
+
+
+def commit_of(revision: str) -> str:
+    """The commit of a Flux source revision (``main@sha1:<commit>``, or ``main/<commit>``)."""
+    return revision.rsplit(":", 1)[-1].rsplit("/", 1)[-1].rsplit("@", 1)[-1]
+
+
+def _flux_would_apply(
+    ctx: Context, flux: Any, spec: Obj, revision: str, desired: Obj
+) -> tuple[Obj, str]:
+    """The target object Flux would apply: its source's commit rendered at its path.
+
+    Refused when the Kustomization transforms its files in ways fracctl does not render,
+    when fracctl's git lacks the commit, or when the rendering holds no target, more
+    than one, or one whose immutable field differs from git's.
+    """
+    from fracctl.flows.render import render
+
+    where = f"Flux Kustomization {flux.namespace}/{flux.name}"
+    used = [k for k in UNREHEARSABLE if spec.get(k)]
+    if used:
+        raise Refused(
+            f"{where} changes what it applies with spec.{', spec.'.join(used)}, which fracctl "
+            "cannot rehearse",
+            hint="keep the fractioning config in a Kustomization without them, or use "
+            "--backend apply",
+        )
+    t = ctx.config.target
+    commit = commit_of(revision)
+    path = str(spec.get("path") or "").strip().removeprefix("./").strip("/")
+    try:
+        found = [o for o in render(ctx, revision=commit, path=path).objects if t.matches(o)]
+    except ExternalError as e:
+        raise Refused(
+            f"fracctl cannot render the commit Flux would apply ({revision}, path "
+            f"{path or '.'}): {e.message}",
+            hint="fetch that commit into git.repo (git fetch), or reconcile the source to "
+            "git's commit: flux reconcile source git <name>; then run again",
+        ) from None
+    ours = selector_of(desired, t.selector_field)
+    if len(found) != 1:
+        raise Refused(
+            f"{where} would apply {len(found)} {t.kind}/{t.name} objects from {revision} "
+            f"(path {path or '.'}), not one",
+            hint="check the Kustomization's path and its source",
+        )
+    theirs = selector_of(found[0], t.selector_field)
+    if theirs != ours:
+        raise Refused(
+            f"Flux would create {t.kind}/{t.name} with {t.selector_field} {theirs} (its source "
+            f"is at {revision}, path {path or '.'}), but git has {ours} at "
+            f"{ctx.config.git.revision}",
+            hint="push the change where Flux's source reads it and reconcile the source "
+            f"(flux reconcile kustomization {flux.name} -n {flux.namespace} --with-source); "
+            "then run again",
+        )
+    return clean_desired(found[0]), (
+        f"Flux's source commit {commit[:12]} renders {t.kind}/{t.name} at {path or '.'} with "
+        f"{t.selector_field} {theirs}, as git has"
+    )
+
+
+def _admitted(ctx: Context, obj: Obj) -> str:
+    """The API server would admit the object Flux applies (a dry-run create)."""
+    try:  # authorisation, admission and validation all run before the existence check
+        ctx.kube.create(ctx.config.target.ref, obj, dry_run=True)
+    except Conflict as e:
+        if e.status.reason != "AlreadyExists":
+            raise
+    return "a dry-run create of Flux's object passes admission and validation"

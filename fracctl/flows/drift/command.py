@@ -8,6 +8,8 @@ report ends the command.
 
 from __future__ import annotations
 
+from typing import Any
+
 from fracctl.core import drift as d
 from fracctl.errors import UsageError
 from fracctl.flows.context import Context
@@ -27,6 +29,7 @@ def run(
     renderer: str | None = None,
     kind: str | None = None,
     name: str | None = None,
+    flux: bool = False,
 ) -> d.DriftReport:
     """What ``fracctl drift`` reports.
 
@@ -40,6 +43,8 @@ def run(
         renderer: ``auto``, ``plain``, ``kustomize`` or ``helm``.
         kind: only objects of this kind (with ``all_objects`` or ``app``).
         name: only objects of this name (with ``all_objects`` or ``app``).
+        flux: the desired state from Flux: the commit the configured Kustomization's
+            source holds, rendered at the Kustomization's path (what Flux would apply).
 
     Returns:
         The report; with Argo CD configured, also what Argo CD claims.
@@ -54,6 +59,13 @@ def run(
         return check_app(ctx, app=app, revision=revision, kind=kind, name=name)
     if (kind or name) and not all_objects:
         raise UsageError("--kind and --name select among rendered objects: add --all")
+    flux_source: dict[str, str] = {}
+    if flux:
+        if any(v is not None for v in (repo, revision, path)):
+            raise UsageError(
+                "--flux takes the revision and path from Flux: drop --repo/--revision/--path"
+            )
+        revision, path, flux_source = _from_flux(ctx)
     desired = render(ctx, repo=repo, revision=revision, path=path, renderer=renderer)
     if all_objects:
         keep = select(desired.objects, kind=kind, name=name)
@@ -66,11 +78,34 @@ def run(
         report = check_objects(ctx, chosen.objects, desired=chosen)
     else:
         report = _check_target(ctx, desired=desired)
+    report.source.update(flux_source)
     app_name = ctx.config.argocd.app
     if app_name:
         application = ctx.argocd.get_application(app_name)
         _annotate_with_argocd(report, app_name, application)
     return report
+
+
+def _from_flux(ctx: Context) -> tuple[str, str, dict[str, str]]:
+    """The commit and path Flux would apply, and what to say of them in the report."""
+    from fracctl.flows.backends import flux
+
+    if not ctx.config.flux.kustomization:
+        raise UsageError(
+            "--flux needs the Kustomization", hint="set flux.namespace and flux.kustomization"
+        )
+    obj, revision, path = flux.source_state(ctx)
+    ready: dict[str, Any] = next(
+        (c for c in (obj.get("status") or {}).get("conditions") or [] if c.get("type") == "Ready"),
+        {},
+    )
+    meta = obj.get("metadata") or {}
+    said = {
+        "flux_kustomization": f"{meta.get('namespace')}/{meta.get('name')}",
+        "flux_revision": revision,
+        "flux_ready": f"{ready.get('status') or 'Unknown'} ({ready.get('reason') or 'no reason'})",
+    }
+    return flux.commit_of(revision), path, said
 
 
 def exit_code(report: d.DriftReport) -> int:

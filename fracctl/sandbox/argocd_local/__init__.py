@@ -27,7 +27,13 @@ from fracctl.sandbox.argocd_local.applications import (
     put_application,
     wait_compared,
 )
-from fracctl.sandbox.argocd_local.binaries import build, cache_dir, locate, locate_kustomize
+from fracctl.sandbox.argocd_local.binaries import (
+    build,
+    cache_dir,
+    locate,
+    locate_kustomize,
+    locate_redis,
+)
 from fracctl.sandbox.argocd_local.launch import start
 from fracctl.sandbox.argocd_local.names import (
     APPLICATIONS,
@@ -67,6 +73,7 @@ __all__ = [
     "install_crds",
     "locate",
     "locate_kustomize",
+    "locate_redis",
     "put_application",
     "start",
     "wait_compared",

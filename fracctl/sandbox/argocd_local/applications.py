@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 from fracctl.adapters.kube import Kube
-from fracctl.core.resources import CRDS, ResourceRef
+from fracctl.core.resources import ResourceRef
 from fracctl.errors import Conflict, NotFound, TimedOut
 from fracctl.sandbox.argocd_local.names import (
     APPLICATIONS,
@@ -45,23 +45,12 @@ def put_object(kube: Kube, ref: ResourceRef, body: Obj) -> None:
 
 def install_crds(kube: Kube, folder: Path, *, timeout: float = 60.0) -> None:
     """Create Argo CD's CRDs (one by one; the folder's kustomization is not used)."""
-    from ruamel.yaml import YAML
+    from fracctl.sandbox.crds import install_crd_files
 
-    names = []
-    for name in ("application", "appproject", "applicationset"):
-        crd = YAML(typ="safe").load((folder / f"{name}-crd.yaml").read_text())
-        names.append(crd["metadata"]["name"])
-        ensure_object(kube, CRDS, crd)
-    deadline = time.monotonic() + timeout
-    for name in names:
-        while True:
-            live = kube.get(CRDS, name)
-            conds = (live.get("status") or {}).get("conditions") or []
-            if any(c.get("type") == "Established" and c.get("status") == "True" for c in conds):
-                break
-            if time.monotonic() > deadline:
-                raise TimedOut(f"CRD {name} not established after {timeout:.0f}s")
-            time.sleep(0.2)
+    files = [
+        folder / f"{name}-crd.yaml" for name in ("application", "appproject", "applicationset")
+    ]
+    install_crd_files(kube, files, timeout=timeout)
 
 
 def ensure_project(kube: Kube, name: str) -> None:

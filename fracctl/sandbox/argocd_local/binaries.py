@@ -1,9 +1,9 @@
-"""Finding and building the ``argocd`` and ``kustomize`` binaries the local Argo CD runs.
+"""Finding and building the binaries the local Argo CD runs: ``argocd``, ``kustomize``, redis.
 
 The build scripts in ``scripts/`` cache what they build under ``$FRACCTL_CACHE`` (or
-``~/.cache/fracctl``); :func:`locate` and :func:`locate_kustomize` look there (and on
-``PATH`` for kustomize) without building, and :func:`build` runs a script, which builds
-only when its cache is empty.
+``~/.cache/fracctl``); :func:`locate`, :func:`locate_kustomize` and :func:`locate_redis`
+look there (and on ``PATH`` for kustomize and redis-server) without building, and
+:func:`build` runs a script, which builds only when its cache is empty.
 """
 
 from __future__ import annotations
@@ -44,6 +44,18 @@ def locate_kustomize(env: dict[str, str] | None = None) -> Path | None:
     for folder in sorted(tools.glob("kustomize-*"), reverse=True):
         if (folder / "kustomize").is_file():
             return folder
+    return None
+
+
+def locate_redis(env: dict[str, str] | None = None) -> Path | None:
+    """``redis-server``: on PATH, else the one ``scripts/build-redis.sh`` cached; or None."""
+    env = dict(os.environ) if env is None else env
+    found = shutil.which("redis-server", path=env.get("PATH"))
+    if found:
+        return Path(found)
+    for folder in sorted((cache_dir(env) / "tools").glob("redis-*"), reverse=True):
+        if (folder / "redis-server").is_file():
+            return folder / "redis-server"
     return None
 
 

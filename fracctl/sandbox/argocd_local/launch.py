@@ -74,10 +74,12 @@ def start(
 
 
 def _check_tools() -> None:
-    if shutil.which("redis-server") is None:
+    from fracctl.sandbox.argocd_local.binaries import locate_redis
+
+    if locate_redis() is None:
         raise UsageError(
             "redis-server is not installed; Argo CD needs it",
-            hint="install the redis-server package (apt-get install redis-server)",
+            hint="fetch it into the project's cache: make argocd (scripts/build-redis.sh)",
         )
     if shutil.which("git") is None:
         raise UsageError("git is not installed; Argo CD's repo server needs it")

@@ -10,14 +10,14 @@ the PIDs recorded when they were started, nothing else.
 from __future__ import annotations
 
 import os
-import shutil
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import ClassVar
 
-from fracctl.errors import ExternalError, TimedOut
 from fracctl.sandbox import controlplane
+from fracctl.sandbox.argocd_local.binaries import locate_redis
 from fracctl.sandbox.argocd_local.names import CI_ACCOUNT, NAMESPACE, VERSION
+from fracctl.sandbox.recorded import Recorded
 
 PROCESSES = ("argocd-server", "argocd-application-controller", "argocd-repo-server", "redis")
 _PORTS = ("redis", "repo", "repo-metrics", "ctl-metrics", "server-metrics", "dex")
@@ -33,8 +33,11 @@ _OWN_VARIABLES = (
 
 
 @dataclass
-class LocalArgoCD:
+class LocalArgoCD(Recorded):
     """A running (or recorded) local Argo CD."""
+
+    RECORD: ClassVar[str] = "argocd.json"
+    PROCESSES: ClassVar[tuple[str, ...]] = PROCESSES
 
     state_dir: str
     kubeconfig: str
@@ -61,30 +64,6 @@ class LocalArgoCD:
     def token(self, account: str = CI_ACCOUNT) -> str:
         """``account``'s API token (``admin`` included)."""
         return Path(self.token_file(account)).read_text().strip()
-
-    def log(self, process: str) -> Path:
-        """The log file of one process."""
-        return Path(self.state_dir) / "logs" / f"{process}.log"
-
-    def save(self) -> None:
-        """Record PIDs and ports in the state dir."""
-        controlplane.save_record(self, Path(self.state_dir, "argocd.json"))
-
-    @classmethod
-    def load(cls, state_dir: str | Path) -> LocalArgoCD | None:
-        """The Argo CD recorded in ``state_dir``, if any."""
-        return controlplane.load_record(cls, Path(state_dir, "argocd.json"))
-
-    def alive(self) -> bool:
-        """Whether every recorded process still runs."""
-        return bool(self.pids) and all(controlplane.alive(p) for p in self.pids.values())
-
-    def stop(self, *, timeout: float = 15.0) -> None:
-        """Stop the server, controller, repo server and redis, by their recorded PIDs."""
-        for name in PROCESSES:
-            pid = self.pids.get(name)
-            if pid:
-                controlplane.terminate(pid, timeout)
 
 
 def allocate_ports() -> dict[str, int]:
@@ -125,7 +104,7 @@ def commands(state: Path, exe: Path, ports: dict[str, int], port: int) -> dict[s
     # fmt: off
     return {
         "redis": [
-            str(shutil.which("redis-server")),
+            str(locate_redis()),
             "--bind", "127.0.0.1",
             "--port", str(ports["redis"]),
             "--save", "",
@@ -196,27 +175,4 @@ def wait_ready(argocd: LocalArgoCD, ports: dict[str, int], deadline: float) -> N
         ("argocd-application-controller", f"http://127.0.0.1:{ports['ctl-metrics']}/healthz"),
         ("argocd-server", f"{argocd.url}/healthz?full=true"),
     ):
-        _wait_http(argocd, name, url, deadline)
-
-
-def _tail(argocd: LocalArgoCD, process: str, lines: int = 3) -> str:
-    log = argocd.log(process)
-    text = log.read_text(errors="replace").strip().splitlines()[-lines:] if log.exists() else []
-    return " | ".join(text)
-
-
-def _wait_http(argocd: LocalArgoCD, process: str, url: str, deadline: float) -> None:
-    import httpx
-
-    while True:
-        for name, pid in argocd.pids.items():
-            if not controlplane.alive(pid):
-                raise ExternalError(f"{name} exited: {_tail(argocd, name)}")
-        try:
-            if httpx.get(url, timeout=2.0).status_code == 200:
-                return
-        except httpx.TransportError:
-            pass
-        if time.monotonic() > deadline:
-            raise TimedOut(f"{process} not ready at {url}; see {argocd.log(process)}")
-        time.sleep(0.3)
+        argocd.wait_http(name, url, deadline)

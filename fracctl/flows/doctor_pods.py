@@ -1,0 +1,99 @@
+"""How ``fracctl doctor`` reads pods: through the paging scan, cut down to what the checks read.
+
+Every unfinished pod of the cluster is looked at, so pods come through the same paged
+protobuf scan as preflight's (:meth:`Kube.picked_pod_pages`), each decoded only for
+the fields the checks read (:data:`~fracctl.core.doctor.model.SCAN_POD_FIELDS`), and a
+page is dropped once read. What is kept is what a check looks at: KAI's reservation
+pods, every fractional pod, and each pod on a GPU node that asks for no GPU, the one
+finding that can name a large share of a cluster, in the few bytes it is reported by.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator, Mapping
+from functools import cache
+from typing import Any
+
+from fracctl.adapters import kubepick
+from fracctl.core.doctor import DoctorSettings, Snapshot, gpu_nodes
+from fracctl.core.doctor.helpers import fractional, name_of
+from fracctl.core.doctor.model import NAMESPACE_POD_FIELDS, SCAN_POD_FIELDS
+from fracctl.core.doctor.taints import gpu_nodes_for_gpu_pods, runs_on_gpu_node_without_gpu
+from fracctl.core.fractional import AnnotationMatcher, unfinished_selector
+from fracctl.flows.context import Context
+
+
+@cache
+def _pick(paths: tuple[str, ...]) -> kubepick.Pick:
+    return kubepick.compile_pod(paths)
+
+
+class StrayPod(Mapping[str, Any]):
+    """A pod on a GPU node that asks for no GPU: its name, namespace and node, as JSON reads.
+
+    ``{"metadata": {"name": …, "namespace": …}, "spec": {"nodeName": …}}``, built when
+    asked for: a cluster that runs its CPU pods on GPU nodes has tens of thousands of
+    them, and this keeps each in the bytes of its name.
+    """
+
+    __slots__ = ("_name", "_namespace", "_node")
+
+    def __init__(self, name: str, namespace: str, node: str) -> None:
+        self._name = name
+        self._namespace = sys.intern(namespace)
+        self._node = sys.intern(node)
+
+    def __getitem__(self, key: str) -> dict[str, str]:
+        if key == "metadata":
+            return {"name": self._name, "namespace": self._namespace}
+        if key == "spec":
+            return {"nodeName": self._node}
+        raise KeyError(key)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(("metadata", "spec"))
+
+    def __len__(self) -> int:
+        return 2
+
+    def __repr__(self) -> str:
+        return f"StrayPod({self._namespace}/{self._name} on {self._node})"
+
+
+def namespace_pods(ctx: Context, namespace: str) -> list[Mapping[str, Any]]:
+    """Every pod of ``namespace``, finished ones included, cut to NAMESPACE_POD_FIELDS."""
+    pick = _pick(NAMESPACE_POD_FIELDS)
+    limit = ctx.config.pods.page_size
+    return [
+        pod
+        for page in ctx.kube.picked_pod_pages(pick, namespace=namespace, limit=limit)
+        for pod in page.pods
+    ]
+
+
+def read_pods(ctx: Context, s: DoctorSettings, snap: Snapshot, m: AnnotationMatcher) -> None:
+    """Fill ``snap.pods`` (``snap.nodes`` read already): one scan of every unfinished pod.
+
+    Reservation pods are read from their namespace, failed ones included: a failed one
+    is what their check is for. Pods on GPU nodes that ask for no GPU are kept only
+    when that check runs (``cluster.gpu_taint_required``).
+    """
+    reservation_ns = s.pods.reservation_namespace
+    snap.pods = namespace_pods(ctx, reservation_ns)
+    gpus = {name_of(n) for n in gpu_nodes(snap.nodes, s)}
+    strays = not gpu_nodes_for_gpu_pods.skipped(snap, s)
+    for page in ctx.kube.picked_pod_pages(
+        _pick(SCAN_POD_FIELDS),
+        field_selector=unfinished_selector(),
+        limit=ctx.config.pods.page_size,
+    ):
+        for pod in page.pods:
+            meta = pod.get("metadata") or {}
+            if meta.get("namespace") == reservation_ns:
+                continue
+            if fractional(pod, m, s):
+                snap.pods.append(pod)
+            elif strays and runs_on_gpu_node_without_gpu(pod, gpus, s, m):
+                node = str((pod.get("spec") or {}).get("nodeName") or "")
+                snap.pods.append(StrayPod(meta.get("name", ""), meta.get("namespace", ""), node))

@@ -1,0 +1,85 @@
+"""Flux's CRDs, namespace and objects in the control plane: a GitRepository, Kustomizations."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from fracctl.adapters.kube import Kube
+from fracctl.core.resources import NAMESPACES, ResourceRef
+from fracctl.errors import Conflict, NotFound
+from fracctl.sandbox.crds import install_crd_files
+from fracctl.sandbox.flux_local.names import (
+    KUSTOMIZE_API,
+    NAMESPACE,
+    SOURCE_API,
+    Obj,
+)
+
+
+def install(kube: Kube, binaries: Path) -> None:
+    """Every CRD the two controllers watch (they do not start without them), the namespace.
+
+    A CRD of the same name that exists (a simulation's open one) gets Flux's own spec.
+    """
+    install_crd_files(kube, sorted((binaries / "crds").glob("*.yaml")), replace=True)
+    try:
+        kube.create(
+            NAMESPACES, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}}
+        )
+    except Conflict:
+        pass
+
+
+def git_repository(name: str, url: str, *, branch: str = "main", interval: str = "10m") -> Obj:
+    """A GitRepository that follows ``branch`` of ``url``."""
+    return {
+        "apiVersion": SOURCE_API,
+        "kind": "GitRepository",
+        "metadata": {"name": name, "namespace": NAMESPACE},
+        "spec": {"url": url, "interval": interval, "ref": {"branch": branch}, "timeout": "20s"},
+    }
+
+
+def kustomization(name: str, *, source: str, path: str, **spec: Any) -> Obj:
+    """A Kustomization applying ``path`` of the GitRepository ``source`` (no prune)."""
+    return {
+        "apiVersion": KUSTOMIZE_API,
+        "kind": "Kustomization",
+        "metadata": {"name": name, "namespace": NAMESPACE},
+        "spec": {
+            "interval": "10m",
+            "retryInterval": "2s",
+            "timeout": "30s",
+            "path": path,
+            "prune": False,
+            "sourceRef": {"kind": "GitRepository", "name": source},
+            **spec,
+        },
+    }
+
+
+def put(kube: Kube, ref: ResourceRef, body: Obj) -> Obj:
+    """Create ``body``, or replace the spec of the object of that name."""
+    name, namespace = body["metadata"]["name"], body["metadata"].get("namespace")
+    live = kube.get_or_none(ref, name, namespace)
+    if live is None:
+        return kube.create(ref, body, namespace=namespace)
+    live["spec"] = body["spec"]
+    for key in ("labels", "annotations"):
+        if key in body["metadata"]:
+            live["metadata"][key] = body["metadata"][key]
+    return kube.replace(ref, live)
+
+
+def remove(kube: Kube, ref: ResourceRef, name: str) -> None:
+    """Delete a Flux object of ``flux-system`` and wait until its finalizer let it go."""
+    import time
+
+    try:
+        kube.delete(ref, name, NAMESPACE)
+    except NotFound:
+        return
+    deadline = time.monotonic() + 30
+    while kube.get_or_none(ref, name, NAMESPACE) is not None and time.monotonic() < deadline:
+        time.sleep(0.1)

@@ -1,0 +1,87 @@
+"""The real Flux beside a sandbox: starting it, pointing fracctl.yaml at it, its status.
+
+``fracctl sandbox up --flux`` starts a local Flux (:mod:`.flux_local`): source-controller
+reads the sandbox's git repository over http (a ``git http-backend`` server on loopback)
+and kustomize-controller applies it through the Kustomization ``gpu-fractioning`` in
+``flux-system``; fracctl then uses ``recreate.backend: flux``. Flux tries git's selector
+at once and fails on the immutable field, as it would in a cluster.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from fracctl.adapters.kube import Kube
+from fracctl.errors import TimedOut
+from fracctl.flows.context import Context
+from fracctl.sandbox import flux_local
+from fracctl.sandbox.layout import SANDBOX_APP, Sandbox
+
+SOURCE = "gitops"  # the GitRepository's name, and the repository's path on the git server
+
+
+def start_flux(ctx: Context, box: Sandbox, gitops_path: str) -> flux_local.LocalFlux:
+    """Start the real Flux beside the sandbox and point fracctl.yaml at it.
+
+    The controllers are built on first use; the sandbox's git repository is served
+    from the state dir; the sandbox's fracctl.yaml gets a ``flux:`` section and
+    ``recreate.backend: flux``.
+    """
+    binaries = flux_local.locate() or flux_local.build()
+    ctx.info(
+        f"starting Flux (source-controller {flux_local.SOURCE_VERSION}, kustomize-controller "
+        f"{flux_local.KUSTOMIZE_VERSION}) from {binaries}"
+    )
+    local = flux_local.start(
+        box.flux_dir, kubeconfig=str(box.kubeconfig), binaries=binaries, detach=True
+    )
+    (local.git_root / SOURCE).symlink_to(box.gitops)
+    kube = Kube.connect(kubeconfig=str(box.kubeconfig))
+    try:
+        source = flux_local.git_repository(SOURCE, local.git_url(SOURCE), interval="1m")
+        flux_local.put(kube, flux_local.GITREPOSITORIES, source)
+        path = f"./{gitops_path}" if gitops_path else "./"
+        ks = flux_local.kustomization(SANDBOX_APP, source=SOURCE, path=path, retryInterval="1m")
+        flux_local.put(kube, flux_local.KUSTOMIZATIONS, ks)
+        _wait_attempted(kube)
+    finally:
+        kube.close()
+    text = box.config_file.read_text().replace("  backend: apply\n", "  backend: flux\n")
+    text += f"flux:\n  namespace: {flux_local.NAMESPACE}\n  kustomization: {SANDBOX_APP}\n"
+    box.config_file.write_text(text)
+    return local
+
+
+def _wait_attempted(kube: Kube, timeout: float = 60.0) -> None:
+    """Until the Kustomization tried its source's commit once (its Ready settled)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        ks = kube.get(flux_local.KUSTOMIZATIONS, SANDBOX_APP, flux_local.NAMESPACE)
+        if (ks.get("status") or {}).get("lastAttemptedRevision"):
+            return
+        if time.monotonic() > deadline:
+            raise TimedOut(
+                f"Flux did not try the sandbox's repository in {timeout:.0f}s: "
+                f"{(ks.get('status') or {}).get('conditions')}"
+            )
+        time.sleep(0.3)
+
+
+def flux_running(box: Sandbox) -> bool:
+    """Whether the sandbox's Flux was started and every one of its processes runs."""
+    local = flux_local.LocalFlux.load(box.flux_dir)
+    return local is not None and local.alive()
+
+
+def flux_status(box: Sandbox) -> dict[str, Any] | None:
+    """The sandbox's Flux for ``status``: the Kustomization, the git URL, the PIDs."""
+    local = flux_local.LocalFlux.load(box.flux_dir)
+    if local is None:
+        return None
+    return {
+        "kustomization": f"{flux_local.NAMESPACE}/{SANDBOX_APP}",
+        "git": local.git_url(SOURCE),
+        "running": local.alive(),
+        "pids": dict(local.pids),
+    }

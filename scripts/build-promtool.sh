@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Build promtool (Prometheus's rule and metrics checker) from its Go module into a cache
+# outside the repo, for the tests that check deploy/alerts/ and `-o prometheus` output.
+# Prints the folder holding the binary. A promtool already on PATH is used as it is.
+#
+# The Go module github.com/prometheus/prometheus numbers Prometheus 3.x as v0.3XX.y
+# (v0.316.0 is Prometheus 3.16.0). Releases up to v0.315.x carry replace or exclude
+# directives in their go.mod, which `go install module@version` refuses; v0.316.0 is the
+# first without (go 1.26.7). A cold build (module download included) took about 6 min.
+set -euo pipefail
+PROMTOOL_VERSION="${FRACCTL_PROMTOOL_VERSION:-v0.316.0}"
+if command -v promtool >/dev/null; then
+  dirname "$(command -v promtool)"
+  exit 0
+fi
+dir="${FRACCTL_CACHE:-$HOME/.cache/fracctl}/tools/promtool-${PROMTOOL_VERSION}"
+if [[ -x "$dir/promtool" ]]; then
+  echo "$dir"
+  exit 0
+fi
+command -v go >/dev/null || { echo "go is required to build promtool" >&2; exit 1; }
+mkdir -p "$dir"
+start=$(date +%s)
+GOBIN="$dir" CGO_ENABLED=0 GOFLAGS=-mod=mod go install -trimpath -ldflags='-s -w' \
+  "github.com/prometheus/prometheus/cmd/promtool@${PROMTOOL_VERSION}" >&2
+echo "build-promtool: built promtool ${PROMTOOL_VERSION} in $(( $(date +%s) - start ))s into $dir" >&2
+echo "$dir"

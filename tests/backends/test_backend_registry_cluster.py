@@ -1,0 +1,48 @@
+"""A new backend is one module plus one registry entry: recreate runs it like the others."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from fracctl.core import backends as registry
+from fracctl.core.backends import BackendEntry
+from fracctl.errors import UsageError
+from fracctl.flows import backends
+from fracctl.flows.recreate import recreate
+from tests.support import dry_backend
+from tests.support.helpers import Cluster
+from tests.support.recreate_fixtures import NEW, make_incident
+
+
+@pytest.fixture
+def with_dry(monkeypatch: pytest.MonkeyPatch) -> None:
+    entry = BackendEntry("dry", "records calls", "tests.support.dry_backend:DryBackend")
+    monkeypatch.setattr(registry, "REGISTRY", (*registry.REGISTRY, entry))
+    dry_backend.CALLS.clear()
+
+
+def test_a_registered_backend_is_proven_before_the_delete_and_recreates(
+    cluster: Cluster, tmp_path: Path, with_dry: None
+) -> None:
+    incident = make_incident(cluster, tmp_path)
+    with incident.operator():
+        result = recreate(incident.context(), yes=True, backend="dry")
+    assert result.outcome == "recreated"
+    assert result.notes[-1] == "the dry backend created it"
+    assert "the dry backend is always ready" in result.proofs
+    assert dry_backend.CALLS == [("validate", None), ("check", 0), ("recreate", 1)]
+    live = cluster.live_target()
+    assert live is not None and live["spec"]["nodeSelector"] == NEW
+
+
+def test_the_registry_is_what_config_and_lookup_accept(with_dry: None) -> None:
+    from fracctl import config as cfg
+
+    assert "dry" in registry.names()
+    assert registry.choices() == "argocd, flux, apply or dry"
+    assert cfg.load(None, env={}, overrides={"recreate.backend": "dry"}).recreate.backend == "dry"
+    assert backends.get("dry").name == "dry"
+    with pytest.raises(UsageError, match="unknown backend 'helm' .use argocd, flux, apply or dry"):
+        backends.get("helm")

@@ -1,0 +1,139 @@
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+
+from fracctl import config as cfg
+from fracctl.errors import ConfigError, ExitCode
+from tests.support.helpers import run_cli
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def write(tmp_path: Path, text: str) -> str:
+    path = tmp_path / "fracctl.yaml"
+    path.write_text(text)
+    return str(path)
+
+
+def test_defaults_name_the_gpu_fractioning_config() -> None:
+    c = cfg.load(env={})
+    assert c.target.kind == "GpuFractioningConfig"
+    assert c.target.group == "gpu-fractioning.kai.scheduler"
+    assert c.target.name == "default"
+    assert c.target.finalizer == "gpu-fractioning.nvidia.com/cleanup-node-conditions"
+    assert c.condition == "gpu-fractioning.nvidia.com/Ready"
+    assert c.labels.opt_in_key == "example.org/gpu-fractions"
+    assert c.labels.opt_in_value == "enabled"
+    assert c.timeouts.ready == 600
+    assert c.source is None
+
+
+def test_older_gpu_sharing_naming_is_selectable(tmp_path: Path) -> None:
+    c = cfg.load(write(tmp_path, "target:\n  naming: gpu-sharing\n"), env={})
+    assert c.target.kind == "GpuSharingConfig"
+    assert c.target.group == "gpu-sharing.kai.scheduler"
+    assert c.target.finalizer == "gpu-sharing.nvidia.com/cleanup-node-conditions"
+    assert c.condition == "gpu-sharing.nvidia.com/Ready"
+
+
+def test_precedence_flags_over_env_over_file(tmp_path: Path) -> None:
+    path = write(tmp_path, "argocd:\n  app: from-file\ntimeouts:\n  ready: 5m\n")
+    assert cfg.load(path, env={}).argocd.app == "from-file"
+    env = {"FRACCTL_ARGOCD_APP": "from-env", "FRACCTL_TIMEOUTS_READY": "90s"}
+    c = cfg.load(path, env=env)
+    assert c.argocd.app == "from-env"
+    assert c.timeouts.ready == 90
+    c = cfg.load(path, env=env, overrides={"argocd.app": "from-flag", "git.path": None})
+    assert c.argocd.app == "from-flag"
+    assert c.git.path == "."
+
+
+def test_config_path_from_env_and_cwd(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = write(tmp_path, "git:\n  revision: v2\n")
+    assert cfg.load(env={"FRACCTL_CONFIG": path}).git.revision == "v2"
+    monkeypatch.chdir(tmp_path)
+    assert cfg.load(env={}).git.revision == "v2"
+
+
+def test_env_lists_are_comma_separated() -> None:
+    c = cfg.load(env={"FRACCTL_LABELS_DENIED_CLASSES": "h200, h100"})
+    assert c.labels.denied_classes == ["h200", "h100"]
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("timeouts:\n  ready: ten\n", ":2: timeouts.ready: expected a duration"),
+        ("timeouts:\n  redy: 1m\n", ":2: timeouts.redy: unknown key"),
+        ("bogus:\n  a: 1\n", ":1: unknown section 'bogus'"),
+        ("git: [1, 2]\n", ":1: git: expected a mapping"),
+        ("git:\n  revision: [1\n", "not valid YAML"),
+        ("- a\n- b\n", ":1: the top level must be a mapping"),
+        ("kube:\n  in_cluster: maybe\n", ":2: kube.in_cluster: expected true or false"),
+        ("pods:\n  page_size: many\n", ":2: pods.page_size: expected an integer"),
+        ("labels:\n  opt_in: no-equals\n", "labels: opt_in must look like key=value"),
+        (
+            "labels:\n  allowed_classes: [h200]\n  denied_classes: [h200]\n",
+            "classes both allowed and denied: h200",
+        ),
+        ("recreate:\n  backend: helm\n", "backend must be argocd, flux or apply"),
+        ("target:\n  naming: other\n", "naming must be one of"),
+        ("git:\n  renderer: jsonnet\n", "renderer must be auto, plain, kustomize or helm"),
+    ],
+)
+def test_bad_files_name_file_line_and_field(tmp_path: Path, text: str, expected: str) -> None:
+    path = write(tmp_path, text)
+    with pytest.raises(ConfigError) as e:
+        cfg.load(path, env={})
+    assert str(e.value).startswith(path)
+    assert expected in str(e.value)
+    assert "\n" not in str(e.value)
+
+
+def test_bad_env_value_names_the_field() -> None:
+    with pytest.raises(ConfigError, match="timeouts.ready: expected a duration"):
+        cfg.load(env={"FRACCTL_TIMEOUTS_READY": "soon"})
+
+
+def test_missing_explicit_file_is_an_error(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="config file not found"):
+        cfg.load(str(tmp_path / "nope.yaml"), env={})
+
+
+def test_empty_file_gives_defaults(tmp_path: Path) -> None:
+    assert cfg.load(write(tmp_path, ""), env={}).target.name == "default"
+
+
+@pytest.mark.parametrize(
+    ("raw", "seconds"),
+    [(90, 90), ("90", 90), ("90s", 90), ("10m", 600), ("1h", 3600), ("500ms", 0.5)],
+)
+def test_durations(raw: object, seconds: float) -> None:
+    assert cfg.parse_duration(raw) == seconds
+
+
+def test_example_config_documents_every_key() -> None:
+    example = REPO / "examples" / "fracctl.yaml"
+    c = cfg.load(str(example), env={})
+    text = example.read_text()
+    sections = dataclasses.asdict(c)
+    sections.pop("source")
+    sections.pop("backends")  # the backends' own sections: none ship
+    for section, values in sections.items():
+        assert f"\n{section}:" in "\n" + text, section
+        for key in values:
+            assert f"  {key}:" in text, (
+                f"{section}.{key} is not documented in examples/fracctl.yaml"
+            )
+
+
+def test_cli_bad_config_is_one_line_exit_2(tmp_path: Path) -> None:
+    path = write(tmp_path, "timeouts:\n  ready: ten\n")
+    r = run_cli("--config", path, "sandbox", "status")
+    assert r.exit_code == ExitCode.USAGE, r.output
+    assert r.stderr.strip().count("\n") == 0
+    assert "fracctl.yaml:2: timeouts.ready" in r.stderr
+    assert "Traceback" not in r.output

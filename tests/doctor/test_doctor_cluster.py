@@ -1,0 +1,569 @@
+"""``fracctl doctor`` against the real API server: a healthy setup, then each fault alone."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from fracctl import config as cfg
+from fracctl.adapters.kube import Kube
+from fracctl.core.crd import kai_config_crd
+from fracctl.core.doctor import CHECK_IDS, DAEMONSETS, DEPLOYMENTS, KAI_CONFIG, RUNTIME_CLASSES
+from fracctl.core.resources import CRDS, EVENTS, NODES, PODS
+from fracctl.errors import ApiError, Conflict, ExitCode, NotFound
+from fracctl.flows.context import Context
+from fracctl.flows.doctor import doctor
+from tests.support.helpers import SMP, Cluster, run_cli
+
+AGENTS = "gpu-fractioning"
+SCHEDULER = "kai-scheduler"
+RESERVATION = "kai-resource-reservation"
+TAINT = {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}
+GPU = {"nvidia.com/gpu.present": "true", "nvidia.com/gpu.memory": "97887"}
+TOLERATE = [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
+NON_ROOT = {"runAsNonRoot": True, "runAsUser": 1000}
+IMAGE = "registry.example.org/kai-gpu-fractioning/{}:af0544e"
+
+
+# --- KAI's Config CRD: not part of the session's control plane ---------------------------
+
+
+@pytest.fixture(scope="module")
+def kai_crd(control_plane: Any) -> Iterator[None]:
+    kube = Kube.connect(kubeconfig=control_plane.kubeconfig)
+    try:
+        kube.create(CRDS, kai_config_crd())
+    except Conflict:
+        pass
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            kube.list(KAI_CONFIG)
+            break
+        except ApiError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.1)
+    try:
+        yield
+    finally:
+        try:
+            kube.delete(CRDS, "configs.kai.scheduler")
+        except NotFound:
+            pass
+        kube.close()
+
+
+# --- the healthy setup ---------------------------------------------------------------
+
+
+def _delete_all(kube: Kube, ref: Any, namespace: str | None = None) -> None:
+    for obj in kube.list(ref, namespace=namespace):
+        try:
+            kube.delete(ref, obj["metadata"]["name"], namespace, grace_period=0)
+        except NotFound:
+            pass
+
+
+@pytest.fixture
+def setup(cluster: Cluster, kai_crd: None) -> Iterator[Setup]:
+    s = Setup(cluster)
+    s.wipe()
+    try:
+        yield s
+    finally:
+        s.wipe()
+
+
+@dataclasses.dataclass
+class Setup:
+    """Builders for the objects doctor reads; :meth:`healthy` makes a healthy cluster."""
+
+    cluster: Cluster
+
+    @property
+    def kube(self) -> Kube:
+        return self.cluster.kube
+
+    def wipe(self) -> None:
+        kube = self.kube
+        _delete_all(kube, RUNTIME_CLASSES)
+        _delete_all(kube, KAI_CONFIG)
+        for ns in (AGENTS, SCHEDULER):
+            _delete_all(kube, DAEMONSETS, ns)
+            _delete_all(kube, DEPLOYMENTS, ns)
+        for ns in ("ml", AGENTS, RESERVATION):
+            _delete_all(kube, EVENTS, ns)
+            _delete_all(kube, PODS, ns)
+
+    def gpu_node(self, name: str, gpu_class: str, *, opt_in: bool, **changes: Any) -> None:
+        labels = {**GPU, **changes.pop("labels", {})}
+        for key in changes.pop("without", ()):
+            labels.pop(key)
+        taints = changes.pop("taints", [TAINT])
+        self.cluster.node(name, gpu_class=gpu_class, opt_in=opt_in, labels=labels, taints=taints)
+        if opt_in:
+            self.cluster.set_ready(name, changes.pop("ready", True), changes.pop("reason", None))
+
+    def daemonset(self, name: str, component: str, *, image: str, ready: int = 2) -> None:
+        self.cluster.namespace(AGENTS)
+        labels = {"app.kubernetes.io/component": component}
+        self.kube.create(
+            DAEMONSETS,
+            {
+                "apiVersion": "apps/v1",
+                "kind": "DaemonSet",
+                "metadata": {"name": name, "namespace": AGENTS},
+                "spec": {
+                    "selector": {"matchLabels": labels},
+                    "template": {
+                        "metadata": {"labels": labels},
+                        "spec": {
+                            "nodeSelector": {"example.org/gpu-fractions": "enabled"},
+                            "tolerations": TOLERATE,
+                            "containers": [{"name": component, "image": image}],
+                        },
+                    },
+                },
+            },
+        )
+        status = {
+            "desiredNumberScheduled": 2,
+            "currentNumberScheduled": 2,
+            "numberMisscheduled": 0,
+            "numberReady": ready,
+        }
+        self.kube.patch(DAEMONSETS, name, {"status": status}, namespace=AGENTS,
+                        subresource="status")  # fmt: skip
+
+    def deployment(self, namespace: str, name: str, image: str) -> None:
+        self.cluster.namespace(namespace)
+        labels = {"app": name}
+        self.kube.create(
+            DEPLOYMENTS,
+            {
+                "apiVersion": "apps/v1",
+                "kind": "Deployment",
+                "metadata": {"name": name, "namespace": namespace},
+                "spec": {
+                    "selector": {"matchLabels": labels},
+                    "template": {
+                        "metadata": {"labels": labels},
+                        "spec": {"containers": [{"name": name, "image": image}]},
+                    },
+                },
+            },
+        )
+
+    def pod(
+        self,
+        namespace: str,
+        name: str,
+        *,
+        spec: dict[str, Any],
+        annotations: dict[str, str] | None = None,
+        labels: dict[str, str] | None = None,
+        status: dict[str, Any] | None = None,
+    ) -> None:
+        self.cluster.namespace(namespace)
+        body = {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": name, "namespace": namespace,
+                         "annotations": annotations or {}, "labels": labels or {}},
+            "spec": {"containers": [{"name": "main", "image": "busybox:1.36"}], **spec},
+        }  # fmt: skip
+        self.kube.create(PODS, body)
+        self.kube.patch(PODS, name, {"status": status or {"phase": "Running"}},
+                        namespace=namespace, subresource="status", content_type=SMP)  # fmt: skip
+
+    def kai_config(self, mode: str = "NvFractions") -> None:
+        self.kube.create(
+            KAI_CONFIG,
+            {
+                "apiVersion": "kai.scheduler/v1",
+                "kind": "Config",
+                "metadata": {"name": "kai-config"},
+                "spec": {"global": {"gpuSharingMode": mode}},
+            },
+        )
+
+    def target_status(self, ready: str = "True", reason: str = "AllNodesReady") -> None:
+        ref = self.cluster.config.target.ref
+        cond = {"type": "Ready", "status": ready, "reason": reason, "message": "test",
+                "lastTransitionTime": "2026-01-01T00:00:00Z"}  # fmt: skip
+        self.kube.patch(ref, "default", {"status": {"conditions": [cond]}}, subresource="status")
+
+    def healthy(self, *, skip: tuple[str, ...] = (), **faults: Any) -> None:
+        """Everything doctor checks, healthy; ``skip`` leaves a part out."""
+        self.gpu_node("rtx-pro-6000-0", "rtx-pro-6000", opt_in=True, **faults.get("rtx", {}))
+        self.gpu_node("b200-0", "b200", opt_in=True, **faults.get("b200", {}))
+        self.gpu_node("h200-0", "h200", opt_in=False)
+        self.cluster.node("cpu-0")
+        if "runtime-class" not in skip:
+            self.kube.create(
+                RUNTIME_CLASSES,
+                {"apiVersion": "node.k8s.io/v1", "kind": "RuntimeClass",
+                 "metadata": {"name": "nvidia"}, "handler": "nvidia"},
+            )  # fmt: skip
+        if "kai-config" not in skip:
+            self.kai_config(faults.get("mode", "NvFractions"))
+        if "target" not in skip:
+            self.cluster.target(faults.get("selector", {"example.org/gpu-fractions": "enabled"}))
+            self.target_status(*faults.get("target_status", ("True", "AllNodesReady")))
+        mpsd = faults.get("mpsd_image", IMAGE.format("mpsd"))
+        self.daemonset("gpu-fractioning-mpsd", "mpsd", image=mpsd, ready=faults.get("ready", 2))
+        self.daemonset("gpu-fractioning-fractiond", "fractiond", image=IMAGE.format("fractiond"))
+        self.deployment(AGENTS, "gpu-fractioning-operator", IMAGE.format("operator"))
+        self.deployment(SCHEDULER, "binder", "registry.example.org/kai-scheduler/binder:v0.9.3")
+        self.pod(
+            RESERVATION, "gpu-reservation-rtx-0",
+            spec={"nodeName": "rtx-pro-6000-0", "runtimeClassName": "nvidia",
+                  "tolerations": TOLERATE, "securityContext": NON_ROOT},
+            annotations={"gpu-fraction": "1"},
+        )  # fmt: skip
+        self.pod(
+            "ml", "frac-a",
+            spec={"nodeName": "rtx-pro-6000-0", "tolerations": TOLERATE,
+                  "securityContext": NON_ROOT},
+            annotations={"gpu-fraction": "0.5"},
+        )  # fmt: skip
+        self.pod(
+            "ml", "whole-gpu",
+            spec={"nodeName": "b200-0", "tolerations": TOLERATE, "containers": [
+                {"name": "main", "image": "busybox:1.36",
+                 "resources": {"limits": {"nvidia.com/gpu": "1"}}}]},
+        )  # fmt: skip
+        self.pod("ml", "web", spec={"nodeName": "cpu-0"})
+        if "guard" not in skip:
+            from fracctl.flows.policy import apply
+
+            apply(context(self.cluster))  # fracctl policy apply, default names
+
+
+def context(cluster: Cluster, kube_class: type[Kube] = Kube) -> Context:
+    config = dataclasses.replace(cfg.Config(), kube=cfg.KubeConfig(kubeconfig=cluster.kubeconfig))
+    return Context(
+        config=config, kube_factory=lambda: kube_class.connect(kubeconfig=cluster.kubeconfig)
+    )
+
+
+def run(cluster: Cluster, *args: str) -> Any:
+    return run_cli("--kubeconfig", cluster.kubeconfig, "doctor", *args)
+
+
+def found(r: Any) -> dict[str, list[dict[str, Any]]]:
+    out: dict[str, list[dict[str, Any]]] = {}
+    for f in r.json["findings"]:
+        out.setdefault(f["check"], []).append(f)
+    return out
+
+
+# --- healthy ----------------------------------------------------------------------------
+
+
+def test_a_healthy_cluster_exits_0(setup: Setup) -> None:
+    setup.healthy()
+    r = run(setup.cluster, "-o", "json")
+    assert r.exit_code == ExitCode.OK, r.output
+    assert r.json["ok"] is True
+    assert r.json["findings"] == []
+    assert [c["id"] for c in r.json["checks"]] == list(CHECK_IDS)
+    assert {c["status"] for c in r.json["checks"]} == {"ok"}
+    table = run(setup.cluster)
+    assert table.exit_code == ExitCode.OK, table.output
+    assert f"doctor: healthy ({len(CHECK_IDS)} checks passed)" in table.stdout
+
+
+def test_doctor_only_reads(setup: Setup) -> None:
+    setup.healthy(b200={"without": ["nvidia.com/gpu.memory"]})
+    ctx = context(setup.cluster)
+    report = doctor(ctx)
+    assert not report.ok
+    calls = ctx.kube.calls
+    assert calls, "no call counted"
+    writes = {k: v for k, v in calls.items() if not k.startswith(("GET ", "WATCH "))}
+    assert writes == {}, writes
+    ctx.close()
+
+
+# --- one fault at a time ----------------------------------------------------------------
+
+
+def fail_reservation(s: Setup) -> None:
+    s.pod(
+        RESERVATION, "gpu-reservation-b200-0",
+        spec={"nodeName": "b200-0", "tolerations": TOLERATE, "securityContext": NON_ROOT},
+        annotations={"gpu-fraction": "1"},
+        status={"phase": "Running", "containerStatuses": [{
+            "name": "main", "ready": False, "restartCount": 4, "image": "busybox:1.36",
+            "imageID": "", "state": {"waiting": {"reason": "CrashLoopBackOff",
+                                                 "message": "back-off 40s restarting"}},
+            "lastState": {"terminated": {"exitCode": 1, "reason": "Error",
+                          "message": "unable to initialize NVML: ERROR_LIBRARY_NOT_FOUND"}},
+        }]},
+    )  # fmt: skip
+
+
+def not_ready_agent(s: Setup) -> None:
+    s.pod(
+        AGENTS, "gpu-fractioning-mpsd-x1",
+        spec={"nodeName": "b200-0", "tolerations": TOLERATE},
+        labels={"app.kubernetes.io/component": "mpsd"},
+        status={"phase": "Running", "conditions": [{"type": "Ready", "status": "False"}],
+                "containerStatuses": [{
+                    "name": "main", "ready": False, "restartCount": 7, "image": "busybox:1.36",
+                    "imageID": "", "state": {"waiting": {
+                        "reason": "CrashLoopBackOff",
+                        "message": "CUDA_ERROR_OUT_OF_MEMORY"}}}]},
+    )  # fmt: skip
+    s.pod(
+        AGENTS, "gpu-fractioning-mpsd-x0",
+        spec={"nodeName": "rtx-pro-6000-0", "tolerations": TOLERATE},
+        labels={"app.kubernetes.io/component": "mpsd"},
+        status={"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]},
+    )  # fmt: skip
+
+
+def pending_fractional(s: Setup) -> None:
+    message = (
+        "failed to bind: BindingError failed to set NvFractions memory annotation: node does "
+        "not include nvidia.com/gpu.memory label"
+    )
+    for name in ("frac-p1", "frac-p2"):
+        s.pod("ml", name, spec={"tolerations": TOLERATE, "securityContext": NON_ROOT},
+              annotations={"gpu-memory": "4096"}, status={"phase": "Pending"})  # fmt: skip
+        s.kube.create(
+            EVENTS,
+            {
+                "apiVersion": "v1", "kind": "Event",
+                "metadata": {"name": f"{name}.binding", "namespace": "ml"},
+                "involvedObject": {"kind": "Pod", "namespace": "ml", "name": name},
+                "reason": "BindingError", "message": message, "type": "Warning",
+                "source": {"component": "binder"},
+                "firstTimestamp": "2026-01-01T00:00:00Z", "lastTimestamp": "2026-01-01T00:00:00Z",
+            },
+        )  # fmt: skip
+    # A fractional pod Pending with no complaint yet (its events are progress) is not a
+    # finding.
+    s.pod("ml", "frac-new", spec={"tolerations": TOLERATE, "securityContext": NON_ROOT},
+          annotations={"gpu-fraction": "0.5"}, status={"phase": "Pending"})  # fmt: skip
+    s.kube.create(
+        EVENTS,
+        {
+            "apiVersion": "v1", "kind": "Event",
+            "metadata": {"name": "frac-new.pulling", "namespace": "ml"},
+            "involvedObject": {"kind": "Pod", "namespace": "ml", "name": "frac-new"},
+            "reason": "Pulling", "message": "Pulling image busybox:1.36", "type": "Normal",
+            "source": {"component": "kubelet"},
+            "firstTimestamp": "2026-01-01T00:00:00Z", "lastTimestamp": "2026-01-01T00:00:00Z",
+        },
+    )  # fmt: skip
+
+
+def root_fractional(s: Setup) -> None:
+    s.pod("ml", "frac-root", spec={"nodeName": "b200-0", "tolerations": TOLERATE,
+                                   "securityContext": {"runAsUser": 0}},
+          annotations={"gpu-fraction": "0.25"})  # fmt: skip
+
+
+def cpu_pod_on_gpu_node(s: Setup) -> None:
+    s.pod("ml", "batch-etl", spec={"nodeName": "h200-0", "tolerations": [{"operator": "Exists"}]})
+
+
+def drop_runtime_class(s: Setup) -> None:
+    # After the pods that name it exist: the API server refuses new ones without it.
+    s.kube.delete(RUNTIME_CLASSES, "nvidia")
+
+
+Fault = tuple[dict[str, Any], Callable[[Setup], None] | None, str, str]
+
+
+def misbind_guard(s: Setup) -> None:
+    from fracctl.flows.policy import BINDINGS
+
+    s.kube.patch(
+        BINDINGS,
+        "fracctl-guard-gpufractioningconfigs",
+        {"spec": {"paramRef": {"name": "someone-elses-lease"}}},
+    )
+
+
+FAULTS: dict[str, Fault] = {
+    # check id: (arguments to healthy(), extra planting, a subject, words in the symptom)
+    "guard-policy": (
+        {"skip": ("guard",)},
+        None,
+        "GpuFractioningConfig/default",
+        "no ValidatingAdmissionPolicy fracctl-guard-gpufractioningconfigs",
+    ),
+    "reservation-pods": ({}, fail_reservation, "gpu-reservation-b200-0", "failing"),
+    "runtime-class": ({}, drop_runtime_class, "nvidia", "no RuntimeClass"),
+    "image-tags": (
+        {"mpsd_image": "registry.example.org/kai-gpu-fractioning/mpsd"},
+        None,
+        "DaemonSet/gpu-fractioning/gpu-fractioning-mpsd",
+        "unpinned image",
+    ),
+    "agent-daemonsets": ({"ready": 1}, not_ready_agent, "b200-0", "1 of 2 pod(s) ready"),
+    "gpu-memory-label": (
+        {"b200": {"without": ["nvidia.com/gpu.memory"]}}, None, "b200-0", "BindingError"
+    ),
+    "gpu-present-label": (
+        {"b200": {"without": ["nvidia.com/gpu.present"]}}, None, "b200-0", "get no daemons"
+    ),
+    "kai-config": ({"mode": "nvfractions"}, None, "kai-config", "'nvfractions'"),
+    "fractioning-config": (
+        {"target_status": ("False", "DaemonsNotReady")},
+        None,
+        "GpuFractioningConfig/default",
+        "Ready=False (DaemonsNotReady",
+    ),
+    "node-readiness": (
+        {"b200": {"ready": False, "reason": "MPSDaemonCrashLoop"}}, None, "b200-0",
+        "without gpu-fractioning.nvidia.com/Ready=True",
+    ),
+    "opted-in-selected": (
+        {"selector": {"example.org/gpu-class": "rtx-pro-6000"}}, None, "b200-0",
+        "does not select: b200-0",
+    ),
+    "pending-fractional-pods": ({}, pending_fractional, "ml/frac-p1", "2 fractional pod(s)"),
+    "fractional-pods-non-root": ({}, root_fractional, "ml/frac-root", "may run as root"),
+    "gpu-node-taints": ({"b200": {"taints": []}}, None, "b200-0", "without the nvidia.com/gpu"),
+    "gpu-nodes-for-gpu-pods": ({}, cpu_pod_on_gpu_node, "ml/batch-etl", "request no GPU"),
+}  # fmt: skip
+
+
+def test_every_check_has_a_planted_fault() -> None:
+    assert set(FAULTS) == set(CHECK_IDS)
+
+
+@pytest.mark.parametrize("check", list(FAULTS))
+def test_each_fault_alone_is_reported_as_exactly_its_finding(setup: Setup, check: str) -> None:
+    args, plant, subject, words = FAULTS[check]
+    setup.healthy(**args)
+    if plant is not None:
+        plant(setup)
+    r = run(setup.cluster, "-o", "json")
+    assert r.exit_code == ExitCode.FINDING, r.output
+    by_check = found(r)
+    assert list(by_check) == [check], r.json["findings"]
+    (f,) = by_check[check]
+    assert subject in f["subjects"], f
+    assert words in f["symptom"], f
+    assert f["cause"] and f["fix"], f
+    statuses = {c["id"]: c["status"] for c in r.json["checks"]}
+    assert [k for k, v in statuses.items() if v == "finding"] == [check]
+
+
+def test_the_details_of_a_few_findings(setup: Setup) -> None:
+    setup.healthy(ready=1)
+    fail_reservation(setup)
+    not_ready_agent(setup)
+    pending_fractional(setup)
+    r = run(setup.cluster, "-o", "json")
+    assert r.exit_code == ExitCode.FINDING, r.output
+    f = found(r)
+    (res,) = f["reservation-pods"]
+    assert res["evidence"][0] == (
+        "gpu-reservation-b200-0 (runtimeClassName unset): main: CrashLoopBackOff: back-off 40s "
+        "restarting (last exit 1: unable to initialize NVML: ERROR_LIBRARY_NOT_FOUND)"
+    )
+    assert "NVML" in res["cause"]
+    assert res["fix"].startswith("kubectl patch config.kai.scheduler kai-config --type=merge")
+    (ds,) = f["agent-daemonsets"]
+    assert ds["subjects"] == ["b200-0"]
+    assert "CrashLoopBackOff: CUDA_ERROR_OUT_OF_MEMORY" in ds["evidence"][0]
+    assert (
+        ds["fix"]
+        == "kubectl -n gpu-fractioning logs gpu-fractioning-mpsd-x1 --all-containers --tail=50"
+    )
+    (pending,) = f["pending-fractional-pods"]
+    assert pending["subjects"] == ["ml/frac-p1", "ml/frac-p2"]
+    (group,) = pending["evidence"]  # one message, two pods
+    assert group.startswith("BindingError: failed to bind")
+    assert group.endswith("[2 pod(s): ml/frac-p1, ml/frac-p2]")
+    assert "nvidia.com/gpu.memory" in pending["cause"]
+    table = run(setup.cluster)
+    assert "fix:   kubectl -n gpu-fractioning logs gpu-fractioning-mpsd-x1" in table.stdout
+    assert "FINDING" in table.stdout
+
+
+def test_missing_objects(setup: Setup) -> None:
+    setup.healthy(skip=("kai-config", "target"))
+    r = run(setup.cluster, "-o", "json")
+    assert r.exit_code == ExitCode.FINDING, r.output
+    f = found(r)
+    assert list(f) == ["kai-config", "fractioning-config"]
+    assert "missing (no such object)" in f["kai-config"][0]["symptom"]
+    assert "GpuFractioningConfig/default is missing" in f["fractioning-config"][0]["symptom"]
+    statuses = {c["id"]: c["status"] for c in r.json["checks"]}
+    assert statuses["node-readiness"] == "skipped"
+
+
+def test_github_output(setup: Setup) -> None:
+    setup.healthy()
+    drop_runtime_class(setup)
+    r = run(setup.cluster, "-o", "github")
+    assert r.exit_code == ExitCode.FINDING, r.output
+    first, last = r.stdout.splitlines()[0], r.stdout.splitlines()[-1]
+    assert first.startswith("::error title=fracctl doctor%3A runtime-class::no RuntimeClass")
+    assert last.startswith("::notice title=fracctl doctor::doctor: 1 finding(s)")
+
+
+# --- access errors ----------------------------------------------------------------------
+
+
+class Nobody(Kube):
+    """The admin's connection, impersonating a user with no permissions at all."""
+
+    def _headers(self, content_type: str | None, accept: str) -> dict[str, str]:
+        headers = super()._headers(content_type, accept)
+        headers["Impersonate-User"] = "fracctl-nobody"
+        return headers
+
+
+def test_a_forbidden_read_is_an_access_error(setup: Setup) -> None:
+    setup.healthy()
+    with pytest.raises(ApiError) as e:
+        doctor(context(setup.cluster, Nobody))
+    assert e.value.status.code == 403
+    assert e.value.exit_code == ExitCode.EXTERNAL
+
+
+def test_an_unreachable_cluster_exits_3(tmp_path: Any, cluster: Cluster) -> None:
+    text = Path(cluster.kubeconfig).read_text()
+    bad = tmp_path / "kubeconfig"
+    bad.write_text(re.sub(r'"server": "[^"]+"', '"server": "https://127.0.0.1:1"', text))
+    r = run_cli("--kubeconfig", str(bad), "doctor")
+    assert r.exit_code == ExitCode.EXTERNAL, r.output
+    assert len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert "cannot reach the API server" in r.stderr
+
+
+def test_nodes_are_seen_whole(setup: Setup) -> None:
+    # The GPU capacity alone makes a node a GPU node, with no GPU label at all.
+    setup.healthy()
+    setup.cluster.node("mystery-0", taints=[TAINT])
+    setup.kube.patch(NODES, "mystery-0", {"status": {"capacity": {"nvidia.com/gpu": "8"}}},
+                     subresource="status", content_type=SMP)  # fmt: skip
+    r = run(setup.cluster, "-o", "json")
+    f = found(r)
+    assert set(f) == {"gpu-memory-label", "gpu-present-label"}
+    assert f["gpu-memory-label"][0]["subjects"] == ["mystery-0"]
+
+
+def test_a_mis_bound_guard_policy_is_found(setup: Setup) -> None:
+    setup.healthy()
+    misbind_guard(setup)
+    r = run(setup.cluster, "-o", "json")
+    assert r.exit_code == ExitCode.FINDING, r.output
+    (f,) = found(r)["guard-policy"]
+    assert "the binding's parameter is Lease default/someone-elses-lease" in f["symptom"], f
+    assert f["fix"].startswith("fracctl policy apply"), f

@@ -1,0 +1,99 @@
+"""``fracctl doctor``'s checks as pure functions, and their runbook."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from fracctl import config as cfg
+from fracctl.core.doctor import CHECK_IDS, Snapshot, diagnose
+from fracctl.core.podspec import image_tag, root_problems, unpinned
+from fracctl.flows.doctor import settings
+from tests.support.helpers import unit_context
+
+RUNBOOK = Path(__file__).resolve().parents[2] / "runbooks" / "doctor.md"
+
+
+def doctor_settings() -> Any:
+    return settings(unit_context(cfg.Config()))
+
+
+def test_the_runbook_maps_every_check_in_order() -> None:
+    headings = re.findall(r"^### (\S+)$", RUNBOOK.read_text(), re.M)
+    assert headings == list(CHECK_IDS)
+
+
+def test_odd_objects_never_crash_the_checks() -> None:
+    # Nodes and pods are validated by the API server; KAI's Config has an open schema.
+    odd: list[Any] = [
+        {"metadata": {"name": "n0", "labels": None}, "spec": {"taints": "x"}, "status": {}},
+        {"metadata": {"name": "n1", "labels": {"nvidia.com/gpu.present": "true"}},
+         "spec": {"taints": [None, 5]}, "status": {"capacity": [1]}},
+    ]  # fmt: skip
+    pods: list[Any] = [
+        {"metadata": {"name": "p", "namespace": "ml", "annotations": {"gpu-fraction": "0.5"}},
+         "spec": {"containers": "no", "securityContext": []}, "status": {"phase": "Pending",
+         "conditions": [None], "containerStatuses": [3, {"state": None}]}},
+        {"metadata": {"name": "r", "namespace": "kai-resource-reservation"},
+         "spec": None, "status": {"phase": "Failed"}},
+    ]  # fmt: skip
+    snap = Snapshot(
+        nodes=odd,
+        target={"metadata": {"name": "default"}, "spec": {"nodeSelector": "x"}, "status": []},
+        kai_config={"spec": {"global": None}},
+        daemonsets={"gpu-fractioning-mpsd": {"status": {"desiredNumberScheduled": 2}}},
+        agent_pods=[{"metadata": {"name": "a", "labels": None}}],
+        workloads=[{"kind": "Deployment", "spec": {"template": {"spec": {"containers": [7]}}}}],
+        pods=pods,
+        events={"ml/p": [{"message": None}, {"reason": "X", "message": "no fit"}]},
+    )
+    report = diagnose(snap, doctor_settings())
+    assert [r.check.id for r in report.results] == list(CHECK_IDS)
+    assert not report.ok
+
+
+def test_image_tags() -> None:
+    assert image_tag("r.example.org:5000/a/b:1.2") == "1.2"
+    assert image_tag("r.example.org:5000/a/b") == ""
+    assert unpinned("r.example.org:5000/a/b")
+    assert unpinned("a/b:latest") and unpinned("a/b:0.0.0") and unpinned("a/b:v0.0.0")
+    assert not unpinned("a/b@sha256:abc") and not unpinned("a/b:0.0.1")
+
+
+def test_root_problems() -> None:
+    c = [{"name": "main"}]
+    assert root_problems({"securityContext": {"runAsNonRoot": True}, "containers": c}) == []
+    assert root_problems({"securityContext": {"runAsUser": 1000}, "containers": c}) == []
+    assert root_problems({"containers": [{"name": "m", "securityContext": {"runAsUser": 7}}]}) == []
+    assert root_problems({"containers": c}) == [
+        "container main has no runAsNonRoot: true (nor the pod)"
+    ]
+    assert root_problems(
+        {"securityContext": {"runAsNonRoot": True},
+         "containers": [{"name": "m", "securityContext": {"runAsUser": 0}}]}
+    ) == ["container m sets runAsUser: 0"]  # fmt: skip
+
+
+def test_opted_in_nodes_the_live_selector_leaves_out() -> None:
+    s = doctor_settings()
+    nodes: list[Any] = [
+        {"metadata": {"name": n, "labels": {"example.org/gpu-fractions": "enabled", **extra}}}
+        for n, extra in (("b200-0", {}), ("rtx-0", {"example.org/gpu-class": "rtx-pro-6000"}))
+    ]
+
+    def opted_in(selector: dict[str, str] | None) -> Any:
+        target = None if selector is None else {"spec": {"nodeSelector": selector}}
+        report = diagnose(Snapshot(nodes=nodes, target=target), s)
+        return next(r for r in report.results if r.check.id == "opted-in-selected"), [
+            f for f in report.findings if f.check == "opted-in-selected"
+        ]
+
+    result, (f,) = opted_in({"example.org/gpu-class": "rtx-pro-6000"})
+    assert result.status == "finding"
+    assert f.subjects == ("b200-0",)
+    assert f.evidence == ("live spec.nodeSelector: example.org/gpu-class=rtx-pro-6000",)
+    assert opted_in({"example.org/gpu-fractions": "enabled"})[1] == []
+    assert opted_in({})[1] == []  # an empty selector selects every node
+    result, found = opted_in(None)
+    assert (result.status, found) == ("skipped", [])

@@ -1,0 +1,125 @@
+"""Flux: revision matching (pure), and the adapter's timeouts against the stand-in.
+
+The adapter against the real Flux is in test_flux_e2e.py; here only what the real
+controllers cannot be made to do while they run for the whole session: never handle a
+request, or handle it and never settle (the stand-in, held to the real one by
+test_flux_contract.py)."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from typing import Any
+
+import pytest
+
+import fracctl.adapters.flux as flux_module
+from fracctl.adapters.flux import Flux, revision_matches
+from fracctl.errors import NotFound, TimedOut
+from tests.support.flux_standin import FluxStandIn
+from tests.support.helpers import Cluster, FakeClock
+
+OLD = {"example.org/gpu-class": "rtx-pro-6000"}
+NEW = {"example.org/gpu-fractions": "enabled"}
+
+
+def now_iso() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="microseconds")
+
+
+def manifest(cluster: Cluster, selector: dict[str, str]) -> dict[str, Any]:
+    t = cluster.config.target
+    return {
+        "apiVersion": t.api_version,
+        "kind": t.kind,
+        "metadata": {"name": t.name},
+        "spec": {"nodeSelector": selector},
+    }
+
+
+# --- pure -----------------------------------------------------------------------------
+
+SHA = "0123456789abcdef0123456789abcdef01234567"
+
+
+@pytest.mark.parametrize(
+    ("applied", "want", "ok"),
+    [
+        (f"main@sha1:{SHA}", f"main@sha1:{SHA}", True),
+        (f"main@sha1:{SHA}", f"sha1:{SHA}", True),
+        (f"main@sha1:{SHA}", SHA, True),
+        (f"main@sha1:{SHA}", SHA[:7], True),
+        (f"main/{SHA}", SHA[:10], True),
+        (f"main@sha1:{SHA}", SHA[:6], False),  # too short to mean anything
+        (f"main@sha1:{SHA}", "fedcba9", False),
+        ("", SHA, False),
+        (f"main@sha1:{SHA}", "", False),
+    ],
+)
+def test_revision_matches(applied: str, want: str, ok: bool) -> None:
+    assert revision_matches(applied, want) is ok
+
+
+# --- against the API server -----------------------------------------------------------
+
+
+def test_a_controller_that_never_handles_times_out(cluster: Cluster) -> None:
+    with FluxStandIn(
+        kubeconfig=cluster.kubeconfig, manifests=[manifest(cluster, NEW)], stuck=True
+    ) as s:
+        flux = Flux(cluster.kube, s.namespace, s.name)
+        requested = flux.request_reconcile(now_iso())
+        clock = FakeClock()
+        with pytest.raises(TimedOut) as e:
+            flux.wait_ready(requested, timeout=5, clock=clock)
+    assert f"has not handled the request {requested}" in str(e.value)
+    assert "last handled: none" in str(e.value)
+    assert "kustomize-controller running" in str(e.value)
+    assert clock.t == pytest.approx(5)
+    assert cluster.live_target() is None
+
+
+def test_handled_but_never_settled_times_out(cluster: Cluster) -> None:
+    with FluxStandIn(
+        kubeconfig=cluster.kubeconfig, manifests=[manifest(cluster, NEW)], stuck=True
+    ) as s:
+        flux = Flux(cluster.kube, s.namespace, s.name)
+        requested = flux.request_reconcile(now_iso())
+        cluster.kube.patch(
+            flux.ref,
+            s.name,
+            {
+                "status": {
+                    "lastHandledReconcileAt": requested,
+                    "conditions": [
+                        {
+                            "type": "Ready",
+                            "status": "Unknown",
+                            "reason": "Progressing",
+                            "message": "Reconciliation in progress",
+                        }
+                    ],
+                }
+            },
+            namespace=s.namespace,
+            subresource="status",
+        )
+        with pytest.raises(TimedOut, match="Ready=Unknown \\(Progressing"):
+            flux.wait_ready(requested, timeout=3, clock=FakeClock())
+        cluster.kube.patch(
+            flux.ref,
+            s.name,
+            {"status": {"conditions": None}},
+            namespace=s.namespace,
+            subresource="status",
+        )
+        with pytest.raises(TimedOut, match="no Ready condition"):
+            flux.wait_ready(requested, timeout=3, clock=FakeClock())
+
+
+def test_no_flux_api_is_not_found_with_advice(
+    cluster: Cluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(flux_module, "API_VERSION", "kustomize.toolkit.fluxcd.io/v9")
+    flux = Flux(cluster.kube, "flux-system", "gpu-fractioning")
+    with pytest.raises(NotFound, match="is Flux installed"):
+        flux.get()

@@ -1,0 +1,240 @@
+"""The REAL Flux (source-controller v1.9.0, kustomize-controller v1.9.6) beside the session's
+control plane.
+
+One Flux per pytest session, started by :func:`start_session` from the session fixture
+``real_flux`` in conftest.py: the two controllers (built from their Go modules by
+``scripts/build-flux.sh``) and a ``git http-backend`` server as processes, stopped by
+their PIDs at the end. Each test serves its incident's git repository over http and
+gets its own GitRepository and Kustomization (:meth:`RealFlux.serving`), removed when
+the test ends so that nothing reapplies a target after the test.
+
+When the controllers were never built the fixture skips with the command to build them,
+except under ``CI=true``, where it fails.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from fracctl.adapters.git import git
+from fracctl.adapters.kube import Kube
+from fracctl.sandbox import flux_local
+from fracctl.sandbox.controlplane import ControlPlane
+from tests.support.recreate_fixtures import Incident
+
+RECORD_FILE = os.environ.get("FRACCTL_FLUX_RECORD")
+IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
+ENV = dict(os.environ)
+REQUESTED_AT = "reconcile.fluxcd.io/requestedAt"
+_SERIAL = itertools.count(1)
+
+Obj = dict[str, Any]
+
+
+def ready(obj: Obj, kind: str = "Ready") -> Obj:
+    """A condition of a Flux object's status (empty when absent)."""
+    conds = (obj.get("status") or {}).get("conditions") or []
+    return next((c for c in conds if c.get("type") == kind), {})
+
+
+@dataclass
+class Served:
+    """One test's GitRepository and Kustomization, reading the incident's repository."""
+
+    flux: RealFlux
+    repo: Path  # the incident's working repository
+    source: str
+    name: str
+
+    @property
+    def namespace(self) -> str:
+        return flux_local.NAMESPACE
+
+    def config_section(self) -> str:
+        """The ``flux:`` section of a fracctl.yaml pointing at this Kustomization."""
+        return f"flux:\n  namespace: {self.namespace}\n  kustomization: {self.name}\n"
+
+    def configure(self, incident: Incident) -> str:
+        """A fracctl.yaml for the flux backend: the incident's, plus :meth:`config_section`."""
+        path = incident.root / f"fracctl-{self.name}.yaml"
+        text = incident.config_file.read_text().replace("backend: apply", "backend: flux")
+        path.write_text(text + self.config_section())
+        return str(path)
+
+    def kustomization(self) -> Obj:
+        return self.flux.kube.get(flux_local.KUSTOMIZATIONS, self.name, self.namespace)
+
+    def git_repository(self) -> Obj:
+        return self.flux.kube.get(flux_local.GITREPOSITORIES, self.source, self.namespace)
+
+    def head(self, branch: str = "main") -> str:
+        return git(["rev-parse", branch], cwd=self.repo).stdout.strip()
+
+    def patch(self, spec: Obj) -> None:
+        """Change the Kustomization's spec."""
+        kube = self.flux.kube
+        kube.patch(flux_local.KUSTOMIZATIONS, self.name, {"spec": spec}, namespace=self.namespace)
+
+    def patch_source(self, spec: Obj) -> None:
+        kube = self.flux.kube
+        kube.patch(
+            flux_local.GITREPOSITORIES, self.source, {"spec": spec}, namespace=self.namespace
+        )
+
+    def request(self, ref: Any, name: str) -> str:
+        token = time.strftime("%Y-%m-%dT%H:%M:%S") + f".{time.time_ns() % 10**9:09d}Z"
+        body = {"metadata": {"annotations": {REQUESTED_AT: token}}}
+        self.flux.kube.patch(ref, name, body, namespace=self.namespace)
+        return token
+
+    def reconcile_source(self, *, commit: str | None = None, timeout: float = 60.0) -> Obj:
+        """Ask source-controller to fetch now; wait until it handled the request."""
+        token = self.request(flux_local.GITREPOSITORIES, self.source)
+
+        def done(obj: Obj) -> bool:
+            st = obj.get("status") or {}
+            revision = str((st.get("artifact") or {}).get("revision") or "")
+            return st.get("lastHandledReconcileAt") == token and (
+                commit is None or revision.endswith(commit)
+            )
+
+        return self.wait(self.git_repository, done, "the source handled the request", timeout)
+
+    def wait_attempted(self, commit: str, timeout: float = 60.0) -> Obj:
+        """Wait until the Kustomization tried to apply ``commit`` (and settled Ready)."""
+
+        def done(obj: Obj) -> bool:
+            st = obj.get("status") or {}
+            return str(st.get("lastAttemptedRevision") or "").endswith(commit) and ready(obj).get(
+                "status"
+            ) in ("True", "False")
+
+        return self.wait(self.kustomization, done, f"Flux attempted {commit[:12]}", timeout)
+
+    def wait(self, read: Any, done: Any, what: str, timeout: float) -> Obj:
+        deadline = time.monotonic() + timeout
+        while True:
+            obj: Obj = read()
+            if done(obj):
+                return obj
+            if time.monotonic() > deadline:
+                raise AssertionError(f"not so after {timeout:.0f}s: {what}: {obj.get('status')}")
+            time.sleep(0.2)
+
+
+@dataclass
+class RealFlux:
+    """The session's Flux, with a helper to serve a test's repository to it."""
+
+    local: flux_local.LocalFlux
+    kube: Kube
+    records: list[Obj] = field(default_factory=list)
+
+    @contextmanager
+    def serving(
+        self,
+        incident: Incident,
+        *,
+        branch: str = "main",
+        path: str = "./gpu-fractioning",
+        settle: bool = True,
+        **spec: Any,
+    ) -> Iterator[Served]:
+        """The incident's repository over http, and a GitRepository and a Kustomization on
+        it (``spec`` adds to the Kustomization's). With ``settle`` the Kustomization has
+        tried the branch's commit once before the block starts (the incident's old object
+        makes that try fail on the immutable selector)."""
+        serial = next(_SERIAL)
+        link = self.local.git_root / f"repo-{serial}"
+        repo = incident.root / "gitops"
+        link.symlink_to(repo)
+        served = Served(self, repo, f"source-{serial}", f"gpu-fractioning-{serial}")
+        url = self.local.git_url(link.name)
+        source = flux_local.git_repository(served.source, url, branch=branch)
+        flux_local.put(self.kube, flux_local.GITREPOSITORIES, source)
+        body = flux_local.kustomization(served.name, source=served.source, path=path, **spec)
+        flux_local.put(self.kube, flux_local.KUSTOMIZATIONS, body)
+        try:
+            if settle:
+                served.wait_attempted(served.head(branch))
+            yield served
+        finally:
+            flux_local.remove(self.kube, flux_local.KUSTOMIZATIONS, served.name)
+            flux_local.remove(self.kube, flux_local.GITREPOSITORIES, served.source)
+            link.unlink()
+
+    def record(self, case: str, served: Served, live: Obj | None, **extra: Any) -> Obj:
+        """What Flux reported next to what the live object held (for the runbook)."""
+        ks = served.kustomization()
+        st = ks.get("status") or {}
+        entry = {
+            "case": case,
+            "flux": {
+                "source_controller": flux_local.SOURCE_VERSION,
+                "kustomize_controller": flux_local.KUSTOMIZE_VERSION,
+            },
+            "ready": {k: ready(ks).get(k) for k in ("status", "reason", "message")},
+            "reconciling": {k: ready(ks, "Reconciling").get(k) for k in ("status", "reason")},
+            "lastAppliedRevision": st.get("lastAppliedRevision"),
+            "lastAttemptedRevision": st.get("lastAttemptedRevision"),
+            "live": None
+            if live is None
+            else {
+                "uid": live["metadata"]["uid"],
+                "nodeSelector": (live.get("spec") or {}).get("nodeSelector"),
+            },
+            **extra,
+        }
+        self.records.append(entry)
+        print(json.dumps(entry, indent=2))  # shown with -s or on failure
+        return entry
+
+
+def require_built() -> Path:
+    """The controllers' folder; skip (locally) or fail (CI) when they were never built."""
+    import shutil
+
+    binaries = flux_local.locate(ENV)
+    missing = []
+    if binaries is None:
+        missing.append(
+            f"source-controller {flux_local.SOURCE_VERSION} and kustomize-controller "
+            f"{flux_local.KUSTOMIZE_VERSION} (build them: make flux)"
+        )
+    if shutil.which("git") is None:
+        missing.append("git (install the git package)")
+    if missing or binaries is None:
+        message = "the real Flux cannot run: missing " + "; ".join(missing)
+        if IN_CI:
+            pytest.fail(message, pytrace=False)
+        pytest.skip(message)
+    return binaries
+
+
+@contextmanager
+def start_session(cp: ControlPlane, state_dir: Path) -> Iterator[RealFlux]:
+    """Start Flux for the session; skip (locally) or fail (CI) when it is not built."""
+    binaries = require_built()
+    from tests.support.flux_standin import STANDIN_LABEL
+
+    local = flux_local.start(
+        state_dir, kubeconfig=cp.kubeconfig, binaries=binaries, ignore_label=STANDIN_LABEL
+    )
+    real = RealFlux(local=local, kube=Kube.connect(kubeconfig=cp.kubeconfig))
+    try:
+        yield real
+    finally:
+        real.kube.close()
+        local.stop()
+        if RECORD_FILE and real.records:
+            Path(RECORD_FILE).write_text(json.dumps(real.records, indent=2) + "\n")

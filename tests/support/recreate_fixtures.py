@@ -1,0 +1,83 @@
+"""The incident on the shared control plane: nodes, the live object, a git repo, a config."""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from fracctl import config as cfg
+from fracctl.adapters.git import init_repo
+from fracctl.flows.context import Context
+from fracctl.sandbox.operator_sim import LEASE_DURATION, OperatorSimulation, SimulationThread
+from tests.support.helpers import Cluster
+
+REPO = Path(__file__).resolve().parents[2]
+OLD = {"example.org/gpu-class": "rtx-pro-6000"}
+NEW = {"example.org/gpu-fractions": "enabled"}
+
+
+@dataclass
+class Incident:
+    cluster: Cluster
+    root: Path
+    config_file: Path
+
+    def config(self, **overrides: Any) -> cfg.Config:
+        flags = {k.replace("__", "."): v for k, v in overrides.items()}
+        return cfg.load(str(self.config_file), env={}, overrides=flags)
+
+    def context(self, env: dict[str, str] | None = None, **overrides: Any) -> Context:
+        kube = self.cluster.kube
+        return Context(config=self.config(**overrides), kube_factory=lambda: kube, env=env or {})
+
+    def operator(
+        self, delay: float = 0.2, lease_duration: int = LEASE_DURATION
+    ) -> SimulationThread:
+        """The operator simulation, leading (a fresh Lease) while the context is open.
+
+        A short ``lease_duration`` lets a test see the Lease go stale soon after it stops.
+        """
+        sim = OperatorSimulation(
+            self.cluster.kube, self.cluster.config, delay=delay, lease_duration=lease_duration
+        )
+        return SimulationThread(sim)
+
+    @property
+    def state_dir(self) -> Path:
+        return self.root / "state"
+
+    def desired(self) -> list[dict[str, Any]]:
+        from fracctl.flows.render import render_desired
+
+        return render_desired(self.context())
+
+
+def make_incident(cluster: Cluster, root: Path, *, label_b200: bool = True) -> Incident:
+    cluster.node("rtx-pro-6000-0", gpu_class="rtx-pro-6000", opt_in=True, ready=True)
+    cluster.node("b200-0", gpu_class="b200", opt_in=label_b200)
+    cluster.node("h200-0", gpu_class="h200")
+    cluster.target(OLD)
+    cluster.kube.patch(
+        _ref(cluster), "default", {"metadata": {"finalizers": [cluster.config.target.finalizer]}}
+    )
+    cluster.operator_leads()  # the operator put the finalizer there, and leads
+    gitops = root / "gitops"
+    shutil.copytree(REPO / "examples" / "gitops", gitops)
+    init_repo(gitops, message="desired")
+    config_file = root / "fracctl.yaml"
+    config_file.write_text(
+        f"kube:\n  kubeconfig: {cluster.kubeconfig}\n"
+        f"git:\n  repo: {gitops}\n  path: gpu-fractioning\n"
+        "recreate:\n  backend: apply\n  lock_namespace: fracctl-test\n"
+        f"  state_dir: {root / 'state'}\n"
+        "timeouts:\n  ready: 20s\n  delete: 20s\n  sync: 20s\n  lock_lease: 30s\n"
+    )
+    return Incident(cluster, root, config_file)
+
+
+def _ref(cluster: Cluster):  # type: ignore[no-untyped-def]
+    from tests.support.helpers import ref_for
+
+    return ref_for(cluster.config)
