@@ -10,6 +10,7 @@ from __future__ import annotations
 import fnmatch
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 Obj = dict[str, Any]
@@ -120,7 +121,14 @@ def containers(spec: Mapping[str, Any], *, init: bool = True) -> Iterator[Contai
 
 def is_gpu_resource(name: str, resources: Sequence[str] = DEFAULT_GPU_RESOURCES) -> bool:
     """Whether a resource name is a GPU (``*`` in a pattern matches within the name)."""
-    return any(fnmatch.fnmatchcase(name, p) for p in resources)
+    return _matches_any(name, tuple(resources))
+
+
+@lru_cache(maxsize=4096)
+def _matches_any(name: str, patterns: tuple[str, ...]) -> bool:
+    # A cluster's pods name a handful of resources, each asked about once per container:
+    # remembered, as a scan of every pod would otherwise match each pattern again.
+    return any(fnmatch.fnmatchcase(name, p) for p in patterns)
 
 
 def gpu_requests(

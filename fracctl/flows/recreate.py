@@ -17,21 +17,18 @@ from typing import TYPE_CHECKING, Any
 from fracctl.core import recreate_plan
 from fracctl.core.clock import utc_timestamp
 from fracctl.core.drift import IN_SYNC, MISSING_DESIRED, REJECTED
-from fracctl.core.nodes import is_ready, selector_of, selector_string
+from fracctl.core.nodes import selector_of
 from fracctl.core.recreate_plan import Plan
-from fracctl.core.resources import NODES
 from fracctl.errors import (
-    Conflict,
-    ExternalError,
     FracctlError,
     NotFound,
     Refused,
-    TimedOut,
     UsageError,
 )
 from fracctl.flows import backends
 from fracctl.flows.backends import Backend
 from fracctl.flows.context import Context
+from fracctl.flows.live_object import delete, unready_nodes, verify, wait_gone
 from fracctl.flows.lock import LeaseLock, NoLock
 from fracctl.flows.recreate_state import (
     audit_entry,
@@ -100,81 +97,6 @@ def check_backend(ctx: Context, backend: str) -> Backend:
 ARMED_WITHIN = 10.0
 
 # --- steps ---------------------------------------------------------------------------
-
-
-def unready_nodes(ctx: Context, selector: dict[str, str] | None) -> list[str]:
-    """Nodes ``selector`` matches whose readiness condition is not True."""
-    if selector is None:
-        return []
-    cond = ctx.config.condition
-    nodes = ctx.kube.list(NODES, label_selector=selector_string(selector) or None)
-    return sorted(n["metadata"]["name"] for n in nodes if not is_ready(n, cond))
-
-
-def delete(ctx: Context, live: Obj) -> None:
-    """Delete exactly this incarnation of the object (UID precondition)."""
-    meta = live["metadata"]
-    try:
-        ctx.kube.delete(ctx.config.target.ref, meta["name"], uid=meta["uid"])
-    except NotFound:
-        pass  # already gone
-    except Conflict as e:
-        raise ExternalError(
-            f"{live.get('kind')}/{meta['name']} changed while fracctl was deleting it "
-            f"(another object with the same name now exists): {e.status.message}",
-            hint="rerun: fracctl decides again from what the cluster holds",
-        ) from None
-
-
-def wait_gone(ctx: Context, uid: str, *, timeout: float | None = None) -> None:
-    """Watch until the object with ``uid`` is gone (its finalizers released)."""
-    t = ctx.config.target
-    timeout = ctx.config.timeouts.delete if timeout is None else timeout
-    seen: list[Obj] = []
-
-    def gone(view: dict[str, Obj]) -> bool:
-        this = [o for o in view.values() if o["metadata"].get("uid") == uid]
-        seen[:] = this or seen
-        return not this
-
-    _view, finished = ctx.kube.watch_until(
-        t.ref,
-        gone,
-        deadline=ctx.clock.monotonic() + timeout,
-        clock=ctx.clock,
-        field_selector=f"metadata.name={t.name}",
-    )
-    if finished:
-        return
-    last = seen[-1] if seen else None
-    finalizers = ", ".join((last or {}).get("metadata", {}).get("finalizers") or []) or "none"
-    raise TimedOut(
-        f"{t.kind}/{t.name} is still terminating after {timeout:.0f}s; finalizers left: "
-        f"{finalizers}. The gpu-fractioning operator releases "
-        f"{t.finalizer} after clearing node conditions: is it running?",
-        hint="check `kubectl -n gpu-fractioning get deploy,pods`; rerun fracctl recreate "
-        "once the operator runs (it resumes by waiting)",
-    )
-
-
-def verify(ctx: Context, desired_selector: dict[str, str], backend: Backend, said: str) -> Obj:
-    """Read the live object back: it must exist and carry git's selector."""
-    t = ctx.config.target
-    live = ctx.kube.get_or_none(ctx.config.target.ref, t.name)
-    got = selector_of(live, t.selector_field)
-    if (
-        live is not None
-        and got == desired_selector
-        and not live["metadata"].get("deletionTimestamp")
-    ):
-        return live
-    claim = backend.claim
-    state = "is absent" if live is None else f"has nodeSelector {got}"
-    raise ExternalError(
-        f"{claim}: {t.kind}/{t.name} {state}, git wants {desired_selector} "
-        f"(the backend said: {said})",
-        hint="never trust the sync status; rerun with --backend apply to create it directly",
-    )
 
 
 # --- the flow ------------------------------------------------------------------------

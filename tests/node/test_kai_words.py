@@ -17,7 +17,9 @@ GO_HISTOGRAM = (
     'fmt.Sprintf("%v %v", v, k)',
     'fmt.Sprintf(": %v.", strings.Join(nodeReasonsHistogram, ". \\n"))',
 )
-COND = "gpu-sharing.nvidia.com/Ready"
+# pkg/common/constants: NvFractionNodeReadyConditionType (older releases: gpu-sharing.…)
+COND = "gpu-fractioning.nvidia.com/Ready"
+OLD_COND = "gpu-sharing.nvidia.com/Ready"
 
 
 def test_the_format_strings_are_kais() -> None:
@@ -38,12 +40,12 @@ def test_the_summary_of_every_node_is_kais_histogram() -> None:
     # The expected text of KAI's own test (gpusharingnodevalidation_test.go), before
     # the message was added to the format, is rebuilt the way TasksFitErrors.Error does.
     old = "node is not ready for fractional GPU scheduling. Condition %s is False. Reason: %s"
-    reasons = [old % (COND, "DevicePluginNotReady"), old % (COND, "NoConfigMap")]
+    reasons = [old % (OLD_COND, "DevicePluginNotReady"), old % (OLD_COND, "NoConfigMap")]
     assert kai.fit_errors(reasons) == (
         "no nodes with enough resources were found: "
-        f"1 node is not ready for fractional GPU scheduling. Condition {COND} is False. "
+        f"1 node is not ready for fractional GPU scheduling. Condition {OLD_COND} is False. "
         "Reason: DevicePluginNotReady. \n"
-        f"1 node is not ready for fractional GPU scheduling. Condition {COND} is False. "
+        f"1 node is not ready for fractional GPU scheduling. Condition {OLD_COND} is False. "
         "Reason: NoConfigMap."
     )
     assert kai.fit_errors([kai.NO_MATCH] * 3) == (

@@ -1,0 +1,30 @@
+"""Rooms a newcomer can read: no module of fracctl/ over 500 lines, no function over 80."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parents[2] / "fracctl"
+MODULE_LINES = 500
+FUNCTION_LINES = 80
+
+
+def test_no_module_is_over_500_lines() -> None:
+    big = {
+        str(p.relative_to(PACKAGE)): n
+        for p in PACKAGE.rglob("*.py")
+        if (n := len(p.read_text().splitlines())) > MODULE_LINES
+    }
+    assert not big, f"split these along their concerns: {big}"
+
+
+def test_no_function_is_over_80_lines() -> None:
+    long = []
+    for p in PACKAGE.rglob("*.py"):
+        for node in ast.walk(ast.parse(p.read_text())):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                n = (node.end_lineno or node.lineno) - node.lineno + 1
+                if n > FUNCTION_LINES:
+                    long.append(f"{p.relative_to(PACKAGE)}:{node.lineno} {node.name} ({n})")
+    assert not long, f"split these: {long}"
