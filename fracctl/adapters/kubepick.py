@@ -16,7 +16,7 @@ fracctl reads are in :data:`POD_FIELDS`.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -255,6 +255,44 @@ def prune(obj: Mapping[str, Any], pick: Pick) -> dict[str, Any]:
     return out
 
 
+def spans(buf: bytes, i: int, end: int, number: int) -> Iterator[tuple[int, int]]:
+    """Where each length-delimited field ``number`` of the message ``buf[i:end]`` lies."""
+    while i < end:
+        tag, i = _varint(buf, i)
+        if tag & 7 != 2:
+            i = _skip(buf, i, tag & 7)
+            continue
+        n, i = _varint(buf, i)
+        if tag >> 3 == number:
+            yield i, i + n
+        i += n
+
+
+_POD_SPEC = POD_FIELDS["spec"][0]
+_CONTAINER_LISTS = tuple(_SPEC[k][0] for k in ("containers", "initContainers"))
+
+
+def container_spans(buf: bytes, i: int, end: int) -> Iterator[tuple[int, int]]:
+    """Where each container and init container of the pod ``buf[i:end]`` lies."""
+    for s0, e0 in spans(buf, i, end, _POD_SPEC):
+        for number in _CONTAINER_LISTS:
+            yield from spans(buf, s0, e0, number)
+
+
+@dataclass(frozen=True)
+class Refine:
+    """A second, wider pick, for the pods ``wants`` chooses.
+
+    Every pod is first read with the page's own (narrow) pick; ``wants`` is given that
+    pod, and the protobuf body with the pod's span in it (``None, 0, 0`` for a JSON
+    page), and says whether to read the pod again with :attr:`pick`. A reader that
+    needs a pod's containers only for some pods pays for them only there.
+    """
+
+    pick: Pick
+    wants: Callable[[dict[str, Any], bytes | None, int, int], bool]
+
+
 @dataclass(slots=True)
 class PickedPage:
     """One page of a pod list, each pod cut down to the picked fields."""
@@ -264,8 +302,10 @@ class PickedPage:
     remaining: int | None = None
 
 
-def pod_page(data: bytes, pick: Pick) -> PickedPage:
+def pod_page(data: bytes, pick: Pick, refine: Refine | None = None) -> PickedPage:
     """The picked fields of every pod of a PodList page sent as protobuf.
+
+    With ``refine``, the pods it wants are read again with its wider pick.
 
     Raises:
         ProtoError: the body is not a protobuf PodList.
@@ -283,7 +323,10 @@ def pod_page(data: bytes, pick: Pick) -> PickedPage:
             if i + n > end:
                 raise ProtoError("field runs past its message")
             if tag >> 3 == 2:
-                pods.append(_message(buf, i, i + n, pick))
+                pod = _message(buf, i, i + n, pick)
+                if refine is not None and refine.wants(pod, buf, i, i + n):
+                    pod = _message(buf, i, i + n, refine.pick)
+                pods.append(pod)
             elif tag >> 3 == 1:
                 meta = _message(buf, i, i + n, _LIST_META)
                 page.continue_token = str(meta.get("continue") or "")
@@ -302,12 +345,16 @@ def pod_page(data: bytes, pick: Pick) -> PickedPage:
 _LIST_META = Pick({3: ("continue", STR, None), 4: ("remainingItemCount", INT, None)})
 
 
-def pod_page_json(page: Mapping[str, Any], pick: Pick) -> PickedPage:
+def pod_page_json(page: Mapping[str, Any], pick: Pick, refine: Refine | None = None) -> PickedPage:
     """The same page from a PodList decoded from JSON."""
     items = page.get("items")
-    pods = [
-        prune(p, pick) for p in (items if isinstance(items, list) else ()) if isinstance(p, Mapping)
-    ]
+    pods = []
+    for p in items if isinstance(items, list) else ():
+        if isinstance(p, Mapping):
+            pod = prune(p, pick)
+            if refine is not None and refine.wants(pod, None, 0, 0):
+                pod = prune(p, refine.pick)
+            pods.append(pod)
     meta = page.get("metadata")
     meta = meta if isinstance(meta, Mapping) else {}
     remaining = meta.get("remainingItemCount")

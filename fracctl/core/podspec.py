@@ -8,6 +8,7 @@ never as an exception, so an odd document cannot crash either command.
 from __future__ import annotations
 
 import fnmatch
+import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -122,6 +123,23 @@ def containers(spec: Mapping[str, Any], *, init: bool = True) -> Iterator[Contai
 def is_gpu_resource(name: str, resources: Sequence[str] = DEFAULT_GPU_RESOURCES) -> bool:
     """Whether a resource name is a GPU (``*`` in a pattern matches within the name)."""
     return _matches_any(name, tuple(resources))
+
+
+def gpu_name_fragments(
+    resources: Sequence[str] = DEFAULT_GPU_RESOURCES,
+) -> tuple[str, ...] | None:
+    """A text each GPU resource name must contain: every pattern's longest literal run.
+
+    An object whose text holds none of them asks for no GPU resource by any name.
+    ``None`` when a pattern has no literal (``*``): then no text rules a GPU out.
+    """
+    fragments = []
+    for pattern in resources:
+        runs = [r for r in re.split(r"\*|\?|\[[^\]]*\]", pattern) if r]
+        if not runs:
+            return None
+        fragments.append(max(runs, key=len))
+    return tuple(fragments)
 
 
 @lru_cache(maxsize=4096)

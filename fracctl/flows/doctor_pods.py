@@ -21,7 +21,19 @@ from fracctl.core.doctor.helpers import fractional, name_of
 from fracctl.core.doctor.model import NAMESPACE_POD_FIELDS, SCAN_POD_FIELDS
 from fracctl.core.doctor.taints import gpu_nodes_for_gpu_pods, runs_on_gpu_node_without_gpu
 from fracctl.core.fractional import AnnotationMatcher, unfinished_selector
+from fracctl.core.podspec import gpu_name_fragments
 from fracctl.flows.context import Context
+
+#: What every pod is read for first: enough to tell a fractional pod, and a pod on a GPU
+#: node that the CPU-pod check would name; the others are read again, whole as far as
+#: SCAN_POD_FIELDS goes, only when that is not enough (:func:`read_pods`).
+FIRST_POD_FIELDS: tuple[str, ...] = (
+    "metadata.name",
+    "metadata.namespace",
+    "metadata.annotations",
+    "metadata.ownerReferences[].kind",
+    "spec.nodeName",
+)
 
 
 @cache
@@ -83,10 +95,30 @@ def read_pods(ctx: Context, s: DoctorSettings, snap: Snapshot, m: AnnotationMatc
     snap.pods = namespace_pods(ctx, reservation_ns)
     gpus = {name_of(n) for n in gpu_nodes(snap.nodes, s)}
     strays = not gpu_nodes_for_gpu_pods.skipped(snap, s)
+    fragments = gpu_name_fragments(s.cluster.gpu_resources)
+    needles = None if fragments is None else tuple(f.encode() for f in fragments)
+
+    def wants(pod: dict[str, Any], body: bytes | None, start: int, end: int) -> bool:
+        """Whether a pod needs more than its metadata and node to be judged."""
+        if fractional(pod, m, s):
+            return True
+        if not (strays and runs_on_gpu_node_without_gpu(pod, gpus, s, m)):
+            return False  # kept by no check, whatever its containers say
+        # On a GPU node: whether it asks for a GPU. A pod whose containers' bytes name
+        # no GPU resource asks for none, and its containers need not be decoded.
+        if body is None or needles is None:
+            return True
+        return any(
+            body.find(n, s0, e0) >= 0
+            for s0, e0 in kubepick.container_spans(body, start, end)
+            for n in needles
+        )
+
     for page in ctx.kube.picked_pod_pages(
-        _pick(SCAN_POD_FIELDS),
+        _pick(FIRST_POD_FIELDS),
         field_selector=unfinished_selector(),
         limit=ctx.config.pods.page_size,
+        refine=kubepick.Refine(_pick(SCAN_POD_FIELDS), wants),
     ):
         for pod in page.pods:
             meta = pod.get("metadata") or {}

@@ -97,3 +97,23 @@ def test_opted_in_nodes_the_live_selector_leaves_out() -> None:
     assert opted_in({})[1] == []  # an empty selector selects every node
     result, found = opted_in(None)
     assert (result.status, found) == ("skipped", [])
+
+
+def test_every_gpu_resource_name_holds_its_patterns_fragment() -> None:
+    import fnmatch
+
+    from fracctl.core.podspec import DEFAULT_GPU_RESOURCES, gpu_name_fragments
+
+    fragments = gpu_name_fragments()
+    assert fragments == (
+        "nvidia.com/gpu",
+        "nvidia.com/mig-",
+        "amd.com/gpu",
+        "gpu.intel.com/i915",
+        "gpu.intel.com/xe",
+    )
+    for name in ("nvidia.com/gpu", "nvidia.com/mig-1g.10gb", "gpu.intel.com/xe"):
+        assert any(fnmatch.fnmatchcase(name, p) for p in DEFAULT_GPU_RESOURCES)
+        assert any(f in name for f in fragments)
+    assert gpu_name_fragments(["vendor.io/[ab]?gpu*"]) == ("vendor.io/",)  # the longest run
+    assert gpu_name_fragments(["*"]) is None  # nothing rules a GPU out

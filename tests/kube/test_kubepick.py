@@ -135,3 +135,57 @@ def test_a_broken_body_is_a_proto_error() -> None:
         kubepick.pod_page(body[:-7], pick)
     with pytest.raises(ProtoError):
         kubepick.pod_page(b"{}", pick)
+
+
+def test_a_refine_reads_only_the_pods_it_wants_again_with_its_wider_pick() -> None:
+    narrow = kubepick.compile_pod(("metadata.name", "spec.nodeName"))
+    wide = kubepick.compile_pod(PATHS)
+    seen: list[tuple[str, bool]] = []
+
+    def wants(pod: dict[str, object], body: bytes | None, start: int, end: int) -> bool:
+        assert body is not None and start < end
+        has_gpu = body.find(b"nvidia.com/gpu", start, end) >= 0
+        seen.append((str(pod), has_gpu))
+        return has_gpu
+
+    other = field(1, field(1, "cpu-only")) + field(2, field(10, "gpu-0"))
+    page = kubepick.pod_page(_page(_pod(), other), narrow, kubepick.Refine(wide, wants))
+    assert [p["metadata"]["name"] for p in page.pods] == ["w", "cpu-only"]
+    assert page.pods[0]["status"] == {"phase": "Running", "containerStatuses": [
+        {"state": {"terminated": {"exitCode": 0}}}]}  # fmt: skip
+    assert page.pods[1] == {"metadata": {"name": "cpu-only"}, "spec": {"nodeName": "gpu-0"}}
+    assert [has for _, has in seen] == [True, False]  # each pod asked about once, narrow
+
+
+def test_a_json_page_is_refined_without_its_bytes() -> None:
+    narrow = kubepick.compile_pod(("metadata.name",))
+    wide = kubepick.compile_pod(("metadata.name", "spec.nodeName"))
+    asked: list[object] = []
+
+    def wants(pod: dict[str, object], body: bytes | None, start: int, end: int) -> bool:
+        asked.append(body)
+        return pod["metadata"] == {"name": "a"}  # type: ignore[comparison-overlap]
+
+    items = [{"metadata": {"name": n}, "spec": {"nodeName": "gpu-0"}} for n in ("a", "b")]
+    page = kubepick.pod_page_json({"items": items}, narrow, kubepick.Refine(wide, wants))
+    assert page.pods == [
+        {"metadata": {"name": "a"}, "spec": {"nodeName": "gpu-0"}},
+        {"metadata": {"name": "b"}},
+    ]
+    assert asked == [None, None]
+
+
+def test_container_spans_hold_the_containers_and_nothing_else_of_the_pod() -> None:
+    toleration = field(22, field(1, "nvidia.com/gpu"))  # spec.tolerations: outside
+    init = field(1, "warm") + field(8, field(1, _quantity_entry("cpu", "1")))
+    spec = field(2, field(1, "main")) + toleration + field(20, init) + field(10, "gpu-0")
+    pod = field(1, field(1, "p")) + field(2, spec)
+    buf, i, end = pod, 0, len(pod)
+    found = [buf[s:e] for s, e in kubepick.container_spans(buf, i, end)]
+    assert found == [field(1, "main"), init]
+    assert not any(b"nvidia.com/gpu" in c for c in found)
+    assert b"nvidia.com/gpu" in buf  # the toleration alone names it
+    whole = _pod()
+    assert any(
+        b"nvidia.com/gpu" in whole[s:e] for s, e in kubepick.container_spans(whole, 0, len(whole))
+    )

@@ -59,20 +59,22 @@ class PodPager(Transport):
         label_selector: str | None = None,
         field_selector: str | None = None,
         limit: int = 500,
+        refine: kubepick.Refine | None = None,
     ) -> Iterator[kubepick.PickedPage]:
         """:meth:`pod_pages`, each pod cut down to the fields ``pick`` names instead.
 
         Each pod is a plain dict shaped like its JSON, holding only those fields
-        (:func:`kubepick.compile_pod`), whether the server sent protobuf or JSON.
+        (:func:`kubepick.compile_pod`), whether the server sent protobuf or JSON; the
+        pods ``refine`` wants are read with its wider pick (:class:`kubepick.Refine`).
         """
         bodies = self._pod_bodies(namespace, label_selector, field_selector, limit)
         with closing(bodies):
             for kind, page in bodies:
                 try:
                     yield (
-                        kubepick.pod_page(page, pick)
+                        kubepick.pod_page(page, pick, refine)
                         if kind == "proto"
-                        else kubepick.pod_page_json(page, pick)
+                        else kubepick.pod_page_json(page, pick, refine)
                     )
                 except kubeproto.ProtoError as e:
                     raise self._unreadable("GET pods", str(e)) from None
