@@ -151,9 +151,10 @@ class RealFlux:
         **spec: Any,
     ) -> Iterator[Served]:
         """The incident's repository over http, and a GitRepository and a Kustomization on
-        it (``spec`` adds to the Kustomization's). With ``settle`` the Kustomization has
-        tried the branch's commit once before the block starts (the incident's old object
-        makes that try fail on the immutable selector)."""
+        it (``spec`` adds to the Kustomization's). The source has fetched the branch's
+        commit before the block starts; with ``settle`` the Kustomization has also tried
+        it once (the incident's old object makes that try fail on the immutable
+        selector)."""
         serial = next(_SERIAL)
         link = self.local.git_root / f"repo-{serial}"
         repo = incident.root / "gitops"
@@ -165,8 +166,17 @@ class RealFlux:
         body = flux_local.kustomization(served.name, source=served.source, path=path, **spec)
         flux_local.put(self.kube, flux_local.KUSTOMIZATIONS, body)
         try:
+            head = served.head(branch)
+
+            def fetched(obj: Obj) -> bool:
+                revision = ((obj.get("status") or {}).get("artifact") or {}).get("revision")
+                return str(revision or "").endswith(head)
+
+            # The source has the commit before anything asks the Kustomization for it:
+            # a request handled earlier ends in ArtifactFailed ("Source artifact not found").
+            served.wait(served.git_repository, fetched, f"the source fetched {head[:12]}", 60)
             if settle:
-                served.wait_attempted(served.head(branch))
+                served.wait_attempted(head)
             yield served
         finally:
             flux_local.remove(self.kube, flux_local.KUSTOMIZATIONS, served.name)
