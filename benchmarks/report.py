@@ -360,6 +360,18 @@ def fleet_section(runs: list[Any]) -> list[str]:
 # --- plots ------------------------------------------------------------------------------
 
 
+def _save_pair(plt: Any, fig: Any, ax_t: Any, ax_m: Any, name: str) -> str:
+    """A time and a memory panel over pods, finished alike and written to PLOTS/name."""
+    ax_m.set(xlabel="pods", ylabel="peak RSS, MiB (log)", yscale="log", title="peak memory")
+    for ax in (ax_t, ax_m):
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(PLOTS / name, dpi=110)
+    plt.close(fig)
+    return name
+
+
 def plots(preflight: Any, wait: Any, readers: Any = None) -> list[str]:
     """Write the PNGs; the names of those written."""
     try:
@@ -401,14 +413,7 @@ def plots(preflight: Any, wait: Any, readers: Any = None) -> list[str]:
                               marker, label=name)  # fmt: skip
         ax_t.set(xlabel="pods", ylabel="wall seconds (log)", yscale="log",
                  title="time to find every fractional pod")  # fmt: skip
-        ax_m.set(xlabel="pods", ylabel="peak RSS, MiB (log)", yscale="log", title="peak memory")
-        for ax in (ax_t, ax_m):
-            ax.grid(True, which="both", alpha=0.3)
-            ax.legend(fontsize=8)
-        fig.tight_layout()
-        fig.savefig(PLOTS / "scan.png", dpi=110)
-        plt.close(fig)
-        written.append("scan.png")
+        written.append(_save_pair(plt, fig, ax_t, ax_m, "scan.png"))
     if readers and readers["sizes"]:
         fig, (ax_t, ax_m) = plt.subplots(1, 2, figsize=(10, 4))
         for i, name in enumerate(dict.fromkeys(n for s in readers["sizes"] for n in s["runs"])):
@@ -421,14 +426,7 @@ def plots(preflight: Any, wait: Any, readers: Any = None) -> list[str]:
             ax_m.plot(pods, m, style, label=name)
         ax_t.set(xlabel="pods", ylabel="wall seconds (log)", yscale="log",
                  title="time, every reader")  # fmt: skip
-        ax_m.set(xlabel="pods", ylabel="peak RSS, MiB (log)", yscale="log", title="peak memory")
-        for ax in (ax_t, ax_m):
-            ax.grid(True, which="both", alpha=0.3)
-            ax.legend(fontsize=8)
-        fig.tight_layout()
-        fig.savefig(PLOTS / "readers.png", dpi=110)
-        plt.close(fig)
-        written.append("readers.png")
+        written.append(_save_pair(plt, fig, ax_t, ax_m, "readers.png"))
     if wait:
         fig, ax = plt.subplots(figsize=(7, 3.2))
         data = [wait["fracctl"], wait["poll_10s"]]
