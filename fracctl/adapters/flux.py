@@ -13,6 +13,7 @@ from typing import Any
 
 from fracctl.adapters.kube import Kube
 from fracctl.core.clock import Backoff, Clock, SystemClock
+from fracctl.core.nodes import condition
 from fracctl.core.resources import ResourceRef
 from fracctl.errors import ExternalError, NotFound, Refused, TimedOut
 
@@ -195,16 +196,18 @@ def revision_matches(applied: str, want: str) -> bool:
         return False
     if applied == want or applied.endswith("@" + want):
         return True
-    commit = applied.rsplit(":", 1)[-1].rsplit("/", 1)[-1].rsplit("@", 1)[-1]
+    commit = commit_of(applied)
     want_commit = want.rsplit(":", 1)[-1]
     return len(want_commit) >= 7 and commit.startswith(want_commit)
 
 
+def commit_of(revision: str) -> str:
+    """The commit of a Flux source revision (``main@sha1:<commit>``, or ``main/<commit>``)."""
+    return revision.rsplit(":", 1)[-1].rsplit("/", 1)[-1].rsplit("@", 1)[-1]
+
+
 def _ready(status: Obj) -> Obj | None:
-    for cond in status.get("conditions") or []:
-        if cond.get("type") == "Ready":
-            return dict(cond)
-    return None
+    return condition({"status": status}, "Ready")
 
 
 def _clip(text: str, limit: int = 300) -> str:

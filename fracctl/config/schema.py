@@ -57,11 +57,9 @@ class Config:
 
     def section(self, name: str) -> Any:
         """A backend's own section: as configured, else its defaults."""
-        if name in self.backends:
-            return self.backends[name]
-        from fracctl.core.backends import sections
+        from fracctl.core.backends import section
 
-        return sections()[name]()
+        return section(self.backends, name)
 
     @property
     def condition(self) -> str:

@@ -15,6 +15,7 @@ module may also declare
 from __future__ import annotations
 
 import importlib
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -72,6 +73,11 @@ def load(ref: str) -> Any:
     """The object a ``module:name`` reference names, imported now."""
     module, _, name = ref.partition(":")
     return getattr(importlib.import_module(module), name)
+
+
+def section(configured: Mapping[str, Any], name: str) -> Any:
+    """A backend's own section: as configured, else its defaults."""
+    return configured[name] if name in configured else sections()[name]()
 
 
 def sections() -> dict[str, type]:

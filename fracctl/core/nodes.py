@@ -42,7 +42,7 @@ def selector_string(selector: Mapping[str, str]) -> str:
 
 
 def condition(node: Mapping[str, Any], type_: str) -> Obj | None:
-    """The node condition of ``type_``, if present."""
+    """The condition of ``type_`` of an object (a node, a Kustomization…), if present."""
     for c in (node.get("status") or {}).get("conditions") or []:
         if c.get("type") == type_:
             return dict(c)

@@ -48,11 +48,9 @@ class Params:
 
     def section(self, name: str) -> Any:
         """A backend's own configuration section: as configured, else its defaults."""
-        if name in self.sections:
-            return self.sections[name]
-        from fracctl.core.backends import sections
+        from fracctl.core.backends import section
 
-        return sections()[name]()
+        return section(self.sections, name)
 
     @property
     def crd_name(self) -> str:

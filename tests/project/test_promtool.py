@@ -14,12 +14,10 @@ import shutil
 import subprocess
 from pathlib import Path
 
-import pytest
-
 from fracctl.core import drift as d
 from fracctl.core.prometheus import fleet_drift_metrics
 from fracctl.errors import ExitCode
-from tests.support.helpers import Cluster, run_cli
+from tests.support.helpers import Cluster, run_cli, unavailable
 from tests.support.metrics import RTX, plain_config
 
 REPO = Path(__file__).resolve().parents[2]
@@ -27,7 +25,6 @@ ALERTS = REPO / "deploy" / "alerts"
 RULES = ALERTS / "fracctl-drift.rules.yaml"
 SCRIPT = REPO / "scripts" / "build-promtool.sh"
 # Read at import: the autouse clean_env fixture resets the environment of each test.
-IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
 CACHE = Path(os.environ.get("FRACCTL_CACHE") or Path.home() / ".cache" / "fracctl")
 ON_PATH = shutil.which("promtool")
 
@@ -49,9 +46,7 @@ def promtool_path() -> str:
     if built.is_file() and os.access(built, os.X_OK):
         return str(built)
     message = f"promtool {version()} is not built: run make promtool (scripts/build-promtool.sh)"
-    if IN_CI:
-        pytest.fail(message, pytrace=False)
-    pytest.skip(message)
+    unavailable(message)
 
 
 def promtool(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:

@@ -23,14 +23,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from fracctl.adapters.argocd import ArgoCD
 from fracctl.adapters.kube import Kube
 from fracctl.flows.argocd_sync import wait_operation
 from fracctl.sandbox import argocd_local
 from fracctl.sandbox.controlplane import ControlPlane
-from tests.support.helpers import Cluster
+from tests.support.helpers import Cluster, unavailable
 from tests.support.recreate_fixtures import OLD, Incident, make_incident
 
 PROJECT = "gpu-fractioning"
@@ -38,7 +36,6 @@ GROUP = "gpu-fractioning.kai.scheduler"
 TARGET = {"group": GROUP, "kind": "GpuFractioningConfig", "name": "default", "namespace": ""}
 # Read at import: the autouse clean_env fixture removes FRACCTL_* from each test's env.
 RECORD_FILE = os.environ.get("FRACCTL_E2E_RECORD")
-IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
 ENV = dict(os.environ)
 
 Obj = dict[str, Any]
@@ -228,9 +225,7 @@ def require_built() -> tuple[Path, Path]:
         missing.append("git (install the git package)")
     if missing or binaries is None or kustomize is None:
         message = "the real Argo CD cannot run: missing " + "; ".join(missing)
-        if IN_CI:
-            pytest.fail(message, pytrace=False)
-        pytest.skip(message)
+        unavailable(message)
     return binaries, kustomize
 
 

@@ -5,10 +5,11 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from fracctl.adapters.git import git
 from fracctl.adapters.kube import Kube
@@ -405,3 +406,16 @@ def wait_enforced(cluster: Cluster, timeout: float = 30.0) -> None:
         if time.monotonic() > deadline:
             raise AssertionError("the guard policy was never enforced")
         time.sleep(0.2)
+
+
+#: Under CI a real part that cannot run is a broken build, never a reason to skip.
+IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
+
+
+def unavailable(message: str) -> NoReturn:
+    """A real part the test needs cannot run: skip locally, fail under ``CI=true``."""
+    import pytest
+
+    if IN_CI:
+        pytest.fail(message, pytrace=False)
+    pytest.skip(message)

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from fracctl.core.backends import NAMES, choices, entry, load
-from fracctl.errors import ExternalError, FracctlError, Refused, UsageError
+from fracctl.errors import Conflict, ExternalError, FracctlError, Refused, UsageError
 from fracctl.flows.context import Context
 
 Obj = dict[str, Any]
@@ -87,6 +87,19 @@ def clean_desired(desired: Obj) -> Obj:
         meta.pop(key, None)
     body["metadata"] = meta
     return body
+
+
+def dry_run_create(ctx: Context, obj: Obj) -> None:
+    """The API server would admit ``obj`` as the target (a dry-run create).
+
+    Authorisation, admission and validation all run before the existence check, so
+    ``AlreadyExists`` (the live object is still there) means it passed them.
+    """
+    try:
+        ctx.kube.create(ctx.config.target.ref, clean_desired(obj), dry_run=True)
+    except Conflict as e:
+        if e.status.reason != "AlreadyExists":
+            raise
 
 
 def require(ctx: Context, verb: str, *, ref: Any, name: str, namespace: str | None = None) -> str:

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from fracctl.errors import Conflict
-from fracctl.flows.backends import Obj, Proof, clean_desired, require
+from fracctl.flows.backends import Obj, Proof, clean_desired, dry_run_create, require
 from fracctl.flows.context import Context
 
 
@@ -20,11 +19,7 @@ class ApplyBackend:
         """RBAC for apply (``patch`` and ``create``) and a dry-run create of git's object."""
         t = ctx.config.target
         evidence = [require(ctx, verb, ref=t.ref, name=t.name) for verb in ("patch", "create")]
-        try:  # authorisation, admission and validation all run before the existence check
-            ctx.kube.create(t.ref, clean_desired(desired), dry_run=True)
-        except Conflict as e:
-            if e.status.reason != "AlreadyExists":
-                raise
+        dry_run_create(ctx, desired)
         evidence.append("a dry-run create of the object passes RBAC, admission and validation")
         return Proof(evidence, clean_desired(desired))
 

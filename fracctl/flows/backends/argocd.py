@@ -6,8 +6,8 @@ import re
 from typing import Any
 
 from fracctl.core.nodes import selector_of
-from fracctl.errors import Conflict, ExternalError, Refused, UsageError
-from fracctl.flows.backends import Obj, Proof, clean_desired
+from fracctl.errors import ExternalError, Refused, UsageError
+from fracctl.flows.backends import Obj, Proof, dry_run_create
 from fracctl.flows.context import Context
 
 
@@ -78,11 +78,7 @@ class ArgoCDBackend:
             f"Argo CD renders {t.kind}/{t.name} at {at} with {t.selector_field} "
             f"{selector_of(creates, t.selector_field)}, as git has"
         )
-        try:  # authorisation, admission and validation all run before the existence check
-            ctx.kube.create(t.ref, clean_desired(creates), dry_run=True)
-        except Conflict as e:
-            if e.status.reason != "AlreadyExists":
-                raise
+        dry_run_create(ctx, creates)
         evidence.append("the API server admits Argo CD's object (a dry-run create)")
         evidence.append(self._dry_run_sync(ctx, app))
         return Proof(evidence, creates)

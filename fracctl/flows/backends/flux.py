@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from fracctl.adapters.flux import commit_of
 from fracctl.core.clock import utc_timestamp
-from fracctl.core.nodes import selector_of
-from fracctl.errors import Conflict, ExternalError, NotFound, Refused, UsageError
-from fracctl.flows.backends import Obj, Proof, clean_desired, require
+from fracctl.core.nodes import condition, selector_of
+from fracctl.errors import ExternalError, NotFound, Refused, UsageError
+from fracctl.flows.backends import Obj, Proof, clean_desired, dry_run_create, require
 from fracctl.flows.context import Context
 
 #: Kustomization fields that change what Flux applies beyond the source's files; fracctl
@@ -24,11 +25,6 @@ class FluxBackend:
     def __init__(self) -> None:
         # The source revision the rehearsal rendered; the wait then wants Flux to apply it.
         self.revision: str | None = None
-
-    def _flux(self, ctx: Context) -> Any:
-        from fracctl.adapters.flux import Flux
-
-        return Flux(ctx.kube, ctx.config.flux.namespace, ctx.config.flux.kustomization)
 
     def validate(self, ctx: Context) -> None:
         """The Kustomization is named."""
@@ -47,7 +43,7 @@ class FluxBackend:
         exactly one target object whose immutable field equals git's, and the API server
         would admit it (a dry-run create); and the identity may patch the Kustomization.
         """
-        flux = self._flux(ctx)
+        flux = _kustomization(ctx)
         obj = flux.get()  # NotFound names the missing CRD or Kustomization
         where = f"{flux.namespace}/{flux.name}"
         spec = obj.get("spec") or {}
@@ -72,7 +68,7 @@ class FluxBackend:
 
     def recreate(self, ctx: Context, desired: Obj) -> str:
         """Request a reconcile and wait until it was handled and Ready settled."""
-        flux = self._flux(ctx)
+        flux = _kustomization(ctx)
         now = utc_timestamp()
         requested = flux.request_reconcile(now)
         status = flux.wait_ready(
@@ -84,9 +80,20 @@ class FluxBackend:
 SOURCE_API = "source.toolkit.fluxcd.io/v1"
 
 
+def _kustomization(ctx: Context) -> Any:
+    """The configured Kustomization, through the Flux adapter."""
+    from fracctl.adapters.flux import Flux
+
+    return Flux(ctx.kube, ctx.config.flux.namespace, ctx.config.flux.kustomization)
+
+
 def _ready(obj: Obj) -> Obj:
-    conds = (obj.get("status") or {}).get("conditions") or []
-    return next((c for c in conds if c.get("type") == "Ready"), {})
+    return condition(obj, "Ready") or {}
+
+
+def kustomization_path(spec: Obj) -> str:
+    """A Kustomization's ``spec.path`` as a path in the repository (``./a/`` is ``a``)."""
+    return str(spec.get("path") or "").strip().removeprefix("./").strip("/")
 
 
 def _ready_dependency(flux: Any, dep: Obj) -> str:
@@ -147,17 +154,11 @@ def source_state(ctx: Context) -> tuple[Obj, str, str]:
         NotFound: no such Kustomization (or no Flux).
         Refused: its source is not Ready with an artifact.
     """
-    flux = FluxBackend()._flux(ctx)
+    flux = _kustomization(ctx)
     obj = flux.get()
     spec = obj.get("spec") or {}
     _, revision = _ready_source(flux, spec.get("sourceRef") or {})
-    path = str(spec.get("path") or "").strip().removeprefix("./").strip("/")
-    return obj, revision, path
-
-
-def commit_of(revision: str) -> str:
-    """The commit of a Flux source revision (``main@sha1:<commit>``, or ``main/<commit>``)."""
-    return revision.rsplit(":", 1)[-1].rsplit("/", 1)[-1].rsplit("@", 1)[-1]
+    return obj, revision, kustomization_path(spec)
 
 
 def _flux_would_apply(
@@ -182,7 +183,7 @@ def _flux_would_apply(
         )
     t = ctx.config.target
     commit = commit_of(revision)
-    path = str(spec.get("path") or "").strip().removeprefix("./").strip("/")
+    path = kustomization_path(spec)
     try:
         found = [o for o in render(ctx, revision=commit, path=path).objects if t.matches(o)]
     except ExternalError as e:
@@ -217,9 +218,5 @@ def _flux_would_apply(
 
 def _admitted(ctx: Context, obj: Obj) -> str:
     """The API server would admit the object Flux applies (a dry-run create)."""
-    try:  # authorisation, admission and validation all run before the existence check
-        ctx.kube.create(ctx.config.target.ref, obj, dry_run=True)
-    except Conflict as e:
-        if e.status.reason != "AlreadyExists":
-            raise
+    dry_run_create(ctx, obj)
     return "a dry-run create of Flux's object passes admission and validation"

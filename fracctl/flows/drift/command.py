@@ -8,8 +8,6 @@ report ends the command.
 
 from __future__ import annotations
 
-from typing import Any
-
 from fracctl.core import drift as d
 from fracctl.errors import UsageError
 from fracctl.flows.context import Context
@@ -88,6 +86,8 @@ def run(
 
 def _from_flux(ctx: Context) -> tuple[str, str, dict[str, str]]:
     """The commit and path Flux would apply, and what to say of them in the report."""
+    from fracctl.adapters.flux import commit_of
+    from fracctl.core.nodes import condition
     from fracctl.flows.backends import flux
 
     if not ctx.config.flux.kustomization:
@@ -95,17 +95,14 @@ def _from_flux(ctx: Context) -> tuple[str, str, dict[str, str]]:
             "--flux needs the Kustomization", hint="set flux.namespace and flux.kustomization"
         )
     obj, revision, path = flux.source_state(ctx)
-    ready: dict[str, Any] = next(
-        (c for c in (obj.get("status") or {}).get("conditions") or [] if c.get("type") == "Ready"),
-        {},
-    )
+    ready = condition(obj, "Ready") or {}
     meta = obj.get("metadata") or {}
     said = {
         "flux_kustomization": f"{meta.get('namespace')}/{meta.get('name')}",
         "flux_revision": revision,
         "flux_ready": f"{ready.get('status') or 'Unknown'} ({ready.get('reason') or 'no reason'})",
     }
-    return flux.commit_of(revision), path, said
+    return commit_of(revision), path, said
 
 
 def exit_code(report: d.DriftReport) -> int:

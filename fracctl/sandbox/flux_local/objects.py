@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any
 
@@ -74,8 +75,6 @@ def put(kube: Kube, ref: ResourceRef, body: Obj) -> Obj:
 
 def remove(kube: Kube, ref: ResourceRef, name: str) -> None:
     """Delete a Flux object of ``flux-system`` and wait until its finalizer let it go."""
-    import time
-
     try:
         kube.delete(ref, name, NAMESPACE)
     except NotFound:
