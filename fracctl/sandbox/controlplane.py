@@ -155,6 +155,19 @@ def _build_script(repo_root: Path | None) -> Path | None:
     return None
 
 
+def free_ports(names: tuple[str, ...] | list[str]) -> dict[str, int]:
+    """A distinct unused loopback TCP port for each name (all bound until all are chosen)."""
+    from contextlib import ExitStack
+
+    with ExitStack() as held:
+        ports = {}
+        for name in names:
+            sock = held.enter_context(socket.socket())
+            sock.bind(("127.0.0.1", 0))
+            ports[name] = int(sock.getsockname()[1])
+    return ports
+
+
 def free_port() -> int:
     """An unused loopback TCP port."""
     with socket.socket() as s:

@@ -68,7 +68,7 @@ class LocalArgoCD(Recorded):
 
 def allocate_ports() -> dict[str, int]:
     """A free loopback port for redis, the repo server, each metrics server and Dex."""
-    return {name: controlplane.free_port() for name in _PORTS}
+    return controlplane.free_ports(_PORTS)
 
 
 def process_env(state: Path, kubeconfig: str, kustomize: Path | None) -> dict[str, str]:

@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import ClassVar
 
+from fracctl.errors import ExternalError
 from fracctl.sandbox import controlplane
 from fracctl.sandbox.flux_local.names import NAMESPACE, PROCESSES
 from fracctl.sandbox.recorded import Recorded
@@ -43,9 +45,8 @@ class LocalFlux(Recorded):
 
 
 def allocate_ports() -> dict[str, int]:
-    """A loopback port for each listener."""
-    names = ("git", "storage", "source-metrics", "source-health", "ks-metrics", "ks-health")
-    return {name: controlplane.free_port() for name in names}
+    """A distinct loopback port for each listener (metrics are switched off)."""
+    return controlplane.free_ports(("git", "storage", "source-health", "ks-health"))
 
 
 def commands(flux: LocalFlux, binaries: Path) -> dict[str, list[str]]:
@@ -66,14 +67,14 @@ def commands(flux: LocalFlux, binaries: Path) -> dict[str, list[str]]:
             f"--storage-path={storage}",
             f"--storage-addr=127.0.0.1:{p['storage']}",
             f"--storage-adv-addr=127.0.0.1:{p['storage']}",
-            f"--metrics-addr=127.0.0.1:{p['source-metrics']}",
+            "--metrics-addr=0",  # no metrics server: one listener fewer to collide
             f"--health-addr=127.0.0.1:{p['source-health']}",
             "--requeue-dependency=2s",
             *watch,
         ],
         "kustomize-controller": [
             str(binaries / "kustomize-controller"),
-            f"--metrics-addr=127.0.0.1:{p['ks-metrics']}",
+            "--metrics-addr=0",
             f"--health-addr=127.0.0.1:{p['ks-health']}",
             "--requeue-dependency=2s",
             *watch,
@@ -113,3 +114,9 @@ def wait_ready(flux: LocalFlux, deadline: float) -> None:
         ("kustomize-controller", f"http://127.0.0.1:{p['ks-health']}/readyz"),
     ):
         flux.wait_http(name, url, deadline, ok=lambda code: code < 500)
+    # A controller answers its probe before its manager has opened every listener, and
+    # exits if one fails: ready means still running a moment later.
+    time.sleep(1.0)
+    for name, pid in flux.pids.items():
+        if not controlplane.alive(pid):
+            raise ExternalError(f"{name} exited after it was ready: {flux.tail(name)}")
