@@ -186,8 +186,8 @@ def readers_section(data: Any) -> list[str]:
         "**Data.** bench_preflight's pods and nodes (its seeding code), in one seeding, pods "
         f"added in steps and measured at each size; {data['nodes']:,} nodes, every one a GPU "
         "node without the memory label or the GPU taint, and every plain pod runs on one "
-        "asking for no GPU, so doctor's `gpu-nodes-for-gpu-pods` finding names each of them "
-        "(the *reported* column) and its output grows with them.",
+        "asking for no GPU, so doctor's `gpu-nodes-for-gpu-pods` finding counts each of them "
+        "(the *reported* column) and lists the first 1,000, as every finding does.",
         "",
         "**Method.** Each command runs in its own process under GNU `time` (wall, and its own "
         "peak RSS); every answer is checked against the seeded truth before its time counts "

@@ -16,7 +16,7 @@ fracctl reads are in :data:`POD_FIELDS`.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,6 +25,8 @@ from fracctl.adapters.kubeproto import ProtoError, _skip, _varint, unwrap
 # A field's kind: a string, a signed integer, a bool, a map<string, string>, a
 # map<string, Quantity> (read as {name: quantity string}), a message or repeated message.
 STR, INT, BOOL, MAP, QMAP, MSG, LIST = "str", "int", "bool", "map", "qmap", "msg", "list"
+# Not a kind of field but a way to pick one: where each occurrence lies in the body.
+WHERE = "where"
 
 Table = Mapping[str, tuple[int, str, "Table | None"]]
 
@@ -90,18 +92,33 @@ _KEY_TAG, _VALUE_TAG = 1 << 3 | 2, 2 << 3 | 2
 
 @dataclass(frozen=True)
 class Pick:
-    """The fields to read: by field number for protobuf, by key for JSON."""
+    """The fields to read: by field number for protobuf, by key for JSON.
+
+    The API server writes a message's fields in the order of their numbers (its
+    generated marshallers do), so a walk stops past the last number it wants
+    (:attr:`last`) rather than stepping over the rest: most of a pod spec, its status.
+    """
 
     proto: Mapping[int, tuple[str, str, Pick | None]] = field(default_factory=dict)
     keys: Mapping[str, tuple[str, Pick | None]] = field(default_factory=dict)
+    last: int = field(init=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "last", max(self.proto, default=0))
 
 
 def compile_pod(paths: Iterable[str]) -> Pick:
     """The :class:`Pick` of a pod's fields named by ``paths`` (``spec.containers[].name``).
 
+    A message or list named with ``@`` (``spec.containers@``) is not decoded: the pod
+    holds, under that key, where each occurrence lies in the protobuf body, as
+    ``[(start, end), ...]``, for a reader that searches its bytes. A JSON answer has no
+    bytes, and its pods leave such a key out.
+
     Raises:
-        ValueError: a path names a field :data:`POD_FIELDS` does not know, or stops at
-            a message (name the fields below it).
+        ValueError: a path names a field :data:`POD_FIELDS` does not know, stops at
+            a message (name the fields below it), or names both a message and where
+            it lies.
     """
     tree: dict[str, Any] = {}
     for path in paths:
@@ -115,16 +132,23 @@ def _compile(tree: Mapping[str, Any], table: Table, where: str) -> Pick:
     proto: dict[int, tuple[str, str, Pick | None]] = {}
     keys: dict[str, tuple[str, Pick | None]] = {}
     for key, below in tree.items():
-        if key not in table:
-            raise ValueError(f"no pod field {where}{key} to pick")
-        number, kind, sub = table[key]
+        named = key.removesuffix("@")
+        if named not in table:
+            raise ValueError(f"no pod field {where}{named} to pick")
+        number, kind, sub = table[named]
         inner = None
-        if sub is not None:
+        if named != key:
+            if sub is None or below:
+                raise ValueError(f"only where a message or list lies can be picked: {where}{key}")
+            kind = WHERE
+        elif sub is not None:
             if not below:
                 raise ValueError(f"name the fields of {where}{key} to pick")
             inner = _compile(below, sub, f"{where}{key}.")
         elif below:
             raise ValueError(f"{where}{key} has no fields to pick")
+        if number in proto:
+            raise ValueError(f"pick {where}{named} or where it lies, not both")
         proto[number] = (key, kind, inner)
         keys[key] = (kind, inner)
     return Pick(proto, keys)
@@ -168,11 +192,17 @@ def _quantity(buf: bytes, i: int, end: int) -> str:
 def _map_entry(buf: bytes, i: int, end: int) -> tuple[str, str]:
     key = value = ""
     while i < end:
-        tag, i = _varint(buf, i)
+        tag = buf[i]  # a one-byte tag and length read inline, as in _message
+        i += 1
+        if tag & 0x80:
+            tag, i = _varint(buf, i - 1)
         if tag & 7 != 2:
             i = _skip(buf, i, tag & 7)
             continue
-        n, i = _varint(buf, i)
+        n = buf[i]
+        i += 1
+        if n & 0x80:
+            n, i = _varint(buf, i - 1)
         if tag == _KEY_TAG:
             key = buf[i : i + n].decode()
         elif tag == _VALUE_TAG:
@@ -184,19 +214,25 @@ def _map_entry(buf: bytes, i: int, end: int) -> tuple[str, str]:
 def _message(buf: bytes, i: int, end: int, pick: Pick) -> dict[str, Any]:
     """The picked fields of the message in ``buf[i:end]``, as a JSON-shaped dict."""
     out: dict[str, Any] = {}
-    wanted = pick.proto
+    wanted, last = pick.proto, pick.last
     while i < end:
         tag = buf[i]
         i += 1
         if tag & 0x80:
             tag, i = _varint(buf, i - 1)
+        if tag >> 3 > last:
+            return out  # past every field wanted: the rest is not read (see Pick)
         entry = wanted.get(tag >> 3)
         wire = tag & 7
         if wire == 0:
+            if entry is None:  # stepped over by its bytes
+                while buf[i] & 0x80:
+                    i += 1
+                i += 1
+                continue
             value, i = _varint(buf, i)
-            if entry is not None:
-                key, kind, _ = entry
-                out[key] = bool(value) if kind == BOOL else _signed(value)
+            key, kind, _ = entry
+            out[key] = bool(value) if kind == BOOL else _signed(value)
             continue
         if wire != 2:
             i = _skip(buf, i, wire)
@@ -223,6 +259,8 @@ def _message(buf: bytes, i: int, end: int, pick: Pick) -> dict[str, Any]:
                 out[key] = _message(buf, i, stop, sub)
             elif kind == LIST and sub is not None:
                 out.setdefault(key, []).append(_message(buf, i, stop, sub))
+            elif kind == WHERE:
+                out.setdefault(key, []).append((i, stop))
         i = stop
     if i != end:
         raise ProtoError("field runs past its message")
@@ -233,6 +271,8 @@ def prune(obj: Mapping[str, Any], pick: Pick) -> dict[str, Any]:
     """The picked fields of a JSON object, shaped as :func:`pod_page` gives them."""
     out: dict[str, Any] = {}
     for key, (kind, sub) in pick.keys.items():
+        if kind == WHERE:
+            continue  # no bytes to point into
         value = obj.get(key)
         if value is None or value == "":
             continue
@@ -255,49 +295,41 @@ def prune(obj: Mapping[str, Any], pick: Pick) -> dict[str, Any]:
     return out
 
 
-def spans(buf: bytes, i: int, end: int, number: int) -> Iterator[tuple[int, int]]:
-    """Where each length-delimited field ``number`` of the message ``buf[i:end]`` lies."""
-    while i < end:
-        tag, i = _varint(buf, i)
-        if tag & 7 != 2:
-            i = _skip(buf, i, tag & 7)
-            continue
-        n, i = _varint(buf, i)
-        if tag >> 3 == number:
-            yield i, i + n
-        i += n
+class Reread:
+    """The answer of a :class:`Refine` judge that wants a pod read again, wider."""
+
+    def __repr__(self) -> str:
+        return "REREAD"
 
 
-_POD_SPEC = POD_FIELDS["spec"][0]
-_CONTAINER_LISTS = tuple(_SPEC[k][0] for k in ("containers", "initContainers"))
+#: A :class:`Refine` judge's answer for a pod to be read again with the wider pick.
+REREAD = Reread()
 
-
-def container_spans(buf: bytes, i: int, end: int) -> Iterator[tuple[int, int]]:
-    """Where each container and init container of the pod ``buf[i:end]`` lies."""
-    for s0, e0 in spans(buf, i, end, _POD_SPEC):
-        for number in _CONTAINER_LISTS:
-            yield from spans(buf, s0, e0, number)
+#: A judge's answer: REREAD, what the page holds in the pod's place, or None to leave it out.
+Verdict = Mapping[str, Any] | Reread | None
 
 
 @dataclass(frozen=True)
 class Refine:
-    """A second, wider pick, for the pods ``wants`` chooses.
+    """A second look at every pod of a page: leave it out, keep it, or read it again wider.
 
-    Every pod is first read with the page's own (narrow) pick; ``wants`` is given that
+    Every pod is first read with the page's own (narrow) pick; ``judge`` is given that
     pod, and the protobuf body with the pod's span in it (``None, 0, 0`` for a JSON
-    page), and says whether to read the pod again with :attr:`pick`. A reader that
-    needs a pod's containers only for some pods pays for them only there.
+    page), and answers :data:`REREAD` to read the pod again with :attr:`pick`, ``None``
+    to leave it out of the page, or what the page holds in its place: the pod itself, or
+    a smaller record of it. A reader that needs a pod's containers only for some pods
+    pays for them only there, judges each pod once, and holds only what it keeps.
     """
 
     pick: Pick
-    wants: Callable[[dict[str, Any], bytes | None, int, int], bool]
+    judge: Callable[[dict[str, Any], bytes | None, int, int], Verdict]
 
 
 @dataclass(slots=True)
 class PickedPage:
-    """One page of a pod list, each pod cut down to the picked fields."""
+    """One page of a pod list, each pod cut down to the picked fields (or as judged)."""
 
-    pods: list[dict[str, Any]]
+    pods: list[Mapping[str, Any]]
     continue_token: str = ""
     remaining: int | None = None
 
@@ -305,7 +337,7 @@ class PickedPage:
 def pod_page(data: bytes, pick: Pick, refine: Refine | None = None) -> PickedPage:
     """The picked fields of every pod of a PodList page sent as protobuf.
 
-    With ``refine``, the pods it wants are read again with its wider pick.
+    With ``refine``, each pod is what its judge made of it (:class:`Refine`).
 
     Raises:
         ProtoError: the body is not a protobuf PodList.
@@ -324,9 +356,14 @@ def pod_page(data: bytes, pick: Pick, refine: Refine | None = None) -> PickedPag
                 raise ProtoError("field runs past its message")
             if tag >> 3 == 2:
                 pod = _message(buf, i, i + n, pick)
-                if refine is not None and refine.wants(pod, buf, i, i + n):
-                    pod = _message(buf, i, i + n, refine.pick)
-                pods.append(pod)
+                if refine is None:
+                    pods.append(pod)
+                else:
+                    kept = refine.judge(pod, buf, i, i + n)
+                    if isinstance(kept, Reread):
+                        pods.append(_message(buf, i, i + n, refine.pick))
+                    elif kept is not None:
+                        pods.append(kept)
             elif tag >> 3 == 1:
                 meta = _message(buf, i, i + n, _LIST_META)
                 page.continue_token = str(meta.get("continue") or "")
@@ -348,13 +385,18 @@ _LIST_META = Pick({3: ("continue", STR, None), 4: ("remainingItemCount", INT, No
 def pod_page_json(page: Mapping[str, Any], pick: Pick, refine: Refine | None = None) -> PickedPage:
     """The same page from a PodList decoded from JSON."""
     items = page.get("items")
-    pods = []
+    pods: list[Mapping[str, Any]] = []
     for p in items if isinstance(items, list) else ():
         if isinstance(p, Mapping):
             pod = prune(p, pick)
-            if refine is not None and refine.wants(pod, None, 0, 0):
-                pod = prune(p, refine.pick)
-            pods.append(pod)
+            if refine is None:
+                pods.append(pod)
+                continue
+            kept = refine.judge(pod, None, 0, 0)
+            if isinstance(kept, Reread):
+                pods.append(prune(p, refine.pick))
+            elif kept is not None:
+                pods.append(kept)
     meta = page.get("metadata")
     meta = meta if isinstance(meta, Mapping) else {}
     remaining = meta.get("remainingItemCount")

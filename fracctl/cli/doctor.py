@@ -12,9 +12,12 @@ from fracctl.cli import _app
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from fracctl.core.doctor import DoctorReport
+    from fracctl.core.doctor import DoctorReport, Finding
 
 DoctorFormat = Literal["table", "json", "github", "prometheus"]
+
+#: Evidence lines a finding shows on the terminal; -o json has the first LISTED.
+SHOWN = 20
 
 
 def command(
@@ -112,8 +115,10 @@ def render(out: Console, report: DoctorReport) -> None:
     _table.show(out, ("check", "result", "note"), rows)
     for f in report.findings:
         out.print(f"\n{f.check}: {f.symptom}", markup=False, soft_wrap=True)
-        for line in f.evidence:
+        for line in f.evidence[:SHOWN]:
             out.print(f"  - {line}", markup=False, soft_wrap=True)
+        for line in _more(f):
+            out.print(f"  … {line}", markup=False, soft_wrap=True)
         out.print(f"  cause: {f.cause}", markup=False, soft_wrap=True)
         # Unwrapped, so the command can be copied.
         out.print(f"  fix:   {f.fix}", markup=False, soft_wrap=True)
@@ -123,3 +128,16 @@ def render(out: Console, report: DoctorReport) -> None:
 def register(root: typer.Typer) -> None:
     """Attach to the root app."""
     root.command("doctor")(command)
+
+
+def _more(f: Finding) -> list[str]:
+    """What a finding's terminal lines leave out: evidence beyond SHOWN, subjects not listed."""
+    from fracctl.core.doctor.model import LISTED
+
+    out = []
+    hidden = len(f.evidence) - SHOWN
+    if hidden > 0:
+        out.append(f"{hidden:,} more line(s): fracctl doctor -o json lists them")
+    if f.unlisted:
+        out.append(f"{f.unlisted:,} more counted, not listed (a finding lists {LISTED:,})")
+    return out

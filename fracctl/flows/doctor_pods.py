@@ -1,11 +1,16 @@
 """How ``fracctl doctor`` reads pods: through the paging scan, cut down to what the checks read.
 
 Every unfinished pod of the cluster is looked at, so pods come through the same paged
-protobuf scan as preflight's (:meth:`Kube.picked_pod_pages`), each decoded only for
-the fields the checks read (:data:`~fracctl.core.doctor.model.SCAN_POD_FIELDS`), and a
-page is dropped once read. What is kept is what a check looks at: KAI's reservation
+protobuf scan as preflight's (:meth:`Kube.picked_pod_pages`). Each is read for its
+metadata, its node and where its containers lie (:data:`FIRST_POD_FIELDS`) and judged
+there, once; it is read again, for the fields the checks read
+(:data:`~fracctl.core.doctor.model.SCAN_POD_FIELDS`), only when it is fractional or its
+containers' bytes name a GPU resource on a GPU node. A page is dropped once read.
+What is kept is what a check looks at: KAI's reservation
 pods, every fractional pod, and each pod on a GPU node that asks for no GPU, the one
-finding that can name a large share of a cluster, in the few bytes it is reported by.
+finding that can name a large share of a cluster, in the few bytes it is reported by:
+the first :data:`~fracctl.core.doctor.model.LISTED` of them, as its finding lists, and a
+count of the rest, so doctor's memory does not grow with the cluster's CPU pods.
 """
 
 from __future__ import annotations
@@ -16,10 +21,14 @@ from functools import cache
 from typing import Any
 
 from fracctl.adapters import kubepick
-from fracctl.core.doctor import DoctorSettings, Snapshot, gpu_nodes
+from fracctl.core.doctor import DoctorSettings, Snapshot, gpu_nodes, model
 from fracctl.core.doctor.helpers import fractional, name_of
 from fracctl.core.doctor.model import NAMESPACE_POD_FIELDS, SCAN_POD_FIELDS
-from fracctl.core.doctor.taints import gpu_nodes_for_gpu_pods, runs_on_gpu_node_without_gpu
+from fracctl.core.doctor.taints import (
+    gpu_nodes_for_gpu_pods,
+    runs_on_gpu_node_without_gpu,
+    unexpected_on_gpu_node,
+)
 from fracctl.core.fractional import AnnotationMatcher, unfinished_selector
 from fracctl.core.podspec import gpu_name_fragments
 from fracctl.flows.context import Context
@@ -33,7 +42,11 @@ FIRST_POD_FIELDS: tuple[str, ...] = (
     "metadata.annotations",
     "metadata.ownerReferences[].kind",
     "spec.nodeName",
+    # Where the containers lie in the body, for their bytes to be searched, not decoded.
+    "spec.containers@",
+    "spec.initContainers@",
 )
+_CONTAINERS_AT = ("containers@", "initContainers@")
 
 
 @cache
@@ -72,6 +85,13 @@ class StrayPod(Mapping[str, Any]):
     def __repr__(self) -> str:
         return f"StrayPod({self._namespace}/{self._name} on {self._node})"
 
+    @classmethod
+    def of(cls, pod: Mapping[str, Any]) -> StrayPod:
+        """The StrayPod of a pod read as JSON reads, with at least its name and node."""
+        meta = pod.get("metadata") or {}
+        node = (pod.get("spec") or {}).get("nodeName") or ""
+        return cls(str(meta.get("name", "")), str(meta.get("namespace", "")), str(node))
+
 
 def namespace_pods(ctx: Context, namespace: str) -> list[Mapping[str, Any]]:
     """Every pod of ``namespace``, finished ones included, cut to NAMESPACE_POD_FIELDS."""
@@ -89,7 +109,8 @@ def read_pods(ctx: Context, s: DoctorSettings, snap: Snapshot, m: AnnotationMatc
 
     Reservation pods are read from their namespace, failed ones included: a failed one
     is what their check is for. Pods on GPU nodes that ask for no GPU are kept only
-    when that check runs (``cluster.gpu_taint_required``).
+    when that check runs (``cluster.gpu_taint_required``), and beyond the first
+    :data:`~fracctl.core.doctor.model.LISTED` only counted (``snap.strays_unlisted``).
     """
     reservation_ns = s.pods.reservation_namespace
     snap.pods = namespace_pods(ctx, reservation_ns)
@@ -98,34 +119,47 @@ def read_pods(ctx: Context, s: DoctorSettings, snap: Snapshot, m: AnnotationMatc
     fragments = gpu_name_fragments(s.cluster.gpu_resources)
     needles = None if fragments is None else tuple(f.encode() for f in fragments)
 
-    def wants(pod: dict[str, Any], body: bytes | None, start: int, end: int) -> bool:
-        """Whether a pod needs more than its metadata and node to be judged."""
+    def judge(pod: dict[str, Any], body: bytes | None, start: int, end: int) -> kubepick.Verdict:
+        """Each pod judged once, on its metadata and node: what the page keeps of it."""
+        if (pod.get("metadata") or {}).get("namespace") == reservation_ns:
+            return None  # read from its namespace already
         if fractional(pod, m, s):
-            return True
-        if not (strays and runs_on_gpu_node_without_gpu(pod, gpus, s, m)):
-            return False  # kept by no check, whatever its containers say
+            return kubepick.REREAD
+        if not (strays and unexpected_on_gpu_node(pod, gpus, s)):
+            return None  # kept by no check, whatever its containers say
         # On a GPU node: whether it asks for a GPU. A pod whose containers' bytes name
         # no GPU resource asks for none, and its containers need not be decoded.
-        if body is None or needles is None:
-            return True
-        return any(
-            body.find(n, s0, e0) >= 0
-            for s0, e0 in kubepick.container_spans(body, start, end)
-            for n in needles
-        )
+        spec = pod.get("spec") or {}
+        if (
+            body is None
+            or needles is None
+            or any(
+                body.find(n, s0, e0) >= 0
+                for at in _CONTAINERS_AT
+                for s0, e0 in spec.get(at, ())
+                for n in needles
+            )
+        ):
+            return kubepick.REREAD
+        return StrayPod.of(pod)
 
+    kept = 0  # StrayPods in snap.pods
     for page in ctx.kube.picked_pod_pages(
         _pick(FIRST_POD_FIELDS),
         field_selector=unfinished_selector(),
         limit=ctx.config.pods.page_size,
-        refine=kubepick.Refine(_pick(SCAN_POD_FIELDS), wants),
+        refine=kubepick.Refine(_pick(SCAN_POD_FIELDS), judge),
     ):
         for pod in page.pods:
-            meta = pod.get("metadata") or {}
-            if meta.get("namespace") == reservation_ns:
-                continue
-            if fractional(pod, m, s):
+            if not isinstance(pod, StrayPod):  # read again: its containers are there
+                if fractional(pod, m, s):
+                    snap.pods.append(pod)
+                    continue
+                if not runs_on_gpu_node_without_gpu(pod, gpus, s, m):
+                    continue  # it asks for a GPU
+                pod = StrayPod.of(pod)
+            if kept < model.LISTED:  # a finding lists this many: the rest are counted
                 snap.pods.append(pod)
-            elif strays and runs_on_gpu_node_without_gpu(pod, gpus, s, m):
-                node = str((pod.get("spec") or {}).get("nodeName") or "")
-                snap.pods.append(StrayPod(meta.get("name", ""), meta.get("namespace", ""), node))
+                kept += 1
+            else:
+                snap.strays_unlisted += 1

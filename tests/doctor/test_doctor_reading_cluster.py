@@ -17,7 +17,7 @@ import pytest
 from fracctl import config as cfg
 from fracctl.adapters import kubepick
 from fracctl.adapters.kube import Kube
-from fracctl.core.doctor import DAEMONSETS, Snapshot, diagnose, gpu_nodes
+from fracctl.core.doctor import DAEMONSETS, Snapshot, diagnose, gpu_nodes, model
 from fracctl.core.doctor.model import NAMESPACE_POD_FIELDS, SCAN_POD_FIELDS
 from fracctl.core.fractional import AnnotationMatcher, PodKind, classify, unfinished_selector
 from fracctl.core.resources import NODES, PODS
@@ -171,7 +171,7 @@ def _whole(ctx: Context, snap: Snapshot) -> Snapshot:
         if kind is not PodKind.OTHER or (pod.get("spec") or {}).get("nodeName") in gpus:
             pods.append(pod)
     agents = list(kube.list(PODS, namespace=s.cluster.agent_namespace))
-    return dataclasses.replace(snap, pods=pods, agent_pods=agents)
+    return dataclasses.replace(snap, pods=pods, agent_pods=agents, strays_unlisted=0)
 
 
 @pytest.mark.parametrize("taint_required", [True, False])
@@ -208,6 +208,28 @@ def test_the_scan_gives_the_report_the_whole_pods_give(
     # Only what a check looks at is kept: no CPU-node pod, no GPU pod, no DaemonSet pod.
     kept = {f"{p['metadata']['namespace']}/{p['metadata']['name']}" for p in scanned.pods}
     assert kept.isdisjoint({f"{WEB}/cpu-on-cpu", f"{WEB}/gpu-on-gpu", f"{WEB}/exporter"})
+    ctx.close()
+
+
+def test_beyond_what_a_finding_lists_the_scan_counts_and_reports_the_same(
+    cluster: Cluster, agents: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # 14 CPU pods on GPU nodes and a finding that lists 11: the scan keeps 11 and counts 3,
+    # the whole reading keeps all 14, and the finding they make is one.
+    _seed(cluster)
+    for i in range(12):
+        _pod(cluster, WEB, f"more-{i:02d}", {"nodeName": "rd-gpu-1"}, status={"phase": "Running"})
+    monkeypatch.setattr(model, "LISTED", 11)
+    ctx = _context(cluster)
+    s = settings(ctx)
+    scanned = snapshot(ctx, s)
+    assert sum(isinstance(p, StrayPod) for p in scanned.pods) == 11
+    assert scanned.strays_unlisted == 3
+    got, want = diagnose(scanned, s).to_dict(), diagnose(_whole(ctx, scanned), s).to_dict()
+    assert got == want
+    (f,) = [f for f in got["findings"] if f["check"] == "gpu-nodes-for-gpu-pods"]
+    assert f["symptom"].startswith("14 pod(s)") and len(f["subjects"]) == 11
+    assert f["unlisted"] == 3
     ctx.close()
 
 

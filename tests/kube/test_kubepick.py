@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from fracctl.adapters import kubepick
+from fracctl.adapters import kubepick, kubeproto
 from fracctl.adapters.kubeproto import ProtoError
 from tests.kube.test_kubeproto import envelope, field
 
@@ -137,24 +137,27 @@ def test_a_broken_body_is_a_proto_error() -> None:
         kubepick.pod_page(b"{}", pick)
 
 
-def test_a_refine_reads_only_the_pods_it_wants_again_with_its_wider_pick() -> None:
+def test_a_refine_judges_each_pod_once_and_reads_again_only_those_it_asks_for() -> None:
     narrow = kubepick.compile_pod(("metadata.name", "spec.nodeName"))
     wide = kubepick.compile_pod(PATHS)
     seen: list[tuple[str, bool]] = []
 
-    def wants(pod: dict[str, object], body: bytes | None, start: int, end: int) -> bool:
+    def judge(pod: dict[str, object], body: bytes | None, start: int, end: int) -> kubepick.Verdict:
         assert body is not None and start < end
         has_gpu = body.find(b"nvidia.com/gpu", start, end) >= 0
         seen.append((str(pod), has_gpu))
-        return has_gpu
+        if pod["metadata"] == {"name": "dropped"}:
+            return None
+        return kubepick.REREAD if has_gpu else {"kept": pod["metadata"]}
 
     other = field(1, field(1, "cpu-only")) + field(2, field(10, "gpu-0"))
-    page = kubepick.pod_page(_page(_pod(), other), narrow, kubepick.Refine(wide, wants))
-    assert [p["metadata"]["name"] for p in page.pods] == ["w", "cpu-only"]
+    dropped = field(1, field(1, "dropped"))
+    page = kubepick.pod_page(_page(_pod(), dropped, other), narrow, kubepick.Refine(wide, judge))
+    assert page.pods[0]["metadata"]["name"] == "w"
     assert page.pods[0]["status"] == {"phase": "Running", "containerStatuses": [
         {"state": {"terminated": {"exitCode": 0}}}]}  # fmt: skip
-    assert page.pods[1] == {"metadata": {"name": "cpu-only"}, "spec": {"nodeName": "gpu-0"}}
-    assert [has for _, has in seen] == [True, False]  # each pod asked about once, narrow
+    assert page.pods[1:] == [{"kept": {"name": "cpu-only"}}]  # the judge's record, no "dropped"
+    assert [has for _, has in seen] == [True, False, False]  # each pod asked about once, narrow
 
 
 def test_a_json_page_is_refined_without_its_bytes() -> None:
@@ -162,30 +165,62 @@ def test_a_json_page_is_refined_without_its_bytes() -> None:
     wide = kubepick.compile_pod(("metadata.name", "spec.nodeName"))
     asked: list[object] = []
 
-    def wants(pod: dict[str, object], body: bytes | None, start: int, end: int) -> bool:
+    def judge(pod: dict[str, object], body: bytes | None, start: int, end: int) -> kubepick.Verdict:
         asked.append(body)
-        return pod["metadata"] == {"name": "a"}  # type: ignore[comparison-overlap]
+        name = pod["metadata"]
+        return kubepick.REREAD if name == {"name": "a"} else None if name == {"name": "c"} else pod
 
-    items = [{"metadata": {"name": n}, "spec": {"nodeName": "gpu-0"}} for n in ("a", "b")]
-    page = kubepick.pod_page_json({"items": items}, narrow, kubepick.Refine(wide, wants))
+    items = [{"metadata": {"name": n}, "spec": {"nodeName": "gpu-0"}} for n in ("a", "b", "c")]
+    page = kubepick.pod_page_json({"items": items}, narrow, kubepick.Refine(wide, judge))
     assert page.pods == [
         {"metadata": {"name": "a"}, "spec": {"nodeName": "gpu-0"}},
         {"metadata": {"name": "b"}},
     ]
-    assert asked == [None, None]
+    assert asked == [None, None, None]
+    assert repr(kubepick.REREAD) == "REREAD"
 
 
-def test_container_spans_hold_the_containers_and_nothing_else_of_the_pod() -> None:
-    toleration = field(22, field(1, "nvidia.com/gpu"))  # spec.tolerations: outside
+def test_where_the_containers_lie_holds_them_and_nothing_else_of_the_pod() -> None:
+    pick = kubepick.compile_pod(("spec.nodeName", "spec.containers@", "spec.initContainers@"))
     init = field(1, "warm") + field(8, field(1, _quantity_entry("cpu", "1")))
-    spec = field(2, field(1, "main")) + toleration + field(20, init) + field(10, "gpu-0")
-    pod = field(1, field(1, "p")) + field(2, spec)
-    buf, i, end = pod, 0, len(pod)
-    found = [buf[s:e] for s, e in kubepick.container_spans(buf, i, end)]
+    toleration = field(22, field(1, "nvidia.com/gpu"))  # spec.tolerations: outside
+    spec = field(2, field(1, "main")) + field(10, "gpu-0") + field(20, init) + toleration
+    body = _page(field(1, field(1, "p")) + field(2, spec))
+    (pod,) = kubepick.pod_page(body, pick).pods
+    buf = kubeproto.unwrap(body)[0]
+    found = [buf[s:e] for at in ("containers@", "initContainers@") for s, e in pod["spec"][at]]
     assert found == [field(1, "main"), init]
+    assert pod["spec"]["nodeName"] == "gpu-0"
     assert not any(b"nvidia.com/gpu" in c for c in found)
     assert b"nvidia.com/gpu" in buf  # the toleration alone names it
-    whole = _pod()
-    assert any(
-        b"nvidia.com/gpu" in whole[s:e] for s, e in kubepick.container_spans(whole, 0, len(whole))
-    )
+    (whole,) = kubepick.pod_page(_page(_pod()), pick).pods
+    assert "containers@" in whole["spec"]
+    # A JSON answer has no bytes to point into.
+    json_pod = {"spec": {"nodeName": "n", "containers": [{"name": "main"}]}}
+    assert kubepick.prune(json_pod, pick) == {"spec": {"nodeName": "n"}}
+
+
+def test_a_walk_stops_past_the_last_field_it_wants() -> None:
+    # The API server writes fields in the order of their numbers; a field numbered past
+    # the last one picked is never read, so a pod's status costs nothing to a spec pick.
+    pick = kubepick.compile_pod(("metadata.name", "spec.nodeName"))
+    broken_status = field(3, b"\xff\xff")  # not a valid message: never walked
+    (pod,) = kubepick.pod_page(_page(field(1, field(1, "p")) + field(2, field(10, "n"))
+                                     + broken_status), pick).pods  # fmt: skip
+    assert pod == {"metadata": {"name": "p"}, "spec": {"nodeName": "n"}}
+    assert pick.last == 2 and pick.proto[2][2] is not None and pick.proto[2][2].last == 10
+
+
+@pytest.mark.parametrize(
+    ("paths", "message"),
+    [
+        (("spec.nodeName@",), "only where a message or list lies"),
+        (("spec.containers@.name",), "only where a message or list lies"),
+        (("spec.containers@", "spec.containers[].name"), "or where it lies, not both"),
+    ],
+)
+def test_where_a_field_lies_is_picked_for_messages_alone(
+    paths: tuple[str, ...], message: str
+) -> None:
+    with pytest.raises(ValueError, match=message):
+        kubepick.compile_pod(paths)

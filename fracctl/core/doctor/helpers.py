@@ -40,10 +40,11 @@ def ns_name(obj: Mapping[str, Any]) -> str:
     return f"{meta.get('namespace')}/{meta.get('name')}"
 
 
-def listing(names: Sequence[str], most: int = 10) -> str:
-    """The first ``most`` names, then how many more."""
+def listing(names: Sequence[str], most: int = 10, *, total: int | None = None) -> str:
+    """The first ``most`` names, then how many more (of ``total``, when more were found)."""
     shown = ", ".join(names[:most])
-    return shown + (f" and {len(names) - most} more" if len(names) > most else "")
+    rest = (len(names) if total is None else total) - min(len(names), most)
+    return shown + (f" and {rest} more" if rest > 0 else "")
 
 
 def gpu_nodes(nodes: Sequence[Obj], s: DoctorSettings) -> list[Obj]:

@@ -26,6 +26,12 @@ DAEMONSETS = ResourceRef("apps", "v1", "daemonsets", "DaemonSet", namespaced=Tru
 DEPLOYMENTS = ResourceRef("apps", "v1", "deployments", "Deployment", namespaced=True)
 
 GPU_MEMORY_LABEL = "nvidia.com/gpu.memory"
+
+#: How many subjects a finding lists, and how many evidence lines. One finding can name a
+#: large share of a cluster (every CPU pod on its GPU nodes): it lists the first LISTED
+#: and counts the rest (:attr:`Finding.unlisted`), so a report's size, and the memory
+#: doctor needs to make it, do not grow with the cluster.
+LISTED = 1000
 SHARING_MODE = "NvFractions"
 
 # The pod fields the checks read, as JSON paths: doctor reads pods through a paged scan
@@ -106,6 +112,7 @@ class Snapshot:
     # Reservation pods (NAMESPACE_POD_FIELDS), fractional pods (SCAN_POD_FIELDS), and
     # pods on GPU nodes that request no GPU (their name, namespace and node alone).
     pods: list[Mapping[str, Any]] = field(default_factory=list)
+    strays_unlisted: int = 0  # pods of that last kind beyond the first LISTED, counted only
     events: dict[str, list[Obj]] = field(default_factory=dict)  # "ns/pod" -> its events
     guard_problems: list[str] = field(default_factory=list)  # what keeps the guard off
     guard_unreadable: str = ""  # why the guard policy could not be read, if it could not
@@ -120,6 +127,7 @@ class Signature:
     fix: str
     subjects: tuple[str, ...] = ()  # the nodes, pods or objects concerned
     evidence: tuple[str, ...] = ()  # one line each
+    unlisted: int = 0  # subjects found but counted only, beyond ``subjects``
 
 
 @dataclass(frozen=True)
@@ -130,13 +138,23 @@ class Finding:
     symptom: str
     cause: str
     fix: str
-    subjects: tuple[str, ...] = ()  # the nodes, pods or objects concerned
-    evidence: tuple[str, ...] = ()  # one line each
+    subjects: tuple[str, ...] = ()  # the nodes, pods or objects concerned: the first LISTED
+    evidence: tuple[str, ...] = ()  # one line each: the first LISTED
+    unlisted: int = 0  # how many more subjects there are than ``subjects`` lists
 
     @classmethod
     def of(cls, check_id: str, sig: Signature) -> Finding:
-        """The finding a check with id ``check_id`` makes of ``sig``."""
-        return cls(check_id, sig.symptom, sig.cause, sig.fix, sig.subjects, sig.evidence)
+        """The finding a check with id ``check_id`` makes of ``sig``, its lists cut to LISTED."""
+        beyond = max(0, len(sig.subjects) - LISTED)
+        return cls(
+            check_id,
+            sig.symptom,
+            sig.cause,
+            sig.fix,
+            sig.subjects[:LISTED],
+            sig.evidence[:LISTED],
+            sig.unlisted + beyond,
+        )
 
     def to_dict(self) -> dict[str, Any]:
         """Plain data for ``-o json``."""
@@ -146,6 +164,7 @@ class Finding:
             "cause": self.cause,
             "fix": self.fix,
             "subjects": list(self.subjects),
+            "unlisted": self.unlisted,
             "evidence": list(self.evidence),
         }
 

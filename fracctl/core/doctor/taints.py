@@ -55,6 +55,21 @@ def gpu_node_taints(snap: Snapshot, s: DoctorSettings, m: AnnotationMatcher) -> 
     ]
 
 
+def unexpected_on_gpu_node(pod: Mapping[str, Any], gpus: Set[str], s: DoctorSettings) -> bool:
+    """Whether a pod on one of the GPU nodes ``gpus`` is none of those expected there.
+
+    Expected whatever they ask for: the node agents' pods, KAI's reservation pods,
+    DaemonSet and mirror pods.
+    """
+    meta = mapping(pod.get("metadata"))
+    return not (
+        mapping(pod.get("spec")).get("nodeName") not in gpus
+        or meta.get("namespace") in (s.pods.reservation_namespace, s.cluster.agent_namespace)
+        or owned_by_daemonset(pod)
+        or "kubernetes.io/config.mirror" in mapping(meta.get("annotations"))
+    )
+
+
 def runs_on_gpu_node_without_gpu(
     pod: Mapping[str, Any], gpus: Set[str], s: DoctorSettings, m: AnnotationMatcher
 ) -> bool:
@@ -63,15 +78,10 @@ def runs_on_gpu_node_without_gpu(
     Pods of the node agents, KAI's reservation pods, DaemonSet and mirror pods, and
     fractional pods are expected there.
     """
-    meta = mapping(pod.get("metadata"))
-    spec = mapping(pod.get("spec"))
-    return not (
-        spec.get("nodeName") not in gpus
-        or meta.get("namespace") in (s.pods.reservation_namespace, s.cluster.agent_namespace)
-        or owned_by_daemonset(pod)
-        or "kubernetes.io/config.mirror" in mapping(meta.get("annotations"))
-        or fractional(pod, m, s)
-        or gpu_requests(spec, s.cluster.gpu_resources)
+    return (
+        unexpected_on_gpu_node(pod, gpus, s)
+        and not fractional(pod, m, s)
+        and not gpu_requests(mapping(pod.get("spec")), s.cluster.gpu_resources)
     )
 
 
@@ -84,18 +94,19 @@ def runs_on_gpu_node_without_gpu(
 def gpu_nodes_for_gpu_pods(
     snap: Snapshot, s: DoctorSettings, m: AnnotationMatcher
 ) -> list[Signature]:
-    """Pods that request no GPU but run on a GPU node."""
+    """Pods that request no GPU but run on a GPU node (those counted only included)."""
     gpus = {name_of(n) for n in gpu_nodes(snap.nodes, s)}
     found = [
         f"{ns_name(pod)} on {mapping(pod.get('spec')).get('nodeName')}"
         for pod in snap.pods
         if runs_on_gpu_node_without_gpu(pod, gpus, s, m)
     ]
-    if not found:
+    total = len(found) + snap.strays_unlisted
+    if not total:
         return []
     return [
         Signature(
-            f"{len(found)} pod(s) that request no GPU run on GPU nodes: {listing(found)}",
+            f"{total} pod(s) that request no GPU run on GPU nodes: {listing(found, total=total)}",
             f"the GPU nodes lack the {s.cluster.gpu_taint}:NoSchedule taint, or these pods "
             "tolerate every taint",
             "taint the GPU nodes (kubectl taint node NODE "
@@ -103,5 +114,6 @@ def gpu_nodes_for_gpu_pods(
             "kubectl -n NAMESPACE delete pod NAME",
             tuple(f.split(" on ")[0] for f in found),
             tuple(found),
+            snap.strays_unlisted,
         )
     ]
