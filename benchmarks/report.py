@@ -184,7 +184,8 @@ def readers_section(data: Any) -> list[str]:
         "    python benchmarks/bench_readers.py --quick    # 10k pods, 500 nodes",
         "",
         "**Data.** bench_preflight's pods and nodes (its seeding code), in one seeding, pods "
-        f"added in steps and measured at each size; {data['nodes']:,} nodes, every one a GPU "
+        "added in steps and measured at each size, on a control plane restarted after each "
+        f"step's writes; {data['nodes']:,} nodes, every one a GPU "
         "node without the memory label or the GPU taint, and every plain pod runs on one "
         "asking for no GPU, so doctor's `gpu-nodes-for-gpu-pods` finding counts each of them "
         "(the *reported* column) and lists the first 1,000, as every finding does.",
