@@ -6,7 +6,8 @@ process under GNU ``time`` (wall and that process's own peak RSS):
 
 * ``wire``: the scan's own LIST requests with every body read to the end, undecoded;
 * ``fracctl preflight -o json``, ``fracctl doctor -o json``, ``fracctl nodes check -o
-  json``, each as the console script's module (``python -m fracctl``);
+  json``, each as the console script's module (``python -m fracctl``), and preflight as
+  a fleet run (``--all-contexts``: the fleet of this one cluster);
 * ``probe pool``: ``fracctl probe``'s reading of the pool (the denied-node refusal)
   alone, since a whole probe waits for a scheduler that is not running here;
 * ``doctor, pods read whole``: what doctor did before (every unfinished pod on a GPU
@@ -41,7 +42,7 @@ from fracctl.config import Config  # noqa: E402
 from fracctl.core.doctor.model import LISTED  # noqa: E402
 from fracctl.sandbox import controlplane  # noqa: E402
 
-COMMANDS = ("wire", "preflight", "doctor", "nodes check", "probe pool")
+COMMANDS = ("wire", "preflight", "fleet preflight", "doctor", "nodes check", "probe pool")
 
 
 def expected(pods: int, nodes: int) -> dict[str, Any]:
@@ -124,6 +125,9 @@ def measure_size(
         "wire": [sys.executable, str(Path(bp.__file__).resolve()), "--wire-only", kubeconfig,
                  *page],
         "preflight": [*fracctl, "preflight", "-o", "json", "--selector", bp.OPT_IN],
+        # The same preflight as a fleet run (every context of the kubeconfig: this one).
+        "fleet preflight": [*fracctl, "--all-contexts", "preflight", "-o", "json",
+                            "--selector", bp.OPT_IN],
         "doctor": [*fracctl, "doctor", "-o", "json"],
         "nodes check": [*fracctl, "nodes", "check", "-o", "json"],
         "probe pool": [*me, "--probe-pool-only", kubeconfig],
@@ -132,11 +136,15 @@ def measure_size(
         cmds["doctor, pods read whole"] = [*me, "--doctor-whole", kubeconfig, *page]
 
     def check(name: str, out: str) -> None:
-        if name == "preflight":
+        if name.endswith("preflight"):
+            got = json.loads(out)
+            if name == "fleet preflight":
+                (cluster,) = got["clusters"].values()
+                got = cluster["result"]
             found = {f"{p['namespace']}/{p['name']} {p['node']}"
-                     for p in json.loads(out)["pods"]["fractional"]}  # fmt: skip
+                     for p in got["pods"]["fractional"]}  # fmt: skip
             if found != want["fractional"]:
-                raise RuntimeError(f"preflight found {len(found)} fractional pods")
+                raise RuntimeError(f"{name} found {len(found)} fractional pods")
         elif name.startswith("doctor"):
             _doctor_check(out, want)
         elif name == "nodes check" and len(json.loads(out)["nodes"]) != nodes:

@@ -174,7 +174,8 @@ def preflight_section(data: Any) -> list[str]:
 
 def readers_section(data: Any) -> list[str]:
     lines = [
-        "## Every pod and node reader against the wire: preflight, doctor, nodes check, probe",
+        "## Every pod and node reader against the wire: preflight (alone and as a fleet), "
+        "doctor, nodes check, probe",
         "",
     ]
     if not data:
@@ -194,9 +195,11 @@ def readers_section(data: Any) -> list[str]:
         "peak RSS); every answer is checked against the seeded truth before its time counts "
         "(preflight's fractional pods, doctor's CPU pods on GPU nodes, nodes check's rows). "
         "*wire* is the pod scan's own requests with every body read to the end and dropped "
-        "undecoded. *probe pool* is `fracctl probe`'s reading of the pool alone (a whole probe "
-        "waits for KAI, which does not run here). *doctor, pods read whole* is doctor as it "
-        "read pods before: every unfinished pod on a GPU node listed as JSON and kept. "
+        "undecoded. *fleet preflight* is preflight as a fleet run (`--all-contexts`, the "
+        "fleet of this one cluster). *probe pool* is `fracctl probe`'s reading of the pool "
+        "alone (a whole probe waits for KAI, which does not run here). *doctor, pods read "
+        "whole* is doctor as it read pods before: every unfinished pod on a GPU node listed "
+        "as JSON and kept. "
         f"Page size {data['page_size']}; the median of the runs, and their range.",
         "",
         "| pods | reported | command | wall: median (range) | peak RSS | / wire | / preflight |",
