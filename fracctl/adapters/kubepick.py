@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from fracctl.adapters.kubeproto import ProtoError, _skip, _varint, unwrap
+from fracctl.adapters.kubeproto import ProtoError, _entry, _skip, _varint, unwrap
 
 # A field's kind: a string, a signed integer, a bool, a map<string, string>, a
 # map<string, Quantity> (read as {name: quantity string}), a message or repeated message.
@@ -189,28 +189,6 @@ def _quantity(buf: bytes, i: int, end: int) -> str:
     return ""
 
 
-def _map_entry(buf: bytes, i: int, end: int) -> tuple[str, str]:
-    key = value = ""
-    while i < end:
-        tag = buf[i]  # a one-byte tag and length read inline, as in _message
-        i += 1
-        if tag & 0x80:
-            tag, i = _varint(buf, i - 1)
-        if tag & 7 != 2:
-            i = _skip(buf, i, tag & 7)
-            continue
-        n = buf[i]
-        i += 1
-        if n & 0x80:
-            n, i = _varint(buf, i - 1)
-        if tag == _KEY_TAG:
-            key = buf[i : i + n].decode()
-        elif tag == _VALUE_TAG:
-            value = buf[i : i + n].decode()
-        i += n
-    return key, value
-
-
 def _message(buf: bytes, i: int, end: int, pick: Pick) -> dict[str, Any]:
     """The picked fields of the message in ``buf[i:end]``, as a JSON-shaped dict."""
     out: dict[str, Any] = {}
@@ -250,7 +228,7 @@ def _message(buf: bytes, i: int, end: int, pick: Pick) -> dict[str, Any]:
                 if n:
                     out[key] = buf[i:stop].decode()
             elif kind == MAP:
-                k, v = _map_entry(buf, i, stop)
+                k, v = _entry(buf, i, stop)
                 out.setdefault(key, {})[k] = v
             elif kind == QMAP:
                 k, v = _qmap_entry(buf, i, stop)

@@ -14,7 +14,6 @@ binary there is a broken build, not a reason to skip.
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from collections.abc import Iterator
@@ -28,7 +27,7 @@ from fracctl.adapters.kube import Kube
 from fracctl.flows.argocd_sync import wait_operation
 from fracctl.sandbox import argocd_local
 from fracctl.sandbox.controlplane import ControlPlane
-from tests.support.helpers import Cluster, unavailable
+from tests.support.helpers import Cluster, keep_record, live_record, unavailable, write_records
 from tests.support.recreate_fixtures import OLD, Incident, make_incident
 
 PROJECT = "gpu-fractioning"
@@ -195,17 +194,10 @@ class RealArgoCD:
                 "sync": (status.get("sync") or {}).get("status"),
                 "health": (status.get("health") or {}).get("status"),
             },
-            "live": None
-            if live is None
-            else {
-                "uid": live["metadata"]["uid"],
-                "nodeSelector": (live.get("spec") or {}).get("nodeSelector"),
-            },
+            "live": live_record(live),
             **extra,
         }
-        self.records.append(entry)
-        print(json.dumps(entry, indent=2))  # shown with -s or on failure
-        return entry
+        return keep_record(self.records, entry)
 
 
 def require_built() -> tuple[Path, Path]:
@@ -242,8 +234,7 @@ def start_session(cp: ControlPlane, state_dir: Path) -> Iterator[RealArgoCD]:
     finally:
         real.kube.close()
         local.stop()
-        if RECORD_FILE and real.records:
-            Path(RECORD_FILE).write_text(json.dumps(real.records, indent=2) + "\n")
+        write_records(RECORD_FILE, real.records)
 
 
 # --- the incident against the real Argo CD (shared by the e2e modules) ---------------------

@@ -15,7 +15,6 @@ except under ``CI=true``, where it fails.
 from __future__ import annotations
 
 import itertools
-import json
 import os
 import time
 from collections.abc import Iterator
@@ -28,7 +27,7 @@ from fracctl.adapters.git import git
 from fracctl.adapters.kube import Kube
 from fracctl.sandbox import flux_local
 from fracctl.sandbox.controlplane import ControlPlane
-from tests.support.helpers import unavailable
+from tests.support.helpers import keep_record, live_record, unavailable, write_records
 from tests.support.recreate_fixtures import Incident
 
 RECORD_FILE = os.environ.get("FRACCTL_FLUX_RECORD")
@@ -195,17 +194,10 @@ class RealFlux:
             "reconciling": {k: ready(ks, "Reconciling").get(k) for k in ("status", "reason")},
             "lastAppliedRevision": st.get("lastAppliedRevision"),
             "lastAttemptedRevision": st.get("lastAttemptedRevision"),
-            "live": None
-            if live is None
-            else {
-                "uid": live["metadata"]["uid"],
-                "nodeSelector": (live.get("spec") or {}).get("nodeSelector"),
-            },
+            "live": live_record(live),
             **extra,
         }
-        self.records.append(entry)
-        print(json.dumps(entry, indent=2))  # shown with -s or on failure
-        return entry
+        return keep_record(self.records, entry)
 
 
 def require_built() -> Path:
@@ -242,5 +234,4 @@ def start_session(cp: ControlPlane, state_dir: Path) -> Iterator[RealFlux]:
     finally:
         real.kube.close()
         local.stop()
-        if RECORD_FILE and real.records:
-            Path(RECORD_FILE).write_text(json.dumps(real.records, indent=2) + "\n")
+        write_records(RECORD_FILE, real.records)

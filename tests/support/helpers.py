@@ -419,3 +419,26 @@ def unavailable(message: str) -> NoReturn:
     if IN_CI:
         pytest.fail(message, pytrace=False)
     pytest.skip(message)
+
+
+def live_record(live: dict[str, Any] | None) -> dict[str, Any] | None:
+    """What a real-part record says of the live object: its uid and selector, or None."""
+    if live is None:
+        return None
+    return {
+        "uid": live["metadata"]["uid"],
+        "nodeSelector": (live.get("spec") or {}).get("nodeSelector"),
+    }
+
+
+def keep_record(records: list[dict[str, Any]], entry: dict[str, Any]) -> dict[str, Any]:
+    """Add ``entry`` to a real part's records and print it (shown with -s or on failure)."""
+    records.append(entry)
+    print(json.dumps(entry, indent=2))
+    return entry
+
+
+def write_records(path: str | None, records: list[dict[str, Any]]) -> None:
+    """Write a real part's records to ``path`` (its ``FRACCTL_*_RECORD``), if one is set."""
+    if path and records:
+        Path(path).write_text(json.dumps(records, indent=2) + "\n")
