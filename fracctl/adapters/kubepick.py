@@ -47,11 +47,18 @@ _CONTAINER: Table = {
     "resources": (8, MSG, _RESOURCES),
     "securityContext": (15, MSG, _SECURITY),
 }
+_TOLERATION: Table = {
+    "key": (1, STR, None),
+    "operator": (2, STR, None),
+    "value": (3, STR, None),
+    "effect": (4, STR, None),
+}
 _SPEC: Table = {
     "containers": (2, LIST, _CONTAINER),
     "nodeName": (10, STR, None),
     "securityContext": (14, MSG, _POD_SECURITY),
     "initContainers": (20, LIST, _CONTAINER),
+    "tolerations": (22, LIST, _TOLERATION),
     "runtimeClassName": (29, STR, None),
 }
 _CONDITION: Table = {

@@ -13,7 +13,6 @@ The sections are defined in :mod:`.cluster` and :mod:`.node`, the whole file in
 from __future__ import annotations
 
 from fracctl.config.cluster import (
-    DEFAULT_FRACTION_ANNOTATIONS,
     NAMINGS,
     ArgoCDConfig,
     ClusterConfig,
@@ -37,7 +36,6 @@ from fracctl.config.values import Duration, parse_duration
 from fracctl.errors import ConfigError
 
 __all__ = [
-    "DEFAULT_FRACTION_ANNOTATIONS",
     "NAMINGS",
     "ArgoCDConfig",
     "ClusterConfig",

@@ -41,19 +41,6 @@ NAMINGS: dict[str, dict[str, str]] = {
     },
 }
 
-DEFAULT_FRACTION_ANNOTATIONS = [
-    "gpu-fraction",
-    "gpu-memory",
-    "gpu-fraction-num-devices",
-    "gpu-fraction-container-name",
-    "nvidia.com/container.*.gpu-memory.request",
-    "nvidia.com/container.*.gpu-memory.limit",
-    "nvidia.com/container.*.gpu-compute.mode",
-    "nvidia.com/container.*.gpu-compute.portion",
-    "nvidia.com/container.*.gpus.devices",
-    "received-resource-type=Fraction",
-]
-
 
 @dataclass(frozen=True)
 class KubeConfig:
@@ -153,9 +140,9 @@ class LabelsConfig:
 class PodsConfig:
     """How fractional pods are recognised."""
 
-    fraction_annotations: list[str] = field(
-        default_factory=lambda: list(DEFAULT_FRACTION_ANNOTATIONS)
-    )
+    # Patterns added to what fracctl always recognises: KAI's annotations and the
+    # agents' keys under the live and git's annotation prefix and each default.
+    fraction_annotations: list[str] = field(default_factory=list)
     reservation_namespace: str = "kai-resource-reservation"
     page_size: int = 500
 
@@ -273,6 +260,9 @@ class LintConfig:
 
     multi_vendor: bool = False  # workloads must not hard-code one vendor's GPU resource
     disable: list[str] = field(default_factory=list)  # rule ids (FL003) or names to skip
+    # Whether the API server runs the ExtendedResourceToleration admission plugin
+    # (null: not known; FL013 warns where a pod depends on it)
+    extended_resource_toleration: bool | None = None
 
 
 @dataclass(frozen=True)

@@ -1,8 +1,13 @@
 """The GpuFractioningConfig CRD, written from its documented behaviour.
 
 Both CEL rules carry the upstream messages verbatim, so the API server's rejections
-read exactly as they do on a real cluster. The older ``GpuSharingConfig`` naming is the
-same schema under another group and kind.
+read exactly as they do on a real cluster. The fields follow kai-gpu-fractioning's
+``api/v1alpha1/gpufractioningconfig_types.go``: the agent's ``annotationPrefix`` (no
+schema default: the agents fall back to theirs), ``retroactiveEnforcement`` (defaulted
+true by the API server), its retry settings, ``metricsAgent`` and the status's
+conditions (``FractiondReady``, ``MpsdReady``, ``Ready``, ``DriverUpgradeInProgress``).
+The older ``GpuSharingConfig`` naming is the same schema under another group and kind,
+its agent section named ``sharingAgent`` (``gpusharingconfig_types.go``).
 """
 
 from __future__ import annotations
@@ -15,11 +20,75 @@ IMMUTABLE_SELECTOR_MESSAGE = (
 )
 
 
+# A metav1.Condition, as the status's conditions hold them.
+_CONDITION: dict[str, Any] = {
+    "type": "object",
+    "required": ["type", "status"],
+    "properties": {
+        "type": {"type": "string"},
+        "status": {"type": "string", "enum": ["True", "False", "Unknown"]},
+        "reason": {"type": "string"},
+        "message": {"type": "string"},
+        "observedGeneration": {"type": "integer"},
+        "lastTransitionTime": {"type": "string", "format": "date-time"},
+    },
+}
+
+
+def _metrics_agent(level: dict[str, Any]) -> dict[str, Any]:
+    """``spec.metricsAgent`` (MetricsAgentSpec); its volumes are kept as they come."""
+    names = ("gpuMemoryUsedBytes", "gpuSmUtilizationPercent", "gpuSmUtilizationPercentNormalized")
+    return {
+        "type": "object",
+        "x-kubernetes-preserve-unknown-fields": True,  # volumes, volumeMounts
+        "properties": {
+            "enabled": {"type": "boolean"},
+            "logLevel": level,
+            "address": {"type": "string"},
+            "path": {"type": "string"},
+            "runtimeClassName": {"type": "string"},
+            "metricNames": {"type": "object", "properties": {n: {"type": "string"} for n in names}},
+        },
+    }
+
+
+def _agent(level: dict[str, Any], duration: dict[str, Any]) -> dict[str, Any]:
+    """The node agent's section (FractioningAgentSpec; SharingAgentSpec under gpu-sharing)."""
+    return {
+        "type": "object",
+        "properties": {
+            "annotationPrefix": {"type": "string"},
+            "nriSocketPath": {"type": "string", "default": "/var/run/nri/nri.sock"},
+            "criSocketPath": {
+                "type": "string",
+                "default": "/run/containerd/containerd.sock",
+            },
+            "failOpen": {"type": "boolean", "default": False},
+            "retroactiveEnforcement": {"type": "boolean", "default": True},
+            "logLevel": level,
+            "retryInterval": duration,
+            "stableThreshold": duration,
+            "maxRetries": {"type": "integer", "minimum": 0},
+            "readinessPort": {"type": "integer", "minimum": 1, "maximum": 65535},
+        },
+    }
+
+
 def fractioning_crd(
-    *, group: str, kind: str, plural: str, version: str = "v1alpha1"
+    *,
+    group: str,
+    kind: str,
+    plural: str,
+    version: str = "v1alpha1",
+    agent: str = "fractioningAgent",
 ) -> dict[str, Any]:
-    """The CustomResourceDefinition for a cluster-scoped fractioning config."""
+    """The CustomResourceDefinition for a cluster-scoped fractioning config.
+
+    ``agent`` is the name of the node agent's section (``sharingAgent`` for the
+    gpu-sharing generation).
+    """
     duration = {"type": "string", "pattern": r"^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$"}
+    level = {"type": "string", "enum": ["debug", "info", "warn", "error"]}
     spec = {
         "type": "object",
         "required": ["nodeSelector"],
@@ -39,19 +108,8 @@ def fractioning_crd(
                 "items": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
             },
             "runtimeClassName": {"type": "string", "default": "nvidia"},
-            "fractioningAgent": {
-                "type": "object",
-                "properties": {
-                    "nriSocketPath": {"type": "string", "default": "/var/run/nri/nri.sock"},
-                    "criSocketPath": {
-                        "type": "string",
-                        "default": "/run/containerd/containerd.sock",
-                    },
-                    "failOpen": {"type": "boolean", "default": False},
-                    "readinessPort": {"type": "integer", "minimum": 1, "maximum": 65535},
-                },
-            },
-            "metricsAgent": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
+            agent: _agent(level, duration),
+            "metricsAgent": _metrics_agent(level),
             "mpsDaemon": {
                 "type": "object",
                 "properties": {
@@ -77,7 +135,18 @@ def fractioning_crd(
             "kind": {"type": "string"},
             "metadata": {"type": "object"},
             "spec": spec,
-            "status": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
+            "status": {
+                "type": "object",
+                "properties": {
+                    "observedGeneration": {"type": "integer"},
+                    "conditions": {
+                        "type": "array",
+                        "items": _CONDITION,
+                        "x-kubernetes-list-type": "map",
+                        "x-kubernetes-list-map-keys": ["type"],
+                    },
+                },
+            },
         },
     }
     age = {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"}

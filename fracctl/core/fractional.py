@@ -1,9 +1,18 @@
 """Which pods use fractional GPUs, decided from their metadata alone.
 
-KAI marks a fractional pod with annotations: the ones a user sets (``gpu-fraction``,
-``gpu-memory``, ``nvidia.com/container.<c>.gpu-memory.request`` ...) and the ones the
-binder writes when it places the pod (``nvidia.com/container.<c>.gpus.devices``,
-``received-resource-type: Fraction`` ...). The key set is configuration; each entry is
+A pod is fractional when it carries an annotation that KAI or the node agents act on:
+
+* KAI's own annotations, set by a user (``gpu-fraction``, ``gpu-memory``, ...) or by
+  its binder when it places the pod (``received-resource-type: Fraction``):
+  :data:`KAI_ANNOTATIONS`;
+* the node agents' per-container keys, under a prefix the fractioning config carries
+  (``spec.fractioningAgent.annotationPrefix``; ``spec.sharingAgent.annotationPrefix``
+  in the gpu-sharing generation): :data:`AGENT_FORMATS`. The agents give a container an
+  MPS memory limit from exactly these keys, so they are read from the live config and
+  from git's desired config, beside each generation's documented default;
+* what ``pods.fraction_annotations`` in fracctl.yaml adds.
+
+Patterns are
 
 * ``key``: the annotation is present (any value);
 * ``key=value``: the annotation is present with exactly that value;
@@ -17,12 +26,262 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
 # A container name is a DNS-1123 label, so ``*`` never has to cross a dot or a slash.
 _STAR = r"[^/.]+"
+
+
+#: KAI's own annotations on a fractional pod: what a user writes (KAI-Scheduler
+#: ``docs/gpu-sharing/README.md``: ``gpu-fraction``, ``gpu-memory``,
+#: ``gpu-fraction-num-devices``, ``gpu-fraction-container-name``) and what its binder
+#: writes when it binds a fraction (``received-resource-type: Fraction``,
+#: ``pkg/common/constants``).
+KAI_ANNOTATIONS: tuple[str, ...] = (
+    "gpu-fraction",
+    "gpu-memory",
+    "gpu-fraction-num-devices",
+    "gpu-fraction-container-name",
+    "received-resource-type=Fraction",
+)
+
+
+@dataclass(frozen=True)
+class AgentFormat:
+    """How one generation of the gpu-fractioning node agents names a pod's annotations.
+
+    The agents read ``<prefix><container>.<suffix>`` for each container; the prefix is
+    the config's ``<agent>.annotationPrefix``, or :attr:`default_prefix` when unset.
+    """
+
+    naming: str  # the fracctl.yaml target naming it belongs to
+    agent: str  # the config's field that carries the prefix, under spec
+    default_prefix: str
+    suffixes: tuple[str, ...]  # after "<prefix><container>."
+    memory: tuple[str, ...]  # the suffixes that set the MPS memory limit
+    pod_keys: tuple[str, ...] = ()  # keys of the whole pod, beside the per-container ones
+    source: str = ""  # where the format is written, upstream
+
+    @property
+    def prefix_field(self) -> str:
+        """The config's field that carries the prefix (dotted, from the object's root)."""
+        return f"spec.{self.agent}.annotationPrefix"
+
+    def patterns(self, prefix: str) -> list[str]:
+        """The annotation patterns the agents read under ``prefix``."""
+        return [f"{prefix}*.{suffix}" for suffix in self.suffixes] + list(self.pod_keys)
+
+    def memory_key(self, prefix: str, container: str, which: str = "limit") -> str:
+        """The key that gives ``container`` its memory ``limit`` (or ``request``)."""
+        suffix = next(s for s in self.memory if s.endswith(which))
+        return f"{prefix}{container}.{suffix}"
+
+
+#: The formats, per naming. Read from kai-scheduler/kai-gpu-fractioning:
+#: ``fractioning-manager/fractiond/internal/annotations/annotations.go`` and
+#: ``fractioning-manager/common/configuration/configuration.go`` (DefaultAnnotationPrefix
+#: ``nvidia.com/container.``; ``api/v1alpha1/gpufractioningconfig_types.go``
+#: FractioningAgentSpec.AnnotationPrefix), and for the gpu-sharing generation
+#: ``sharing-manager/sharingd/internal/annotations/annotations.go`` and
+#: ``sharing-manager/common/configuration/configuration.go`` (DefaultAnnotationPrefix
+#: ``nvidia.com/gpu-memory.container.``; ``api/v1alpha1/gpusharingconfig_types.go``
+#: SharingAgentSpec.AnnotationPrefix; the pod-level ``nvidia.com/gpus.devices``).
+AGENT_FORMATS: dict[str, AgentFormat] = {
+    "gpu-fractioning": AgentFormat(
+        naming="gpu-fractioning",
+        agent="fractioningAgent",
+        default_prefix="nvidia.com/container.",
+        suffixes=("gpu-memory.request", "gpu-memory.limit", "gpus.devices", "gpu-compute.mode"),
+        memory=("gpu-memory.request", "gpu-memory.limit"),
+        source="kai-gpu-fractioning fractioning-manager/fractiond/internal/annotations/"
+        "annotations.go",
+    ),
+    "gpu-sharing": AgentFormat(
+        naming="gpu-sharing",
+        agent="sharingAgent",
+        default_prefix="nvidia.com/gpu-memory.container.",
+        suffixes=("request", "limit"),
+        memory=("request", "limit"),
+        pod_keys=("nvidia.com/gpus.devices",),
+        source="kai-gpu-fractioning sharing-manager/sharingd/internal/annotations/annotations.go",
+    ),
+}
+
+# What an annotation key prefix may hold (a DNS subdomain, a slash, a name's start).
+_PREFIX = re.compile(r"[A-Za-z0-9][A-Za-z0-9._/-]*\Z")
+
+
+@dataclass(frozen=True)
+class Prefix:
+    """An annotation prefix the agents read (or may read), and where it was learnt."""
+
+    value: str
+    naming: str
+    origins: tuple[str, ...]
+
+    @property
+    def format(self) -> AgentFormat:
+        """The key format under this prefix."""
+        return AGENT_FORMATS[self.naming]
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain data for ``-o json``."""
+        return {"prefix": self.value, "naming": self.naming, "from": list(self.origins)}
+
+    def describe(self) -> str:
+        """``nvidia.com/container. (from: ...)``."""
+        return f"{self.value} ({'; '.join(self.origins)})"
+
+
+class PrefixError(ValueError):
+    """A config sets an annotation prefix that no annotation key can start with."""
+
+
+def _prefix_of(obj: Mapping[str, Any], fmt: AgentFormat) -> tuple[str, bool]:
+    """The prefix a config object sets for its agents, and whether it sets one."""
+    agent = ((obj.get("spec") or {}).get(fmt.agent)) or {}
+    value = agent.get("annotationPrefix") if isinstance(agent, Mapping) else None
+    if isinstance(value, str) and value:
+        if not _PREFIX.match(value):
+            raise PrefixError(f"{fmt.prefix_field} {value!r} is not the start of an annotation key")
+        return value, True
+    return fmt.default_prefix, False
+
+
+def agent_prefixes(
+    naming: str,
+    *,
+    live: Mapping[str, Any] | None = None,
+    desired: Mapping[str, Any] | None = None,
+    kind: str = "config",
+) -> list[Prefix]:
+    """Every annotation prefix under which a pod's keys reach the agents.
+
+    The live config's prefix (what the agents read now) and git's (what they read after a
+    recreate), then each generation's documented default, in that order; one entry per
+    prefix, with every place it came from.
+
+    Raises:
+        PrefixError: a config sets a prefix no annotation key can start with.
+    """
+    fmt = AGENT_FORMATS.get(naming, AGENT_FORMATS["gpu-fractioning"])
+    found: dict[tuple[str, str], list[str]] = {}
+    for where, obj in (("the live", live), ("git's", desired)):
+        if obj is None:
+            continue
+        value, set_ = _prefix_of(obj, fmt)
+        how = fmt.prefix_field if set_ else f"{fmt.prefix_field} unset: the agents' default"
+        found.setdefault((value, fmt.naming), []).append(f"{where} {kind}, {how}")
+    for other in AGENT_FORMATS.values():
+        found.setdefault((other.default_prefix, other.naming), []).append(
+            f"the {other.naming} agents' documented default"
+        )
+    return [Prefix(v, n, tuple(o)) for (v, n), o in found.items()]
+
+
+def fraction_patterns(additions: Iterable[str], prefixes: Iterable[Prefix]) -> list[str]:
+    """KAI's annotations, the agents' keys under each prefix, then ``additions``."""
+    out = list(KAI_ANNOTATIONS)
+    for p in prefixes:
+        out += p.format.patterns(p.value)
+    out += list(additions)
+    return list(dict.fromkeys(out))
+
+
+@dataclass(frozen=True)
+class Fractions:
+    """How this cluster's fractional pods are recognised: the matcher and its prefixes."""
+
+    matcher: AnnotationMatcher
+    prefixes: tuple[Prefix, ...] = field(default=())
+
+    @classmethod
+    def of(
+        cls,
+        additions: Iterable[str],
+        naming: str,
+        *,
+        live: Mapping[str, Any] | None = None,
+        desired: Mapping[str, Any] | None = None,
+        kind: str = "config",
+    ) -> Fractions:
+        """Compile KAI's and the agents' patterns and ``additions``.
+
+        Raises:
+            ValueError: a pattern has no key, or a config's prefix is not a key's start.
+        """
+        prefixes = agent_prefixes(naming, live=live, desired=desired, kind=kind)
+        return cls(AnnotationMatcher.compile(fraction_patterns(additions, prefixes)),
+                   tuple(prefixes))  # fmt: skip
+
+    def describe(self) -> str:
+        """The prefixes, for evidence: ``prefixes: a (from ...), b (from ...)``."""
+        return "annotation prefixes " + ", ".join(p.describe() for p in self.prefixes)
+
+
+def unread_memory_keys(
+    annotations: Mapping[str, str] | None, read: Prefix
+) -> list[tuple[str, str]]:
+    """GPU-memory keys in any known format that the agents reading ``read`` ignore.
+
+    Returns:
+        ``(key, the key the agents read instead)`` for each such annotation, sorted.
+    """
+    if not annotations:
+        return []
+    wanted = read.format
+    out: list[tuple[str, str]] = []
+    for fmt in AGENT_FORMATS.values():
+        for prefix in {fmt.default_prefix, read.value}:
+            for key in annotations:
+                container = _memory_container(key, prefix, fmt)
+                if container is None:
+                    continue
+                which = "request" if key.endswith("request") else "limit"
+                instead = wanted.memory_key(read.value, container, which)
+                if instead != key and instead not in annotations:
+                    out.append((key, instead))
+    return sorted(set(out))
+
+
+def memory_key_container(key: str, prefixes: Iterable[Prefix]) -> str | None:
+    """The container an agents' GPU-memory key names, under any of ``prefixes``; or None."""
+    for p in prefixes:
+        for fmt in AGENT_FORMATS.values():
+            name = _memory_container(key, p.value, fmt)
+            if name is not None:
+                return name
+    return None
+
+
+_QUANTITY = re.compile(r"([0-9]+(?:\.[0-9]*)?|\.[0-9]+)(Ki|Mi|Gi|Ti|Pi|Ei|k|M|G|T|P|E|)\Z")
+_SCALE = {"": 1, "k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12, "P": 10**15, "E": 10**18}
+_SCALE.update({f"{u}i": 1024 ** (i + 1) for i, u in enumerate("KMGTPE")})
+
+
+def quantity_bytes(text: str) -> float | None:
+    """A Kubernetes quantity in bytes (``4Gi``, ``2048Mi``, ``4096M``), or None.
+
+    The forms the agents accept for a memory key (``resource.ParseQuantity``); the
+    exponent form (``1e9``) and signs are left out as no memory limit is written so.
+    """
+    m = _QUANTITY.match(text.strip())
+    return float(m.group(1)) * _SCALE[m.group(2)] if m else None
+
+
+def _memory_container(key: str, prefix: str, fmt: AgentFormat) -> str | None:
+    """The container a memory key of ``fmt`` under ``prefix`` names, or None."""
+    if not key.startswith(prefix):
+        return None
+    rest = key[len(prefix) :]
+    for suffix in fmt.memory:
+        if rest.endswith("." + suffix):
+            name = rest[: -len(suffix) - 1]
+            if name and "." not in name and "/" not in name:
+                return name
+    return None
 
 
 class PodKind(str, Enum):
@@ -38,14 +297,16 @@ class AnnotationMatcher:
     """Compiled fraction-annotation patterns.
 
     Build it once with :meth:`compile`; :meth:`match` runs for every pod of a
-    cluster-wide scan, so exact keys are a dict lookup and all wildcard keys share one
-    regular expression (one named group per pattern).
+    cluster-wide scan, so exact keys are a dict lookup, all wildcard keys share one
+    regular expression (one named group per pattern), and only a key that starts as
+    one of them does (``str.startswith`` on :attr:`starts`) is tried against it.
     """
 
     exact: Mapping[str, tuple[str | None, ...]]
     wildcard: re.Pattern[str] | None
     wildcard_values: Mapping[str, str | None]  # group name -> required value
     each: tuple[tuple[re.Pattern[str], str | None], ...] = ()  # for overlapping patterns
+    starts: tuple[str, ...] = ()  # what every wildcard key starts with, before its ``*``
 
     @classmethod
     def compile(cls, patterns: Iterable[str]) -> AnnotationMatcher:
@@ -58,6 +319,7 @@ class AnnotationMatcher:
         groups: list[str] = []
         values: dict[str, str | None] = {}
         each: list[tuple[re.Pattern[str], str | None]] = []
+        starts: set[str] = set()
         for raw in patterns:
             key, sep, value = raw.strip().partition("=")
             key = key.strip()
@@ -70,10 +332,12 @@ class AnnotationMatcher:
                 groups.append(f"(?P<{name}>{body})")
                 values[name] = val
                 each.append((re.compile(body + r"\Z"), val))
+                starts.add(key.split("*", 1)[0])
             else:
                 exact.setdefault(key, []).append(val)
         wildcard = re.compile("(?:" + "|".join(groups) + r")\Z") if groups else None
-        return cls({k: tuple(v) for k, v in exact.items()}, wildcard, values, tuple(each))
+        exacts = {k: tuple(v) for k, v in exact.items()}
+        return cls(exacts, wildcard, values, tuple(each), tuple(sorted(starts)))
 
     def match(self, annotations: Mapping[str, str] | None) -> list[str]:
         """The annotation keys that mark a pod fractional (sorted; empty when none)."""
@@ -85,7 +349,7 @@ class AnnotationMatcher:
             if wanted is not None:
                 if None in wanted or value in wanted:
                     hits.append(key)
-            elif self.wildcard is not None:
+            elif self.wildcard is not None and key.startswith(self.starts):
                 m = self.wildcard.match(key)
                 if m is None:
                     continue

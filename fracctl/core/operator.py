@@ -76,3 +76,43 @@ def _seconds(stamp: Any) -> float | None:
         return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
     except ValueError:
         return None
+
+
+# --- the operator moving the agents itself ---------------------------------------------
+
+#: The config's status condition the gpu-fractioning operator sets while a driver upgrade
+#: moves the agents (kai-gpu-fractioning ``api/v1alpha1/gpufractioningconfig_types.go``:
+#: "Known condition types: FractiondReady, MpsdReady, Ready, DriverUpgradeInProgress").
+DRIVER_UPGRADE_CONDITION = "DriverUpgradeInProgress"
+
+#: The GPU Operator's per-node driver upgrade state (NVIDIA/k8s-operator-libs
+#: ``pkg/upgrade``: ``nvidia.com/%s-driver-upgrade-state`` with driver type ``gpu``).
+DRIVER_UPGRADE_LABEL = "nvidia.com/gpu-driver-upgrade-state"
+
+#: The states in which no upgrade is under way: none yet ("") and ``upgrade-done``.
+#: Every other state, ``upgrade-failed`` included, is one the GPU Operator counts as
+#: incomplete (NVIDIA/gpu-operator ``isIncompleteDriverUpgradeState``).
+SETTLED_UPGRADE_STATES = frozenset({"", "upgrade-done"})
+
+
+def driver_upgrades(
+    live: Obj | None, nodes: dict[str, dict[str, str]], selected: set[str]
+) -> list[str]:
+    """What says a driver upgrade moves the agents now, one line each (empty: nothing).
+
+    Args:
+        live: the live fractioning config (its status conditions are read).
+        nodes: every node's labels.
+        selected: the nodes the live config selects.
+    """
+    out: list[str] = []
+    for c in ((live or {}).get("status") or {}).get("conditions") or []:
+        if c.get("type") == DRIVER_UPGRADE_CONDITION and c.get("status") == "True":
+            why = ": ".join(str(x) for x in (c.get("reason"), c.get("message")) if x)
+            why = why or "no reason"
+            out.append(f"the live config reports {DRIVER_UPGRADE_CONDITION}=True ({why})")
+    for name in sorted(selected):
+        state = nodes.get(name, {}).get(DRIVER_UPGRADE_LABEL, "")
+        if state not in SETTLED_UPGRADE_STATES:
+            out.append(f"node {name}: {DRIVER_UPGRADE_LABEL}={state}")
+    return out

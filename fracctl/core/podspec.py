@@ -58,12 +58,59 @@ def path_string(path: Sequence[str | int]) -> str:
     return out
 
 
-# Where each workload kind keeps its pod template; anything else with a
-# ``spec.template.spec`` (operators' own kinds) is read the same way.
-_TEMPLATE_PATHS: Mapping[str, Path] = {
-    "Pod": (),
-    "CronJob": ("spec", "jobTemplate", "spec", "template"),
+#: A step of a template path that stands for every key of a mapping or item of a list.
+ANY = "*"
+
+# Where each kind keeps its pod templates; anything else with a ``spec.template.spec``
+# (Deployment, Job, an operator's own kind) is read there. The paths of the ML
+# workload kinds follow their public API types:
+#
+# - kubeflow/training-operator ``pkg/apis/kubeflow.org/v1`` (v1.9.0): PyTorchJob
+#   ``spec.pytorchReplicaSpecs``, TFJob ``spec.tfReplicaSpecs``, MPIJob
+#   ``spec.mpiReplicaSpecs``, XGBoostJob ``spec.xgbReplicaSpecs``, PaddleJob
+#   ``spec.paddleReplicaSpecs``, JAXJob ``spec.jaxReplicaSpecs``: each a map of replica
+#   type to a ``ReplicaSpec`` whose ``template`` is a PodTemplateSpec (common_types.go).
+#   kubeflow/mpi-operator ``pkg/apis/kubeflow/v2beta1/types.go`` keeps the same
+#   ``spec.mpiReplicaSpecs.<type>.template`` for its MPIJob.
+# - kubeflow/training-operator ``pkg/apis/trainer/v1alpha1/trainingruntime_types.go``
+#   (Kubeflow Trainer v2): TrainingRuntime and ClusterTrainingRuntime hold a JobSet spec
+#   at ``spec.template.spec``.
+# - ray-project/kuberay ``ray-operator/apis/ray/v1``: RayCluster
+#   ``spec.headGroupSpec.template`` and ``spec.workerGroupSpecs[].template``
+#   (raycluster_types.go); RayJob the same under ``spec.rayClusterSpec``, and its
+#   ``spec.submitterPodTemplate`` (rayjob_types.go); RayService the same under
+#   ``spec.rayClusterConfig`` (rayservice_types.go).
+# - kubernetes-sigs/jobset ``api/jobset/v1alpha2/jobset_types.go``: JobSet
+#   ``spec.replicatedJobs[].template`` is a JobTemplateSpec, its pods at
+#   ``.spec.template``.
+_KUBEFLOW_REPLICAS = {
+    "PyTorchJob": "pytorchReplicaSpecs",
+    "TFJob": "tfReplicaSpecs",
+    "MPIJob": "mpiReplicaSpecs",
+    "XGBoostJob": "xgbReplicaSpecs",
+    "PaddleJob": "paddleReplicaSpecs",
+    "JAXJob": "jaxReplicaSpecs",
 }
+_JOBSET: tuple[Path, ...] = (("replicatedJobs", ANY, "template", "spec", "template"),)
+_RAY: tuple[Path, ...] = (("headGroupSpec", "template"), ("workerGroupSpecs", ANY, "template"))
+
+
+def _under(prefix: Path, paths: Sequence[Path]) -> tuple[Path, ...]:
+    return tuple((*prefix, *p) for p in paths)
+
+
+_TEMPLATE_PATHS: Mapping[str, tuple[Path, ...]] = {
+    "Pod": ((),),
+    "CronJob": (("spec", "jobTemplate", "spec", "template"),),
+    **{kind: (("spec", key, ANY, "template"),) for kind, key in _KUBEFLOW_REPLICAS.items()},
+    "TrainingRuntime": _under(("spec", "template", "spec"), _JOBSET),
+    "ClusterTrainingRuntime": _under(("spec", "template", "spec"), _JOBSET),
+    "RayCluster": _under(("spec",), _RAY),
+    "RayJob": (*_under(("spec", "rayClusterSpec"), _RAY), ("spec", "submitterPodTemplate")),
+    "RayService": _under(("spec", "rayClusterConfig"), _RAY),
+    "JobSet": _under(("spec",), _JOBSET),
+}
+_DEFAULT_PATHS: tuple[Path, ...] = (("spec", "template"),)
 
 
 @dataclass(frozen=True)
@@ -84,17 +131,50 @@ class PodTemplate:
         return {str(k): str(v) for k, v in mapping(self.metadata.get("annotations")).items()}
 
 
-def pod_template(obj: Mapping[str, Any]) -> PodTemplate | None:
-    """The pod template of a Pod, a workload (Deployment, Job, CronJob…), or None."""
+def _expand(node: Any, pattern: Path, done: Path = ()) -> Iterator[tuple[Path, Any]]:
+    """Each ``(path, value)`` that ``pattern`` reaches in ``node``, :data:`ANY` expanded."""
+    if not pattern:
+        yield done, node
+        return
+    step, rest = pattern[0], pattern[1:]
+    if step == ANY:
+        if isinstance(node, Mapping):
+            for key, value in node.items():
+                yield from _expand(value, rest, (*done, str(key)))
+        elif isinstance(node, list):
+            for i, value in enumerate(node):
+                yield from _expand(value, rest, (*done, i))
+        return
+    value = dig(node, (step,))
+    if value is not None:
+        yield from _expand(value, rest, (*done, step))
+
+
+def pod_templates(obj: Mapping[str, Any]) -> list[PodTemplate]:
+    """Every pod template of a Pod, a workload, or an ML workload kind, in document order.
+
+    A Deployment, Job or CronJob has one; a PyTorchJob one per replica type, a
+    RayCluster its head group's and one per worker group, a JobSet one per replicated
+    job (the paths and their sources are listed above :data:`_TEMPLATE_PATHS`). A
+    template without a ``spec.containers`` list is not one (but a Pod always is).
+    """
     kind = str(obj.get("kind") or "")
-    path = _TEMPLATE_PATHS.get(kind, ("spec", "template"))
-    holder = mapping(dig(obj, path)) if path else obj
-    spec = holder.get("spec")
-    if not isinstance(spec, Mapping) or not (
-        isinstance(spec.get("containers"), list) or kind == "Pod"
-    ):
-        return None
-    return PodTemplate(path, mapping(holder.get("metadata")), spec)
+    found: list[PodTemplate] = []
+    for pattern in _TEMPLATE_PATHS.get(kind, _DEFAULT_PATHS):
+        for path, holder in _expand(obj, pattern):
+            holder = mapping(holder)
+            spec = holder.get("spec")
+            if isinstance(spec, Mapping) and (
+                isinstance(spec.get("containers"), list) or kind == "Pod"
+            ):
+                found.append(PodTemplate(path, mapping(holder.get("metadata")), spec))
+    return found
+
+
+def pod_template(obj: Mapping[str, Any]) -> PodTemplate | None:
+    """The first pod template of an object (:func:`pod_templates`), or None."""
+    found = pod_templates(obj)
+    return found[0] if found else None
 
 
 @dataclass(frozen=True)

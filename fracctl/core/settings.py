@@ -17,6 +17,11 @@ class TargetSettings(Protocol):
     """The fractioning config object (``fracctl.config.TargetConfig`` fits)."""
 
     @property
+    def naming(self) -> str:
+        """Its generation's naming (``gpu-fractioning`` or ``gpu-sharing``)."""
+        ...
+
+    @property
     def group(self) -> str:
         """Its API group."""
         ...
@@ -96,7 +101,7 @@ class PodsSettings(Protocol):
 
     @property
     def fraction_annotations(self) -> Sequence[str]:
-        """The annotation patterns that mark a pod fractional."""
+        """Annotation patterns that mark a pod fractional, beside KAI's and the agents'."""
         ...
 
     @property
@@ -116,6 +121,11 @@ class LintOptions(Protocol):
     @property
     def disable(self) -> Sequence[str]:
         """Rule ids or names to skip."""
+        ...
+
+    @property
+    def extended_resource_toleration(self) -> bool | None:
+        """Whether the API server runs ExtendedResourceToleration (None: not known)."""
         ...
 
 

@@ -14,7 +14,8 @@ from fracctl.core.doctor import (
     Snapshot,
     diagnose,
 )
-from fracctl.core.fractional import AnnotationMatcher, PodKind, classify
+from fracctl.core.doctor.helpers import fractions_of
+from fracctl.core.fractional import PodKind, PrefixError, classify
 from fracctl.core.resources import EVENTS, NODES, ResourceRef
 from fracctl.errors import ConfigError, Forbidden, NotFound
 from fracctl.flows.context import Context
@@ -74,7 +75,9 @@ def snapshot(ctx: Context, s: DoctorSettings) -> Snapshot:
             snap.workloads += [{**w, "kind": ref.kind} for w in kube.list(ref, namespace=ns)]
 
     try:
-        matcher = AnnotationMatcher.compile(s.pods.fraction_annotations)
+        matcher = fractions_of(snap, s).matcher
+    except PrefixError as e:
+        raise ConfigError(str(e)) from None
     except ValueError as e:
         raise ConfigError(f"pods.fraction_annotations: {e}") from None
     read_pods(ctx, s, snap, matcher)

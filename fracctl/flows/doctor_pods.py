@@ -5,12 +5,13 @@ protobuf scan as preflight's (:meth:`Kube.picked_pod_pages`). Each is read for i
 metadata, its node and where its containers lie (:data:`FIRST_POD_FIELDS`) and judged
 there, once; it is read again, for the fields the checks read
 (:data:`~fracctl.core.doctor.model.SCAN_POD_FIELDS`), only when it is fractional or its
-containers' bytes name a GPU resource on a GPU node. A page is dropped once read.
-What is kept is what a check looks at: KAI's reservation
-pods, every fractional pod, and each pod on a GPU node that asks for no GPU, the one
-finding that can name a large share of a cluster, in the few bytes it is reported by:
-the first :data:`~fracctl.core.doctor.model.LISTED` of them, as its finding lists, and a
-count of the rest, so doctor's memory does not grow with the cluster's CPU pods.
+containers' bytes name a GPU resource on a GPU node or waiting for one. A page is
+dropped once read. What is kept is what a check looks at: KAI's reservation pods,
+every fractional pod, each GPU pod that waits for a node, and each pod on a GPU node
+that asks for no GPU, the one finding that can name a large share of a cluster, in
+the few bytes it is reported by: the first :data:`~fracctl.core.doctor.model.LISTED` of
+them, as its finding lists, and a count of the rest, so doctor's memory does not grow
+with the cluster's CPU pods.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from fracctl.core.doctor.taints import (
     gpu_nodes_for_gpu_pods,
     runs_on_gpu_node_without_gpu,
     unexpected_on_gpu_node,
+    unscheduled_gpu_pod,
 )
 from fracctl.core.fractional import AnnotationMatcher, unfinished_selector
 from fracctl.core.podspec import gpu_name_fragments
@@ -104,6 +106,24 @@ def namespace_pods(ctx: Context, namespace: str) -> list[Mapping[str, Any]]:
     ]
 
 
+def _names_gpu(
+    pod: Mapping[str, Any], body: bytes | None, needles: tuple[bytes, ...] | None
+) -> bool:
+    """Whether a pod's containers may ask for a GPU: their bytes name a GPU resource.
+
+    Without the bytes (a JSON answer) or with no fragments to look for, it may.
+    """
+    if body is None or needles is None:
+        return True
+    spec = pod.get("spec") or {}
+    return any(
+        body.find(n, s0, e0) >= 0
+        for at in _CONTAINERS_AT
+        for s0, e0 in spec.get(at, ())
+        for n in needles
+    )
+
+
 def read_pods(ctx: Context, s: DoctorSettings, snap: Snapshot, m: AnnotationMatcher) -> None:
     """Fill ``snap.pods`` (``snap.nodes`` read already): one scan of every unfinished pod.
 
@@ -125,23 +145,14 @@ def read_pods(ctx: Context, s: DoctorSettings, snap: Snapshot, m: AnnotationMatc
             return None  # read from its namespace already
         if fractional(pod, m, s):
             return kubepick.REREAD
+        if strays and not (pod.get("spec") or {}).get("nodeName"):
+            # Waiting for a node: kept when it asks for a GPU (its containers say).
+            return kubepick.REREAD if _names_gpu(pod, body, needles) else None
         if not (strays and unexpected_on_gpu_node(pod, gpus, s)):
             return None  # kept by no check, whatever its containers say
         # On a GPU node: whether it asks for a GPU. A pod whose containers' bytes name
         # no GPU resource asks for none, and its containers need not be decoded.
-        spec = pod.get("spec") or {}
-        if (
-            body is None
-            or needles is None
-            or any(
-                body.find(n, s0, e0) >= 0
-                for at in _CONTAINERS_AT
-                for s0, e0 in spec.get(at, ())
-                for n in needles
-            )
-        ):
-            return kubepick.REREAD
-        return StrayPod.of(pod)
+        return kubepick.REREAD if _names_gpu(pod, body, needles) else StrayPod.of(pod)
 
     kept = 0  # StrayPods in snap.pods
     for page in ctx.kube.picked_pod_pages(
@@ -152,7 +163,7 @@ def read_pods(ctx: Context, s: DoctorSettings, snap: Snapshot, m: AnnotationMatc
     ):
         for pod in page.pods:
             if not isinstance(pod, StrayPod):  # read again: its containers are there
-                if fractional(pod, m, s):
+                if fractional(pod, m, s) or (strays and unscheduled_gpu_pod(pod, s, m)):
                     snap.pods.append(pod)
                     continue
                 if not runs_on_gpu_node_without_gpu(pod, gpus, s, m):

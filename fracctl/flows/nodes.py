@@ -26,7 +26,7 @@ from fracctl.core.policy import (
 from fracctl.core.resources import NODES
 from fracctl.errors import Conflict, Refused, UsageError
 from fracctl.flows.context import Context
-from fracctl.flows.preflight import live_selector, matcher
+from fracctl.flows.preflight import fractions, live_selector
 
 
 @dataclass(frozen=True)
@@ -254,7 +254,7 @@ def unlabel(
 
 
 def _fractional_pods_on(ctx: Context, node: str) -> list[str]:
-    m = matcher(ctx)
+    m = fractions(ctx).matcher
     reservation_ns = ctx.config.pods.reservation_namespace
     out = []
     for page in ctx.kube.pod_pages(

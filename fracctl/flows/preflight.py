@@ -3,7 +3,10 @@
 * no fractional pod runs anywhere (recreating restarts the MPS daemons; running
   fractional pods lose their CUDA context), found by one paged scan of every
   namespace that reads each pod's annotations and node and nothing more, so a cluster
-  of 100k pods is never held in memory;
+  of 100k pods is never held in memory. A pod is fractional by KAI's annotations and
+  by the agents' keys under the annotation prefix of the live config, of git's, and
+  of each generation's default (:class:`~fracctl.core.fractional.Fractions`);
+* no driver upgrade moves the agents now (the operator's own state);
 * the node opt-in label follows the policy (allowed classes carry it, denied nodes
   never, a node being denied by its class label or by its GPU product label), and no
   class label contradicts the GPU product;
@@ -15,18 +18,20 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final
 
 from fracctl.core.blast import BlastRadius, PodRef, blast_radius
 from fracctl.core.fractional import (
     FINISHED_PHASES,
-    AnnotationMatcher,
+    Fractions,
     PodKind,
+    PrefixError,
     classify_pod,
     unfinished_selector,
 )
 from fracctl.core.immutability import get_path
-from fracctl.core.nodes import selector_string
+from fracctl.core.nodes import matches, selector_string
+from fracctl.core.operator import driver_upgrades
 from fracctl.core.policy import PolicyRule, is_denied, node_findings, selector_findings, standings
 from fracctl.core.resources import NODES
 from fracctl.errors import ConfigError, FracctlError
@@ -79,6 +84,7 @@ class FractionalScan:
     reservations: list[ScannedPod] = field(default_factory=list)  # KAI's own placeholders
     scanned: int = 0  # unfinished pods looked at
     pages: int = 0
+    fractions: Fractions | None = None  # how a pod was judged fractional
 
     def by_node(self) -> dict[str, list[PodRef]]:
         """Fractional pods grouped by the node they run on."""
@@ -95,6 +101,7 @@ class FractionalScan:
             "pages": self.pages,
             "fractional": [p.to_dict() for p in self.pods],
             "reservations": [p.to_dict() for p in self.reservations],
+            "prefixes": [p.to_dict() for p in self.fractions.prefixes] if self.fractions else [],
         }
 
 
@@ -133,25 +140,57 @@ class PreflightReport:
 # --- the fractional-pod scan ----------------------------------------------------------
 
 
-def matcher(ctx: Context) -> AnnotationMatcher:
-    """The configured fraction-annotation patterns, compiled."""
+#: ``live=READ``: read the live config for its annotation prefix.
+READ: Final[Any] = object()
+
+
+def fractions(
+    ctx: Context, *, live: Mapping[str, Any] | None = READ, desired: Mapping[str, Any] | None = None
+) -> Fractions:
+    """How fractional pods are recognised here.
+
+    KAI's annotations, the agents' keys under the live config's and git's annotation
+    prefix and each default, and the additions.
+
+    Args:
+        ctx: the I/O context.
+        live: the live config (``READ``: read it now; ``None``: there is none).
+        desired: git's config, when known.
+
+    Raises:
+        ConfigError: a pattern in ``pods.fraction_annotations`` or a config's prefix is
+            unusable (exit 2).
+    """
+    t = ctx.config.target
+    if live is READ:
+        live = ctx.kube.get_or_none(t.ref, t.name)
     try:
-        return AnnotationMatcher.compile(ctx.config.pods.fraction_annotations)
+        return Fractions.of(
+            ctx.config.pods.fraction_annotations,
+            t.naming,
+            live=live,
+            desired=desired,
+            kind=f"{t.kind}/{t.name}",
+        )
+    except PrefixError as e:
+        raise ConfigError(str(e)) from None
     except ValueError as e:
         raise ConfigError(f"pods.fraction_annotations: {e}") from None
 
 
-def scan_fractional_pods(ctx: Context) -> FractionalScan:
+def scan_fractional_pods(ctx: Context, fr: Fractions | None = None) -> FractionalScan:
     """Find every unfinished fractional pod in the cluster, and KAI's reservation pods.
 
     One paged list of the pods of every namespace (``pods.page_size`` a page), finished
     pods left out by a field selector. Each pod is read only for its name, namespace,
     annotations and node (:meth:`Kube.pod_pages`), so the scan needs no request per
-    matching pod and keeps up with the API server.
+    matching pod and keeps up with the API server. ``fr`` says which pods are
+    fractional (:func:`fractions` of the live config when not given).
     """
-    m = matcher(ctx)
+    fr = fr or fractions(ctx)
+    m = fr.matcher
     reservation_ns = ctx.config.pods.reservation_namespace
-    scan = FractionalScan()
+    scan = FractionalScan(fractions=fr)
     for page in ctx.kube.pod_pages(
         field_selector=unfinished_selector(), limit=ctx.config.pods.page_size
     ):
@@ -187,6 +226,8 @@ def _pods_check(ctx: Context, scan: FractionalScan) -> GuardCheck:
         if scan.reservations
         else ""
     )
+    if scan.fractions is not None:
+        reserved += f"; judged by KAI's annotations and {scan.fractions.describe()}"
     if not scan.pods:
         return GuardCheck(
             "fractional-pods",
@@ -238,6 +279,8 @@ def run_guards(
     desired_selector: dict[str, str] | None,
     live_selector: dict[str, str] | None,
     desired_unknown: str | None = None,
+    live: Mapping[str, Any] | None = READ,
+    desired: Mapping[str, Any] | None = None,
 ) -> PreflightReport:
     """Run every guard.
 
@@ -247,6 +290,9 @@ def run_guards(
             (the selector checks then refuse, quoting ``desired_unknown``).
         live_selector: the live object's selector; ``None`` when no object exists.
         desired_unknown: why the desired selector is unknown.
+        live: the live object (``READ``: read it now), for its annotation prefix and
+            its status.
+        desired: git's object, for its annotation prefix.
 
     Returns:
         The report; ``report.ok`` is whether every guard passed.
@@ -254,11 +300,14 @@ def run_guards(
     Raises:
         ApiError: the cluster could not be read (exit 3).
     """
-    scan = scan_fractional_pods(ctx)
+    if live is READ:
+        t = ctx.config.target
+        live = ctx.kube.get_or_none(t.ref, t.name)
+    scan = scan_fractional_pods(ctx, fractions(ctx, live=live, desired=desired))
     nodes = node_labels(ctx)
     policy = ctx.config.labels
     label = policy.opt_in
-    checks = [_pods_check(ctx, scan)]
+    checks = [_pods_check(ctx, scan), _upgrade_check(live, nodes, live_selector, desired_selector)]
 
     findings = dict(node_findings(nodes, policy))
     if desired_selector is not None:
@@ -292,21 +341,52 @@ def run_guards(
     return PreflightReport(checks, radius, scan, desired_selector, live_selector)
 
 
+def _upgrade_check(
+    live: Mapping[str, Any] | None,
+    nodes: dict[str, dict[str, str]],
+    live_sel: dict[str, str] | None,
+    desired_sel: dict[str, str] | None,
+) -> GuardCheck:
+    """Refuse while a driver upgrade moves the agents on a node either selector selects."""
+    selected = {
+        n
+        for n, labels in nodes.items()
+        for sel in (live_sel, desired_sel)
+        if sel is not None and matches(sel, labels)
+    }
+    found = driver_upgrades(dict(live) if live is not None else None, nodes, selected)
+    if not found:
+        return GuardCheck(
+            "driver-upgrade",
+            True,
+            f"no driver upgrade under way on the {len(selected)} node(s) either selector selects",
+        )
+    return GuardCheck(
+        "driver-upgrade",
+        False,
+        "a driver upgrade moves the agents now: " + "; ".join(found),
+        "wait until the GPU Operator's upgrade is done (kubectl get nodes -L "
+        "nvidia.com/gpu-driver-upgrade-state) and the config's DriverUpgradeInProgress "
+        "condition is False, then rerun",
+    )
+
+
 # --- the command ----------------------------------------------------------------------
 
 
-def live_selector(ctx: Context) -> dict[str, str] | None:
+def live_selector(ctx: Context, obj: Mapping[str, Any] | None = READ) -> dict[str, str] | None:
     """The live target's selector, or ``None`` when the object (or its CRD) is absent."""
     t = ctx.config.target
-    obj = ctx.kube.get_or_none(t.ref, t.name)
+    if obj is READ:
+        obj = ctx.kube.get_or_none(t.ref, t.name)
     if obj is None:
         return None
     value = get_path(obj, t.selector_field)
     return {str(k): str(v) for k, v in value.items()} if isinstance(value, Mapping) else {}
 
 
-def desired_selector(ctx: Context) -> tuple[dict[str, str] | None, str | None]:
-    """The selector git wants (``fracctl render``); ``(None, why)`` when it cannot be had."""
+def desired_object(ctx: Context) -> tuple[dict[str, Any] | None, str | None]:
+    """Git's target object (``fracctl render``); ``(None, why)`` when it cannot be had."""
     from fracctl.flows.render import render_desired
 
     t = ctx.config.target
@@ -316,11 +396,24 @@ def desired_selector(ctx: Context) -> tuple[dict[str, str] | None, str | None]:
         return None, f"rendering git failed: {e}"
     for obj in objects:
         if t.matches(obj):
-            value = get_path(obj, t.selector_field)
-            if not isinstance(value, Mapping):
-                return None, f"{t.kind}/{t.name} in git has no {t.selector_field}"
-            return {str(k): str(v) for k, v in value.items()}, None
+            return obj, None
     return None, f"git renders no {t.kind}/{t.name}"
+
+
+def desired_selector(
+    ctx: Context, obj: Mapping[str, Any] | None = READ
+) -> tuple[dict[str, str] | None, str | None]:
+    """The selector git wants (``fracctl render``); ``(None, why)`` when it cannot be had."""
+    t = ctx.config.target
+    why = None
+    if obj is READ:
+        obj, why = desired_object(ctx)
+    if obj is None:
+        return None, why or f"git renders no {t.kind}/{t.name}"
+    value = get_path(obj, t.selector_field)
+    if not isinstance(value, Mapping):
+        return None, f"{t.kind}/{t.name} in git has no {t.selector_field}"
+    return {str(k): str(v) for k, v in value.items()}, None
 
 
 def preflight(ctx: Context, *, selector: dict[str, str] | None = None) -> PreflightReport:
@@ -332,11 +425,17 @@ def preflight(ctx: Context, *, selector: dict[str, str] | None = None) -> Prefli
             ``None``.
     """
     why: str | None = None
+    desired: dict[str, Any] | None = None
     if selector is None:
-        selector, why = desired_selector(ctx)
+        desired, why = desired_object(ctx)
+        selector, why = desired_selector(ctx, desired) if desired is not None else (None, why)
+    t = ctx.config.target
+    live = ctx.kube.get_or_none(t.ref, t.name)
     return run_guards(
         ctx,
         desired_selector=selector,
-        live_selector=live_selector(ctx),
+        live_selector=live_selector(ctx, live),
         desired_unknown=why,
+        live=live,
+        desired=desired,
     )

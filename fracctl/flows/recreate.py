@@ -176,7 +176,11 @@ def _guards(run: Run) -> None:
     from fracctl.flows.preflight import run_guards
 
     report = run_guards(
-        run.ctx, desired_selector=run.desired_selector, live_selector=run.live_selector
+        run.ctx,
+        desired_selector=run.desired_selector,
+        live_selector=run.live_selector,
+        live=run.live,
+        desired=run.desired,
     )
     run.result.guards = report
     if not report.ok:

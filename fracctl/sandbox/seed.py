@@ -18,6 +18,7 @@ from fracctl.adapters.kube import Kube
 from fracctl.config import Config
 from fracctl.core.crd import fractioning_crd, kai_config_crd
 from fracctl.core.doctor import KAI_CONFIG
+from fracctl.core.fractional import AGENT_FORMATS
 from fracctl.core.resources import CRDS, NAMESPACES, NODES
 from fracctl.errors import Conflict, TimedOut, UsageError
 from fracctl.flows.context import Context
@@ -50,7 +51,13 @@ def load_scenario(path: Path) -> dict[str, Any]:
 def install_crd(kube: Kube, config: Config, *, timeout: float = 30.0) -> None:
     """Create (or keep) the fractioning CRD and wait until it is established."""
     t = config.target
-    crd = fractioning_crd(group=t.group, kind=t.kind, plural=t.plural, version=t.version)
+    crd = fractioning_crd(
+        group=t.group,
+        kind=t.kind,
+        plural=t.plural,
+        version=t.version,
+        agent=AGENT_FORMATS[t.naming].agent,
+    )
     _establish(kube, crd, f"/apis/{t.group}/{t.version}/{t.plural}", timeout)
 
 

@@ -373,6 +373,23 @@ def root_fractional(s: Setup) -> None:
           annotations={"gpu-fraction": "0.25"})  # fmt: skip
 
 
+def unread_memory_keys(s: Setup) -> None:
+    # The gpu-sharing generation's keys (kai-gpu-fractioning sharing-manager's test
+    # workload), under a GpuFractioningConfig whose agents read nvidia.com/container.
+    s.pod("ml", "frac-old-keys", spec={"nodeName": "rtx-pro-6000-0", "tolerations": TOLERATE,
+                                       "securityContext": NON_ROOT},
+          annotations={"nvidia.com/gpu-memory.container.main.limit": "6Gi",
+                       "nvidia.com/gpu-memory.container.main.request": "6Gi"})  # fmt: skip
+
+
+def untolerated_gpu_pod(s: Setup, tolerations: list[dict[str, str]] | None = None) -> None:
+    # As a pod is where the API server runs no ExtendedResourceToleration: as written.
+    gpu = {"limits": {"nvidia.com/gpu": "1"}}
+    s.pod("ml", "train-whole", spec={"tolerations": tolerations or [], "containers": [
+        {"name": "main", "image": "busybox:1.36", "resources": gpu}]},
+        status={"phase": "Pending"})  # fmt: skip
+
+
 def cpu_pod_on_gpu_node(s: Setup) -> None:
     s.pod("ml", "batch-etl", spec={"nodeName": "h200-0", "tolerations": [{"operator": "Exists"}]})
 
@@ -433,9 +450,19 @@ FAULTS: dict[str, Fault] = {
         {"selector": {"example.org/gpu-class": "rtx-pro-6000"}}, None, "b200-0",
         "does not select: b200-0",
     ),
+    "driver-upgrade": (
+        {"b200": {"labels": {"nvidia.com/gpu-driver-upgrade-state": "pod-restart-required"}}},
+        None, "b200-0", "nvidia.com/gpu-driver-upgrade-state=pod-restart-required",
+    ),
+    "unread-memory-annotations": (
+        {}, unread_memory_keys, "ml/frac-old-keys", "run with no GPU memory limit"
+    ),
     "pending-fractional-pods": ({}, pending_fractional, "ml/frac-p1", "2 fractional pod(s)"),
     "fractional-pods-non-root": ({}, root_fractional, "ml/frac-root", "may run as root"),
     "gpu-node-taints": ({"b200": {"taints": []}}, None, "b200-0", "without the nvidia.com/gpu"),
+    "gpu-pods-tolerate-gpu-taint": (
+        {}, untolerated_gpu_pod, "ml/train-whole", "wait for a node and never get one"
+    ),
     "gpu-nodes-for-gpu-pods": ({}, cpu_pod_on_gpu_node, "ml/batch-etl", "request no GPU"),
 }  # fmt: skip
 
@@ -460,6 +487,46 @@ def test_each_fault_alone_is_reported_as_exactly_its_finding(setup: Setup, check
     assert f["cause"] and f["fix"], f
     statuses = {c["id"]: c["status"] for c in r.json["checks"]}
     assert [k for k, v in statuses.items() if v == "finding"] == [check]
+
+
+def test_the_configs_own_upgrade_condition_is_a_driver_upgrade(setup: Setup) -> None:
+    setup.healthy()
+    ref = setup.cluster.config.target.ref
+    conds = [
+        {"type": t, "status": v, "reason": r, "message": "m",
+         "lastTransitionTime": "2026-01-01T00:00:00Z"}
+        for t, v, r in (("Ready", "True", "AllNodesReady"),
+                        ("DriverUpgradeInProgress", "True", "DriverUpgrading"))
+    ]  # fmt: skip
+    setup.kube.patch(ref, "default", {"status": {"conditions": conds}}, subresource="status")
+    r = run(setup.cluster, "-o", "json")
+    assert r.exit_code == ExitCode.FINDING, r.output
+    (f,) = found(r)["driver-upgrade"]
+    assert list(found(r)) == ["driver-upgrade"]  # False is its healthy state elsewhere
+    assert f["evidence"] == [
+        "the live config reports DriverUpgradeInProgress=True (DriverUpgrading: m)"
+    ]
+    conds[1]["status"] = "False"
+    setup.kube.patch(ref, "default", {"status": {"conditions": conds}}, subresource="status")
+    assert run(setup.cluster, "-o", "json").exit_code == ExitCode.OK
+
+
+def test_a_gpu_pod_that_admission_gave_the_toleration_is_not_reported(setup: Setup) -> None:
+    setup.healthy()
+    # What ExtendedResourceToleration writes into a pod that requests nvidia.com/gpu.
+    untolerated_gpu_pod(setup, [{"key": "nvidia.com/gpu", "operator": "Exists",
+                                 "effect": "NoSchedule"}])  # fmt: skip
+    r = run(setup.cluster, "-o", "json")
+    assert r.exit_code == ExitCode.OK, r.output
+
+
+def test_an_untolerated_gpu_pod_is_not_reported_while_a_gpu_node_is_untainted(
+    setup: Setup,
+) -> None:
+    setup.healthy(b200={"taints": []})
+    untolerated_gpu_pod(setup)
+    r = run(setup.cluster, "-o", "json")
+    assert list(found(r)) == ["gpu-node-taints"], r.json["findings"]
 
 
 def test_the_details_of_a_few_findings(setup: Setup) -> None:

@@ -18,8 +18,9 @@ from fracctl import config as cfg
 from fracctl.adapters import kubepick
 from fracctl.adapters.kube import Kube
 from fracctl.core.doctor import DAEMONSETS, Snapshot, diagnose, gpu_nodes, model
+from fracctl.core.doctor.helpers import fractions_of
 from fracctl.core.doctor.model import NAMESPACE_POD_FIELDS, SCAN_POD_FIELDS
-from fracctl.core.fractional import AnnotationMatcher, PodKind, classify, unfinished_selector
+from fracctl.core.fractional import PodKind, classify, unfinished_selector
 from fracctl.core.resources import NODES, PODS
 from fracctl.flows.context import Context
 from fracctl.flows.doctor import settings, snapshot
@@ -160,7 +161,7 @@ def _whole(ctx: Context, snap: Snapshot) -> Snapshot:
     """The same snapshot with its pods read whole, as JSON, the way doctor read them before."""
     s = settings(ctx)
     kube = ctx.kube
-    m = AnnotationMatcher.compile(s.pods.fraction_annotations)
+    m = fractions_of(snap, s).matcher
     gpus = {n["metadata"]["name"] for n in gpu_nodes(snap.nodes, s)}
     pods: list[Mapping[str, Any]] = list(kube.list(PODS, namespace=s.pods.reservation_namespace))
     for pod in kube.list(PODS, field_selector=unfinished_selector(), limit=3):
@@ -168,7 +169,8 @@ def _whole(ctx: Context, snap: Snapshot) -> Snapshot:
         if meta.get("namespace") == s.pods.reservation_namespace:
             continue
         kind = classify(meta, m, reservation_namespace=s.pods.reservation_namespace).kind
-        if kind is not PodKind.OTHER or (pod.get("spec") or {}).get("nodeName") in gpus:
+        node = (pod.get("spec") or {}).get("nodeName")
+        if kind is not PodKind.OTHER or node in gpus or not node:
             pods.append(pod)
     agents = list(kube.list(PODS, namespace=s.cluster.agent_namespace))
     return dataclasses.replace(snap, pods=pods, agent_pods=agents, strays_unlisted=0)
@@ -282,4 +284,38 @@ def test_nodes_are_still_read_whole(cluster: Cluster) -> None:
     assert {n["metadata"]["name"] for n in snap.nodes} == {
         n["metadata"]["name"] for n in cluster.kube.list(NODES)
     }
+    ctx.close()
+
+
+def test_gpu_pods_waiting_for_a_node_are_read_with_their_tolerations(
+    cluster: Cluster, agents: None
+) -> None:
+    taint = [{"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}]
+    for i in range(2):
+        cluster.node(f"rd-gpu-{i}", labels=GPU, gpu_class="b200", opt_in=True, taints=taint)
+    gpu = {"limits": {"nvidia.com/gpu": "1"}}
+    tolerate = [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
+    _pod(cluster, ML, "whole-untolerated",
+         {"containers": [{"name": "cuda", "image": "cuda:12", "resources": gpu}]},
+         status={"phase": "Pending"})  # fmt: skip
+    _pod(cluster, ML, "whole-tolerated",
+         {"tolerations": tolerate,
+          "containers": [{"name": "cuda", "image": "cuda:12", "resources": gpu}]},
+         status={"phase": "Pending"})  # fmt: skip
+    _pod(cluster, ML, "frac-untolerated", {}, annotations={"gpu-fraction": "0.5"},
+         status={"phase": "Pending"})  # fmt: skip
+    _pod(cluster, WEB, "cpu-unplaced", {}, status={"phase": "Pending"})
+    ctx = _context(cluster, gpu_taint_required=True)
+    s = settings(ctx)
+    scanned = snapshot(ctx, s)
+    got, want = diagnose(scanned, s).to_dict(), diagnose(_whole(ctx, scanned), s).to_dict()
+    assert got == want
+    (f,) = [f for f in got["findings"] if f["check"] == "gpu-pods-tolerate-gpu-taint"]
+    assert set(f["subjects"]) == {f"{ML}/whole-untolerated", f"{ML}/frac-untolerated"}
+    assert f"{ML}/whole-untolerated asks for nvidia.com/gpu; tolerations name no " in (
+        f["evidence"][1] if "whole" in f["evidence"][1] else f["evidence"][0]
+    )
+    # Only what a check looks at is kept: a CPU pod waiting for a node is not.
+    kept = {p["metadata"]["name"] for p in scanned.pods}
+    assert "cpu-unplaced" not in kept and "whole-tolerated" in kept
     ctx.close()

@@ -93,7 +93,7 @@ def test_a_suppression_of_an_unknown_rule_is_a_finding(tmp_path: Path) -> None:
 def test_a_whole_folder_and_the_summary() -> None:
     r = lint(str(FIXTURES))
     assert r.exit_code == ExitCode.FINDING, r.output
-    assert re.search(r"lint: \d+ error\(s\), 1 warning\(s\), 1 suppressed in \d+ object", r.stdout)
+    assert re.search(r"lint: \d+ error\(s\), 2 warning\(s\), 1 suppressed in \d+ object", r.stdout)
     assert f"{FIXTURES}/FL003-fail.yaml:6: FL003 gpu-fraction-range [error] Pod/ml/too-much" in (
         r.stdout
     )
@@ -167,7 +167,9 @@ def test_github_annotations() -> None:
     r = lint(str(FIXTURES / "FL008-fail.yaml"), str(FIXTURES / "FL002-fail.yaml"), "-o", "github")
     assert r.exit_code == ExitCode.FINDING, r.output
     lines = r.stdout.splitlines()
-    assert lines[0].startswith(f"::error file={FIXTURES}/FL008-fail.yaml,line=9,title=fracctl lint")
+    assert lines[0].startswith(
+        f"::error file={FIXTURES}/FL008-fail.yaml,line=11,title=fracctl lint"
+    )
     assert lines[1].startswith("::warning file=")
     assert lines[-1].startswith("::notice title=fracctl lint::1 error(s), 1 warning(s)")
 

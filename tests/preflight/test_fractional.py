@@ -4,10 +4,15 @@ from __future__ import annotations
 
 import pytest
 
-from fracctl.config import DEFAULT_FRACTION_ANNOTATIONS
-from fracctl.core.fractional import AnnotationMatcher, PodKind, classify, unfinished_selector
+from fracctl.core.fractional import (
+    AnnotationMatcher,
+    Fractions,
+    PodKind,
+    classify,
+    unfinished_selector,
+)
 
-M = AnnotationMatcher.compile(DEFAULT_FRACTION_ANNOTATIONS)
+M = Fractions.of([], "gpu-fractioning").matcher  # no config read: the defaults
 RES = "kai-resource-reservation"
 
 
@@ -25,8 +30,10 @@ def meta(namespace: str = "ml", **annotations: str) -> dict[str, object]:
         {"nvidia.com/container.trainer.gpu-memory.request": "4096"},
         {"nvidia.com/container.trainer.gpu-memory.limit": "8192"},
         {"nvidia.com/container.main.gpu-compute.mode": "shared"},
-        {"nvidia.com/container.sidecar-2.gpu-compute.portion": "25"},
         {"nvidia.com/container.main.gpus.devices": "GPU-8f0e-..."},
+        {"nvidia.com/gpu-memory.container.trainer.limit": "6Gi"},  # the gpu-sharing agents
+        {"nvidia.com/gpu-memory.container.sidecar-2.request": "6Gi"},
+        {"nvidia.com/gpus.devices": "GPU-8f0e-..."},
         {"received-resource-type": "Fraction"},
     ],
 )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from fracctl.core.blast import BlastRadius, Effect, PodRef, blast_radius
+from fracctl.core.fractional import Fractions
 from fracctl.flows.preflight import FractionalScan, GuardCheck, PreflightReport
 
 NODES = {
@@ -57,7 +58,7 @@ def test_report_ok_and_json() -> None:
     report = PreflightReport(
         [GuardCheck("a", True, "fine"), GuardCheck("b", False, "bad", "do this")],
         BlastRadius(),
-        FractionalScan(scanned=3, pages=1),
+        FractionalScan(scanned=3, pages=1, fractions=Fractions.of([], "gpu-fractioning")),
         {"opt": "on"},
         None,
     )
@@ -66,7 +67,12 @@ def test_report_ok_and_json() -> None:
     d = report.to_dict()
     assert d["ok"] is False
     assert d["checks"][1] == {"name": "b", "ok": False, "evidence": "bad", "fix": "do this"}
+    prefixes = d["pods"].pop("prefixes")
     assert d["pods"] == {"scanned": 3, "pages": 1, "fractional": [], "reservations": []}
+    assert [p["prefix"] for p in prefixes] == [
+        "nvidia.com/container.",
+        "nvidia.com/gpu-memory.container.",
+    ]
     assert d["desired_selector"] == {"opt": "on"}
     assert d["live_selector"] is None
 

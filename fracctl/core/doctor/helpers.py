@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from fracctl.core.doctor.model import GPU_MEMORY_LABEL, DoctorSettings, Obj, Snapshot
-from fracctl.core.fractional import AnnotationMatcher, PodKind, classify
+from fracctl.core.fractional import AnnotationMatcher, Fractions, PodKind, classify
 from fracctl.core.nodes import labels_of
 from fracctl.core.podspec import is_gpu_resource, items, mapping
 from fracctl.core.policy import is_gpu_node
@@ -108,6 +108,21 @@ def container_troubles(pod: Mapping[str, Any]) -> list[str]:
                 text += f": {last_msg.splitlines()[0][:300]})" if last_msg else ")"
             out.append(text)
     return out
+
+
+def fractions_of(snap: Snapshot, s: DoctorSettings) -> Fractions:
+    """How fractional pods are recognised on this cluster.
+
+    KAI's annotations, the agents' keys under the live config's annotation prefix and
+    each default, and the additions.
+
+    Raises:
+        ValueError: a pattern has no key, or the live config's prefix is unusable.
+    """
+    t = s.target
+    return Fractions.of(
+        s.pods.fraction_annotations, t.naming, live=snap.target, kind=f"{t.kind}/{t.name}"
+    )
 
 
 def fractional(pod: Mapping[str, Any], m: AnnotationMatcher, s: DoctorSettings) -> bool:

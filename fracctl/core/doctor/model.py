@@ -47,6 +47,9 @@ SCAN_POD_FIELDS: tuple[str, ...] = (
     "spec.runtimeClassName",
     "spec.securityContext.runAsUser",
     "spec.securityContext.runAsNonRoot",
+    "spec.tolerations[].key",
+    "spec.tolerations[].operator",
+    "spec.tolerations[].effect",
     *(
         f"spec.{c}[].{f}"
         for c in ("containers", "initContainers")

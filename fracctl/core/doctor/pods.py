@@ -8,9 +8,10 @@ as non-root.
 
 from __future__ import annotations
 
-from fracctl.core.doctor.helpers import fractional, listing, ns_name
+from fracctl.core.doctor.helpers import fractional, listing, name_of, ns_name, without_target
 from fracctl.core.doctor.model import GPU_MEMORY_LABEL, DoctorSettings, Signature, Snapshot, check
-from fracctl.core.fractional import AnnotationMatcher
+from fracctl.core.fractional import AnnotationMatcher, agent_prefixes, unread_memory_keys
+from fracctl.core.nodes import labels_of, matches
 from fracctl.core.podspec import items, mapping, root_problems
 
 
@@ -99,6 +100,55 @@ def fractional_pods_non_root(
             "set securityContext.runAsNonRoot: true and a non-zero runAsUser in each workload "
             "(fracctl lint catches it before merge, rule FL007), and enforce it with Pod "
             "Security Admission",
+            tuple(pods),
+            tuple(evidence),
+        )
+    ]
+
+
+@check(
+    "unread-memory-annotations",
+    "fractional pods' GPU-memory annotations are the keys the agents read",
+    reads=("target", "nodes", "pods"),
+    skip=without_target,
+)
+def unread_memory_annotations(
+    snap: Snapshot, s: DoctorSettings, m: AnnotationMatcher
+) -> list[Signature]:
+    """Pods on fraction nodes whose memory keys use a format the live agents do not read.
+
+    The agents give a container its MPS memory limit from ``<prefix><container>.
+    gpu-memory.limit`` under the live config's prefix only (kai-gpu-fractioning
+    ``fractiond/internal/annotations``); the same limit written under another prefix or
+    generation's format is ignored, and the container runs with the whole GPU's memory.
+    """
+    assert snap.target is not None  # skipped otherwise
+    read = agent_prefixes(s.target.naming, live=snap.target)[0]
+    spec = mapping(snap.target.get("spec"))
+    sel = {str(k): str(v) for k, v in mapping(spec.get("nodeSelector")).items()}
+    fraction_nodes = {name_of(n) for n in snap.nodes if matches(sel, labels_of(n))}
+    pods: list[str] = []
+    evidence: list[str] = []
+    for pod in snap.pods:
+        node = mapping(pod.get("spec")).get("nodeName")
+        if node not in fraction_nodes or not fractional(pod, m, s):
+            continue
+        unread = unread_memory_keys(mapping(mapping(pod.get("metadata")).get("annotations")), read)
+        if unread:
+            pods.append(ns_name(pod))
+            evidence += [f"{ns_name(pod)} on {node}: {key} (read: {alt})" for key, alt in unread]
+    if not pods:
+        return []
+    return [
+        Signature(
+            f"{len(pods)} fractional pod(s) on fraction nodes run with no GPU memory limit: "
+            f"{listing(pods)}",
+            f"their GPU-memory annotations use a format the agents do not read: the live "
+            f"config's agents read {read.format.memory_key(read.value, '<container>')} "
+            f"({read.describe()})",
+            "rename the annotations in the workloads to the key the agents read (each "
+            "evidence line names it), or set the config's annotationPrefix to match; "
+            "fracctl lint catches it before merge",
             tuple(pods),
             tuple(evidence),
         )

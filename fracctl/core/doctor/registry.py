@@ -10,6 +10,7 @@ of its group and listed here once.
 from __future__ import annotations
 
 from fracctl.core.doctor.agents import agent_daemonsets, image_tags
+from fracctl.core.doctor.helpers import fractions_of
 from fracctl.core.doctor.labels import gpu_memory_label, gpu_present_label
 from fracctl.core.doctor.model import (
     Check,
@@ -19,16 +20,24 @@ from fracctl.core.doctor.model import (
     Finding,
     Snapshot,
 )
-from fracctl.core.doctor.pods import fractional_pods_non_root, pending_fractional_pods
+from fracctl.core.doctor.pods import (
+    fractional_pods_non_root,
+    pending_fractional_pods,
+    unread_memory_annotations,
+)
 from fracctl.core.doctor.scheduler import kai_config, reservation_pods, runtime_class
-from fracctl.core.doctor.taints import gpu_node_taints, gpu_nodes_for_gpu_pods
+from fracctl.core.doctor.taints import (
+    gpu_node_taints,
+    gpu_nodes_for_gpu_pods,
+    gpu_pods_tolerate_gpu_taint,
+)
 from fracctl.core.doctor.target import (
+    driver_upgrade,
     fractioning_config,
     guard_policy,
     node_readiness,
     opted_in_selected,
 )
-from fracctl.core.fractional import AnnotationMatcher
 
 CHECKS: tuple[Check, ...] = (
     reservation_pods,
@@ -41,10 +50,13 @@ CHECKS: tuple[Check, ...] = (
     fractioning_config,
     guard_policy,
     node_readiness,
+    driver_upgrade,
     opted_in_selected,
     pending_fractional_pods,
     fractional_pods_non_root,
+    unread_memory_annotations,
     gpu_node_taints,
+    gpu_pods_tolerate_gpu_taint,
     gpu_nodes_for_gpu_pods,
 )
 CHECK_IDS = tuple(c.id for c in CHECKS)
@@ -58,7 +70,7 @@ def diagnose(snap: Snapshot, s: DoctorSettings) -> DoctorReport:
     Returns:
         Each check's result, in :data:`CHECKS` order, and the findings in the same order.
     """
-    m = AnnotationMatcher.compile(s.pods.fraction_annotations)
+    m = fractions_of(snap, s).matcher
     results = []
     findings: list[Finding] = []
     for check in CHECKS:

@@ -1,6 +1,7 @@
-"""Checks that GPU nodes are kept for GPU work: the GPU taint is set, and CPU pods stay off.
+"""Checks that GPU nodes are kept for GPU work: the taint is set, and honoured both ways.
 
-Run only when the configuration requires the taint (``cluster.gpu_taint_required``).
+The GPU taint is set, CPU pods stay off, and the GPU pods waiting for a node tolerate
+it. Run only when the configuration requires the taint (``cluster.gpu_taint_required``).
 Without it any pod can land on a GPU node and take the memory and CPU the GPU
 workloads need; pods of the node agents, KAI's reservation pods, DaemonSet and
 mirror pods are expected there.
@@ -22,7 +23,7 @@ from fracctl.core.doctor.helpers import (
 )
 from fracctl.core.doctor.model import DoctorSettings, Signature, Snapshot, check
 from fracctl.core.fractional import AnnotationMatcher
-from fracctl.core.podspec import gpu_requests, items, mapping
+from fracctl.core.podspec import gpu_requests, items, mapping, tolerates
 
 
 @check(
@@ -115,5 +116,70 @@ def gpu_nodes_for_gpu_pods(
             tuple(f.split(" on ")[0] for f in found),
             tuple(found),
             snap.strays_unlisted,
+        )
+    ]
+
+
+def _tainted(node: Mapping[str, Any], key: str) -> bool:
+    return any(
+        mapping(t).get("key") == key and mapping(t).get("effect") == "NoSchedule"
+        for t in items(mapping(node.get("spec")).get("taints"))
+    )
+
+
+def unscheduled_gpu_pod(pod: Mapping[str, Any], s: DoctorSettings, m: AnnotationMatcher) -> bool:
+    """Whether a pod waits for a node and asks for a GPU (a fraction or a GPU resource)."""
+    spec = mapping(pod.get("spec"))
+    if spec.get("nodeName"):
+        return False
+    if mapping(pod.get("metadata")).get("namespace") == s.pods.reservation_namespace:
+        return False
+    return fractional(pod, m, s) or bool(gpu_requests(spec, s.cluster.gpu_resources))
+
+
+@check(
+    "gpu-pods-tolerate-gpu-taint",
+    "GPU pods waiting for a node tolerate the GPU nodes' taint",
+    reads=("nodes", "pods"),
+    skip=taint_not_required,
+)
+def gpu_pods_tolerate_gpu_taint(
+    snap: Snapshot, s: DoctorSettings, m: AnnotationMatcher
+) -> list[Signature]:
+    """Unscheduled GPU pods without the toleration, while every GPU node has the taint.
+
+    The live pod is the one admission let through: where the API server runs the
+    ExtendedResourceToleration plugin, a pod that requests the resource named like the
+    taint key carries the toleration by now (``plugin/pkg/admission/
+    extendedresourcetoleration``), so what ``fracctl lint`` can only warn about is
+    judged here. A fractional pod requests no GPU resource and never gets it that way.
+    """
+    key = s.cluster.gpu_taint
+    nodes = gpu_nodes(snap.nodes, s)
+    if not nodes or not all(_tainted(n, key) for n in nodes):
+        return []  # an untainted GPU node can take them (gpu-node-taints reports it)
+    stuck: list[str] = []
+    evidence: list[str] = []
+    for pod in snap.pods:
+        if not unscheduled_gpu_pod(pod, s, m) or tolerates(mapping(pod.get("spec")), key):
+            continue
+        stuck.append(ns_name(pod))
+        asks = gpu_requests(mapping(pod.get("spec")), s.cluster.gpu_resources)
+        what = ", ".join(sorted({r for _, r, _ in asks})) if asks else "a fraction (no resource)"
+        evidence.append(f"{ns_name(pod)} asks for {what}; tolerations name no {key}")
+    if not stuck:
+        return []
+    return [
+        Signature(
+            f"{len(stuck)} GPU pod(s) wait for a node and never get one: every GPU node has "
+            f"the {key}:NoSchedule taint and they do not tolerate it: {listing(stuck)}",
+            "no toleration in the workload, and none added at admission (a fractional pod "
+            "requests no GPU resource; for the others the API server does not run the "
+            "ExtendedResourceToleration plugin)",
+            f"add tolerations: [{{key: {key}, operator: Exists, effect: NoSchedule}}] to the "
+            "workloads' pod templates (fracctl lint rules FL008 and FL013 find them before "
+            "merge)",
+            tuple(stuck),
+            tuple(evidence),
         )
     ]

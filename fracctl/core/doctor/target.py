@@ -12,6 +12,7 @@ from fracctl.core.doctor.helpers import listing, name_of, without_target
 from fracctl.core.doctor.model import DoctorSettings, Obj, Signature, Snapshot, check
 from fracctl.core.fractional import AnnotationMatcher
 from fracctl.core.nodes import condition, describe_condition, is_ready, labels_of, matches
+from fracctl.core.operator import DRIVER_UPGRADE_CONDITION, DRIVER_UPGRADE_LABEL, driver_upgrades
 from fracctl.core.podspec import items, mapping
 
 
@@ -41,7 +42,12 @@ def fractioning_config(snap: Snapshot, s: DoctorSettings, m: AnnotationMatcher) 
                 (kind,),
             )
         ]
-    conditions = [mapping(c) for c in items(mapping(obj.get("status")).get("conditions"))]
+    conditions = [
+        mapping(c)
+        for c in items(mapping(obj.get("status")).get("conditions"))
+        # False is its healthy state; the driver-upgrade check reads it.
+        if mapping(c).get("type") != DRIVER_UPGRADE_CONDITION
+    ]
     ready = next((c for c in conditions if c.get("type") == "Ready"), None)
     if ready is not None and ready.get("status") == "True":
         return []
@@ -170,5 +176,37 @@ def guard_policy(snap: Snapshot, s: DoctorSettings, m: AnnotationMatcher) -> lis
             "fracctl policy apply   (see runbooks/guard-policy.md)",
             (kind,),
             tuple(snap.guard_problems),
+        )
+    ]
+
+
+@check(
+    "driver-upgrade",
+    "no driver upgrade moves the agents",
+    reads=("target", "nodes"),
+    skip=without_target,
+)
+def driver_upgrade(snap: Snapshot, s: DoctorSettings, m: AnnotationMatcher) -> list[Signature]:
+    """The config reports DriverUpgradeInProgress, or a node it selects is mid-upgrade."""
+    assert snap.target is not None  # skipped otherwise
+    sel = _selector(snap.target)
+    labels = {name_of(n): labels_of(n) for n in snap.nodes}
+    selected = {n for n, lab in labels.items() if matches(sel, lab)}
+    found = driver_upgrades(snap.target, labels, selected)
+    if not found:
+        return []
+    nodes = sorted(n for n in selected if f"node {n}:" in " ".join(found))
+    kind = f"{s.target.kind}/{s.target.name}"
+    return [
+        Signature(
+            f"a driver upgrade moves the fraction agents: {'; '.join(found[:3])}"
+            + (f" and {len(found) - 3} more" if len(found) > 3 else ""),
+            "the GPU Operator is upgrading the driver; the gpu-fractioning operator stops and "
+            "restarts the agents on those nodes itself, and fractional pods there lose MPS",
+            f"wait for it: kubectl get nodes -L {DRIVER_UPGRADE_LABEL} (upgrade-done) and "
+            f"kubectl get {s.target.plural}.{s.target.group} {s.target.name} -o "
+            f"jsonpath='{{.status.conditions}}'; fracctl recreate refuses meanwhile",
+            tuple(nodes) or (kind,),
+            tuple(found),
         )
     ]

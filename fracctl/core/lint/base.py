@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
-from fracctl.core.fractional import AnnotationMatcher
+from fracctl.core.fractional import AnnotationMatcher, Prefix
 from fracctl.core.podspec import ContainerRef, PodTemplate, gpu_requests, mapping, path_string
 from fracctl.core.policy import LabelPolicy
 from fracctl.core.resources import split_api_version
@@ -49,6 +49,7 @@ class Manifest:
     template: PodTemplate | None  # its pod template, when it has one
     settings: LintSettings
     matcher: AnnotationMatcher
+    agents: Prefix | None = None  # the annotation prefix the agents read, and its format
 
     @property
     def is_config(self) -> bool:

@@ -1,8 +1,12 @@
 """Running the registered rules over parsed manifests, with ``lint.disable`` and suppressions.
 
-Rules the configuration disables are not run. A finding from a manifest-at-a-time
-rule is silenced when the manifest's ``fracctl.io/ignore`` names its rule with a
-reason; findings come back in input order, then by rule id.
+Rules the configuration disables are not run. An object with several pod templates
+(a PyTorchJob's replica types, a RayCluster's head and worker groups, a JobSet's
+replicated jobs) is judged once per template, each finding pointing into its own
+template; a finding on the object itself, the same from each template, is kept
+once. A finding from a manifest-at-a-time rule is silenced when the manifest's
+``fracctl.io/ignore`` names its rule with a reason; findings come back in input
+order, then by rule id.
 """
 
 from __future__ import annotations
@@ -10,11 +14,46 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from fracctl.core.fractional import AnnotationMatcher
+from fracctl.core.fractional import Fractions, PrefixError
 from fracctl.core.lint.base import Finding, LintRule, LintSettings, Manifest
 from fracctl.core.lint.registry import rule_named, rules
 from fracctl.core.lint.suppression import suppressions
-from fracctl.core.podspec import pod_template
+from fracctl.core.podspec import PodTemplate, pod_templates
+
+
+def target_in(objects: Sequence[Any], settings: LintSettings) -> Mapping[str, Any] | None:
+    """The fractioning config among the manifests, if they hold it."""
+    t = settings.target
+    for obj in objects:
+        if (
+            isinstance(obj, Mapping)
+            and obj.get("kind") == t.kind
+            and str(obj.get("apiVersion", "")).split("/")[0] == t.group
+        ):
+            return obj
+    return None
+
+
+def fractions_in(objects: Sequence[Any], settings: LintSettings) -> Fractions:
+    """How fractional pods are recognised in these manifests.
+
+    KAI's annotations, the agents' keys under the prefix of the fractioning config among
+    the manifests and under each default, and the additions. A config whose prefix no
+    key can start with counts with the agents' default.
+    """
+    t = settings.target
+    target = target_in(objects, settings)
+    try:
+        return Fractions.of(settings.pods.fraction_annotations, t.naming, desired=target,
+                            kind=f"{t.kind}/{t.name}")  # fmt: skip
+    except PrefixError:
+        return Fractions.of(settings.pods.fraction_annotations, t.naming,
+                            kind=f"{t.kind}/{t.name}")  # fmt: skip
+
+
+def _templates_or_none(obj: Mapping[str, Any]) -> Sequence[PodTemplate | None]:
+    """Each pod template of an object; ``[None]`` for an object without one."""
+    return pod_templates(obj) or [None]
 
 
 def _check_one(m: Manifest, active: Sequence[LintRule]) -> list[Finding]:
@@ -42,16 +81,18 @@ def check(objects: Sequence[Any], settings: LintSettings) -> list[Finding]:
         The findings, in input order, then by rule.
     """
     disabled = {r.id for r in (rule_named(d) for d in settings.lint.disable) if r is not None}
-    matcher = AnnotationMatcher.compile(settings.pods.fraction_annotations)
+    fr = fractions_in(objects, settings)
     active = [r for r in rules() if r.id not in disabled]
     manifests = [
-        Manifest(index, obj, pod_template(obj), settings, matcher)
+        Manifest(index, obj, template, settings, fr.matcher, fr.prefixes[0])
         for index, obj in enumerate(objects)
         if isinstance(obj, Mapping)
+        for template in _templates_or_none(obj)
     ]
     out: list[Finding] = []
     for m in manifests:
         out.extend(_check_one(m, active))
+    out = list(dict.fromkeys(out))  # an object's own finding, once whatever its templates
     for r in active:
         if r.across is not None:
             out.extend(

@@ -1,7 +1,9 @@
 """Rules on how a workload's pods ask for GPUs: placement, vendor, root, and the GPU taint.
 
-Each reads the pod template of a Pod or a workload (Deployment, Job, CronJob, an
-operator's own kind with ``spec.template``); a manifest without one is not judged.
+Each reads the pod templates of a Pod or a workload (Deployment, Job, CronJob, an
+operator's own kind with ``spec.template``, and the ML workload kinds: Kubeflow's
+replica specs, Ray's head and worker groups, JobSet's replicated jobs; see
+:func:`fracctl.core.podspec.pod_templates`); a manifest without one is not judged.
 """
 
 from __future__ import annotations
@@ -18,7 +20,15 @@ from fracctl.core.lint.base import (
     Manifest,
 )
 from fracctl.core.lint.registry import rule
-from fracctl.core.podspec import dig, items, mapping, path_string, root_problems, tolerates
+from fracctl.core.podspec import (
+    dig,
+    gpu_requests,
+    items,
+    mapping,
+    path_string,
+    root_problems,
+    tolerates,
+)
 
 
 def _gpu_affinity_keys(spec: Mapping[str, Any], s: LintSettings) -> list[str]:
@@ -112,26 +122,117 @@ def fractional_root(m: Manifest) -> Iterator[Hit]:
         )
 
 
+# The admission plugin that gives a pod the toleration for each extended resource it
+# requests (kubernetes/kubernetes plugin/pkg/admission/extendedresourcetoleration).
+_PLUGIN = "ExtendedResourceToleration"
+
+
+def _untolerated(m: Manifest) -> bool:
+    """Whether a GPU or fractional pod lacks the toleration of a GPU taint the policy requires."""
+    t = m.template
+    s = m.settings
+    return (
+        t is not None
+        and s.cluster.gpu_taint_required
+        and bool(m.gpu or m.fractional)
+        and not tolerates(t.spec, s.cluster.gpu_taint)
+    )
+
+
+def _named_like_taint(m: Manifest) -> list[str]:
+    """The containers that request the resource named like the GPU taint's key."""
+    t = m.template
+    if t is None:
+        return []
+    return [
+        str(c.name or c.index) for c, _, _ in gpu_requests(t.spec, (m.settings.cluster.gpu_taint,))
+    ]
+
+
+def _fix(taint: str) -> str:
+    return f"Add tolerations: [{{key: {taint}, operator: Exists, effect: NoSchedule}}]"
+
+
 @rule(
     "FL008",
     "gpu-toleration-missing",
     ERROR,
-    "a GPU workload without a toleration for the GPU taint the policy requires",
+    "a GPU workload that nothing gives the toleration for the GPU taint the policy requires",
 )
 def gpu_toleration_missing(m: Manifest) -> Iterator[Hit]:
-    """A GPU or fractional pod that does not tolerate the GPU taint the policy requires."""
-    t = m.template
-    s = m.settings
-    if t is None:
+    """A GPU or fractional pod that cannot tolerate the GPU taint the policy requires.
+
+    A pod that requests the extended resource named like the taint's key gets the
+    toleration from the ExtendedResourceToleration admission plugin, when the API
+    server runs it (``Admit`` in kubernetes/kubernetes
+    ``plugin/pkg/admission/extendedresourcetoleration/admission.go``, over the
+    requests of ``containers`` and ``initContainers``; a limit alone counts, as
+    ``SetDefaults_Pod`` in ``pkg/apis/core/v1/defaults.go`` copies limits into missing
+    requests). Such a pod is FL013's, unless ``lint.extended_resource_toleration`` is
+    false. A fractional pod requests no GPU resource (KAI's reservation pod holds the
+    GPU and copies the pod's own tolerations: ``createResourceReservationPod`` in
+    kai-scheduler/KAI-Scheduler ``pkg/binder/binding/resourcereservation/
+    resource_reservation.go``), so nothing adds the toleration for it.
+    """
+    if not _untolerated(m) or m.template is None:
         return
-    if (
-        s.cluster.gpu_taint_required
-        and (m.gpu or m.fractional)
-        and not tolerates(t.spec, s.cluster.gpu_taint)
-    ):
-        yield (
-            f"a GPU workload without a toleration for the {s.cluster.gpu_taint}:NoSchedule taint "
-            "that GPU nodes carry; it will never schedule there. Add tolerations: "
-            f"[{{key: {s.cluster.gpu_taint}, operator: Exists, effect: NoSchedule}}]",
-            path_string(t.at("spec")),
+    s = m.settings
+    taint = s.cluster.gpu_taint
+    plugin = s.lint.extended_resource_toleration
+    named = _named_like_taint(m)
+    if named and plugin is not False:
+        return  # FL013, or tolerated by the plugin
+    if named:
+        why = (
+            f"container(s) {', '.join(named)} request {taint}, but the API server does not run "
+            f"the {_PLUGIN} admission plugin (lint.extended_resource_toleration: false), so "
+            "no toleration is added"
         )
+    elif m.gpu:
+        resources = sorted({res for _, res, _ in m.gpu})
+        why = (
+            f"it requests {', '.join(resources)}, not {taint}: the {_PLUGIN} admission "
+            "plugin adds a toleration only for the name of the resource requested"
+        )
+    else:
+        why = (
+            f"a fractional pod requests no {taint} resource, so the {_PLUGIN} admission "
+            "plugin adds no toleration for it"
+        )
+    yield (
+        f"a GPU workload without a toleration for the {taint}:NoSchedule taint: {why}. "
+        "GPU nodes carry that taint (assumed from cluster.gpu_taint_required: true), so it "
+        f"will never schedule there. {_fix(taint)}",
+        path_string(m.template.at("spec")),
+    )
+
+
+@rule(
+    "FL013",
+    "gpu-toleration-by-admission",
+    WARNING,
+    "a GPU workload whose toleration for the GPU taint depends on an admission plugin",
+)
+def gpu_toleration_by_admission(m: Manifest) -> Iterator[Hit]:
+    """A pod that requests the resource named like the GPU taint, without its toleration.
+
+    Where the API server runs the ExtendedResourceToleration admission plugin the pod
+    gets the toleration when it is created (see FL008); lint cannot know whether it
+    does, so this is a warning until ``lint.extended_resource_toleration`` says (true:
+    quiet; false: FL008's error).
+    """
+    if not _untolerated(m) or m.template is None:
+        return
+    s = m.settings
+    named = _named_like_taint(m)
+    if not named or s.lint.extended_resource_toleration is not None:
+        return
+    taint = s.cluster.gpu_taint
+    yield (
+        f"no toleration for the {taint}:NoSchedule taint (GPU nodes carry it: assumed from "
+        f"cluster.gpu_taint_required: true); container(s) {', '.join(named)} request {taint}, "
+        f"so the pod schedules there only if the API server runs the {_PLUGIN} admission "
+        "plugin, which adds the toleration (set lint.extended_resource_toleration when you "
+        f"know). {_fix(taint)} to depend on no plugin",
+        path_string(m.template.at("spec")),
+    )
