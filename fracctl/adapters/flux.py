@@ -23,6 +23,14 @@ REQUESTED_AT = "reconcile.fluxcd.io/requestedAt"
 
 Obj = dict[str, Any]
 
+#: Ready=False reasons after which kustomize-controller tries again by itself (fluxcd/pkg
+#: apis/meta: ProgressingReason, ProgressingWithRetryReason, DependencyNotReadyReason,
+#: ArtifactFailedReason; kustomize-controller requeues on each): not a final verdict
+#: unless the Kustomization is also Stalled.
+TRANSIENT = frozenset(
+    {"Progressing", "ProgressingWithRetry", "DependencyNotReady", "ArtifactFailed"}
+)
+
 
 class FluxReconcileFailed(ExternalError):
     """The Kustomization handled the request and reported ``Ready=False``."""
@@ -78,12 +86,18 @@ class Flux:
                 "flux.namespace and flux.kustomization",
             ) from e
 
-    def request_reconcile(self, now_iso: str) -> str:
+    def request_reconcile(self, now_iso: str | None = None) -> str:
         """Annotate the Kustomization so the controller reconciles it now.
 
+        The token must differ from every earlier request's: the controller acts on a
+        changed annotation, and records the value it handled in
+        ``status.lastHandledReconcileAt``; a token repeated within the same second would
+        be "handled" already, with the earlier request's verdict.
+
         Args:
-            now_iso: the request's token, conventionally the current time in RFC 3339;
-                it must differ from any earlier request.
+            now_iso: the request's token; by default the current time in RFC 3339 to the
+                microsecond (as ``flux reconcile`` writes it, to the nanosecond). A token
+                equal to the Kustomization's last request is made unique.
 
         Returns:
             ``now_iso``, to pass to :meth:`wait_ready`.
@@ -98,6 +112,10 @@ class Flux:
                 "it would not reconcile",
                 hint=f"resume it first: flux resume kustomization {self.name} -n {self.namespace}",
             )
+        last = ((obj.get("metadata") or {}).get("annotations") or {}).get(REQUESTED_AT)
+        now_iso = now_iso or request_token()
+        while now_iso == last:
+            now_iso = request_token()
         self.kube.patch(
             self.ref,
             self.name,
@@ -127,8 +145,9 @@ class Flux:
             The Kustomization's ``status``.
 
         Raises:
-            FluxReconcileFailed: ``Ready=False`` after handling the request, or a
-                different revision was applied.
+            FluxReconcileFailed: ``Ready=False`` after handling the request for a reason
+                Flux does not retry by itself (:data:`TRANSIENT`), or a different revision
+                was applied.
             TimedOut: not handled, or not settled, within ``timeout``.
         """
         clock = clock or SystemClock()
@@ -145,7 +164,9 @@ class Flux:
             # stays -1 while every try failed); each condition carries its own.
             observed = (ready or {}).get("observedGeneration", status.get("observedGeneration"))
             current = generation is None or observed is None or observed >= generation
-            if handled and current and ready is not None:
+            stalled = (condition({"status": status}, "Stalled") or {}).get("status") == "True"
+            transient = ready is not None and ready.get("reason") in TRANSIENT and not stalled
+            if handled and current and ready is not None and not transient:
                 if ready.get("status") == "False":
                     raise FluxReconcileFailed(
                         f"{who} is not Ready: {ready.get('reason') or 'no reason'}: "
@@ -183,6 +204,13 @@ class Flux:
                     f"see `flux get kustomizations -n {self.namespace}`",
                 )
             clock.sleep(min(backoff.next(), left))
+
+
+def request_token() -> str:
+    """A reconcile request's token: now, RFC 3339 UTC to the microsecond."""
+    from datetime import datetime, timezone
+
+    return datetime.now(timezone.utc).isoformat(timespec="microseconds").replace("+00:00", "Z")
 
 
 def revision_matches(applied: str, want: str) -> bool:

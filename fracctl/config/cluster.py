@@ -184,9 +184,22 @@ class FluxConfig:
 
     kustomization: str = "gpu-fractioning"
     namespace: str = "flux-system"
+    # Where Flux's controllers run, and the leader-election Leases that must be fresh for
+    # a reconcile to be handled now (each controller's --enable-leader-election; a
+    # --watch-label-selector adds a hash to the name).
+    controller_namespace: str = "flux-system"
+    leases: list[str] = field(
+        default_factory=lambda: [
+            "kustomize-controller-leader-election",
+            "source-controller-leader-election",
+        ]
+    )
+    # Who kustomize-controller applies as when the Kustomization names no
+    # serviceAccountName: its own service account (or its --default-service-account).
+    service_account: str = "kustomize-controller"
 
     def __post_init__(self) -> None:
-        _names_given(self, "kustomization", "namespace")
+        _names_given(self, "kustomization", "namespace", "controller_namespace")
 
 
 @dataclass(frozen=True)

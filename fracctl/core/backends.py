@@ -41,7 +41,7 @@ REGISTRY: tuple[BackendEntry, ...] = (
         "flux",
         "Flux reconciles the Kustomization",
         "fracctl.flows.backends.flux:FluxBackend",
-        rbac="fracctl.core.rbac:flux_rules",
+        rbac="fracctl.core.rbac_flux:flux_rules",
     ),
     BackendEntry(
         "apply",

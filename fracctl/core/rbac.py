@@ -329,6 +329,15 @@ def _recreate(p: Params) -> tuple[list[RbacRule], dict[str, list[RbacRule]]]:
             (p.cluster.operator_deployment,),
         )
     )
+    operator.append(
+        RbacRule(
+            ("apps",),
+            ("daemonsets",),
+            ("get",),
+            "prove the agents tolerate the taints of the nodes git's selector selects",
+            tuple(p.cluster.agent_daemonsets),
+        )
+    )
     if p.cluster.operator_lease:
         operator.append(
             RbacRule(
@@ -339,13 +348,18 @@ def _recreate(p: Params) -> tuple[list[RbacRule], dict[str, list[RbacRule]]]:
                 (p.cluster.operator_lease,),
             )
         )
-    for ns, rules in backend_rules(p).items():
+    extra = backend_rules(p)
+    cluster = _recreate_cluster(p) + extra.pop("", [])  # "": the backend's cluster-wide rules
+    for ns, rules in extra.items():
         namespaced.setdefault(ns, []).extend(rules)
-    return _recreate_cluster(p), namespaced
+    return cluster, namespaced
 
 
 def backend_rules(p: Params) -> dict[str, list[RbacRule]]:
-    """The rules the chosen backend declares in its registry entry (``rbac``), by namespace."""
+    """The rules the chosen backend declares in its registry entry (``rbac``), by namespace.
+
+    The key ``""`` holds its cluster-wide rules.
+    """
     from fracctl.core.backends import entry, load
 
     found = entry(p.backend)
@@ -353,28 +367,6 @@ def backend_rules(p: Params) -> dict[str, list[RbacRule]]:
         return {}
     rules: dict[str, list[RbacRule]] = load(found.rbac)(p)
     return rules
-
-
-def flux_rules(p: Params) -> dict[str, list[RbacRule]]:
-    """The ``flux`` backend: read and annotate its Kustomization, read what it depends on."""
-    return {
-        p.flux.namespace: [
-            RbacRule(
-                (FLUX_GROUP,),
-                ("kustomizations",),
-                ("get", "patch"),
-                "read the Flux Kustomization and request a reconcile",
-                (p.flux.kustomization,),
-            ),
-            RbacRule(
-                (FLUX_GROUP, FLUX_SOURCE_GROUP),
-                ("kustomizations", "gitrepositories"),
-                ("get",),
-                "prove the Kustomization's dependencies and its source are Ready (add "
-                "ocirepositories or buckets for a source of that kind)",
-            ),
-        ]
-    }
 
 
 Rules = tuple[list[RbacRule], dict[str, list[RbacRule]]]  # cluster-wide, by namespace

@@ -52,6 +52,7 @@ NAMESPACES = ResourceRef("", "v1", "namespaces", "Namespace", namespaced=False)
 EVENTS = ResourceRef("", "v1", "events", "Event", namespaced=True)
 LEASES = ResourceRef("coordination.k8s.io", "v1", "leases", "Lease", namespaced=True)
 DEPLOYMENTS = ResourceRef("apps", "v1", "deployments", "Deployment", namespaced=True)
+DAEMONSETS = ResourceRef("apps", "v1", "daemonsets", "DaemonSet", namespaced=True)
 CRDS = ResourceRef(
     "apiextensions.k8s.io", "v1", "customresourcedefinitions", "CustomResourceDefinition", False
 )

@@ -155,3 +155,13 @@ class FluxSettings(Protocol):
     def kustomization(self) -> str:
         """The Kustomization's name."""
         ...
+
+    @property
+    def controller_namespace(self) -> str:
+        """Where Flux's controllers run."""
+        ...
+
+    @property
+    def leases(self) -> Sequence[str]:
+        """Their leader-election Leases."""
+        ...

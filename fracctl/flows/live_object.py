@@ -58,13 +58,24 @@ def wait_gone(ctx: Context, uid: str, *, timeout: float | None = None) -> None:
     if finished:
         return
     last = seen[-1] if seen else None
-    finalizers = ", ".join((last or {}).get("metadata", {}).get("finalizers") or []) or "none"
+    left = list((last or {}).get("metadata", {}).get("finalizers") or [])
+    others = [f for f in left if f != t.finalizer]
+    if others:
+        why = (
+            f"{', '.join(others)} {'is' if len(others) == 1 else 'are'} not the operator's: "
+            "whatever set them must release them"
+        )
+        hint = "find the controller that owns them; rerun fracctl recreate once they are gone "
+    else:
+        why = (
+            f"the gpu-fractioning operator releases {t.finalizer} after clearing node "
+            "conditions: is it running?"
+        )
+        hint = "check `kubectl -n gpu-fractioning get deploy,pods`; rerun fracctl recreate "
     raise TimedOut(
         f"{t.kind}/{t.name} is still terminating after {timeout:.0f}s; finalizers left: "
-        f"{finalizers}. The gpu-fractioning operator releases "
-        f"{t.finalizer} after clearing node conditions: is it running?",
-        hint="check `kubectl -n gpu-fractioning get deploy,pods`; rerun fracctl recreate "
-        "once the operator runs (it resumes by waiting)",
+        f"{', '.join(left) or 'none'}; {why}",
+        hint=hint + "(it resumes by waiting; --restore-from works only once the object is gone)",
     )
 
 

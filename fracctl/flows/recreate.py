@@ -199,7 +199,13 @@ def _backup(run: Run) -> None:
 
 def _delete(run: Run) -> None:
     if run.live is not None:
+        from fracctl.flows.rehearse import guard_again
+
         t = run.ctx.config.target
+        run.ctx.info(guard_again(run.ctx, run.live, run.desired))
+        # A backend may have one thing to do first (Argo CD: stop its failing auto-sync).
+        for line in getattr(run.backend, "before_delete", lambda _ctx: [])(run.ctx):
+            run.ctx.info(line)
         _arm(run, run.live)
         delete(run.ctx, run.live)
         run.ctx.info(f"deleted {t.kind}/{t.name} (uid {run.live['metadata']['uid']})")

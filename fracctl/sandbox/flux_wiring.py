@@ -48,7 +48,12 @@ def start_flux(ctx: Context, box: Sandbox, gitops_path: str) -> flux_local.Local
     finally:
         kube.close()
     text = box.config_file.read_text().replace("  backend: apply\n", "  backend: flux\n")
-    text += f"flux:\n  namespace: {flux_local.NAMESPACE}\n  kustomization: {SANDBOX_APP}\n"
+    # The local controllers run without leader election (it needs an in-cluster
+    # namespace): each proves itself by handling a reconcile request instead.
+    text += (
+        f"flux:\n  namespace: {flux_local.NAMESPACE}\n  kustomization: {SANDBOX_APP}\n"
+        "  leases: []\n"
+    )
     box.config_file.write_text(text)
     return local
 

@@ -99,6 +99,45 @@ def node_object(
     }
 
 
+#: What a kubelet reports of a healthy node: the sandbox has no kubelet, so it is written
+#: once, as a node that registered and is Ready (the nodes' other conditions merge beside
+#: it by type).
+KUBELET_READY = {
+    "type": "Ready",
+    "status": "True",
+    "reason": "KubeletReady",
+    "message": "kubelet is posting ready status (written by the sandbox: no kubelet runs)",
+    "lastHeartbeatTime": "2026-01-01T00:00:00Z",
+    "lastTransitionTime": "2026-01-01T00:00:00Z",
+}
+
+
+#: The taint the API server's TaintNodesByCondition admission puts on every new node,
+#: and the node lifecycle controller takes off once its kubelet reports Ready.
+NOT_READY_TAINT = "node.kubernetes.io/not-ready"
+
+
+def report_ready(kube: Kube, name: str) -> dict[str, Any]:
+    """A node's kubelet reports Ready, and the not-ready taint goes, as on a real cluster.
+
+    The kubelet's Ready condition (a strategic merge, by type), then what the node
+    lifecycle controller does on seeing it: the ``node.kubernetes.io/not-ready`` taint
+    that admission added at registration is removed.
+    """
+    node = kube.patch(
+        NODES,
+        name,
+        {"status": {"conditions": [KUBELET_READY]}},
+        content_type="application/strategic-merge-patch+json",
+        subresource="status",
+    )
+    taints = (node.get("spec") or {}).get("taints") or []
+    kept = [t for t in taints if t.get("key") != NOT_READY_TAINT]
+    if kept != taints:
+        node = kube.patch(NODES, name, {"spec": {"taints": kept}})
+    return node
+
+
 def seed(kube: Kube, scenario: dict[str, Any]) -> None:
     """Create the scenario's namespaces, nodes and objects (existing ones are kept)."""
     for ns in scenario.get("namespaces") or []:
@@ -114,6 +153,7 @@ def seed(kube: Kube, scenario: dict[str, Any]) -> None:
             body["metadata"]["annotations"] = dict(node["annotations"])
         try:
             kube.create(NODES, body)
+            report_ready(kube, node["name"])
         except Conflict:
             pass
     for obj in scenario.get("objects") or []:

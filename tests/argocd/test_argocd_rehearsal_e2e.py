@@ -188,14 +188,15 @@ def test_an_application_being_deleted_refuses(incident: Incident, real_argocd: R
 
 
 def test_recreate_with_self_heal_converges(incident: Incident, real_argocd: RealArgoCD) -> None:
-    """Positive control: automated sync with selfHeal.
+    """Positive control: automated sync with selfHeal, its own sync retrying.
 
-    Argo CD's own automated sync of the new selector fails on the immutable field and
-    retries (v3 retries automated syncs): while it runs, fracctl's sync would be refused,
-    so the rehearsal refuses and says how to stop it. Stopped as it says, the recreate
-    converges, racing Argo CD's self-heal for the missing object.
+    Argo CD's automated sync of the new selector fails on the immutable field and
+    retries (v3 retries automated syncs), so an operation runs almost all the time. The
+    rehearsal recognises it as that sync, failing on exactly this object's selector; the
+    plan says fracctl stops it; the run stops it right before the delete, dry-runs its
+    own sync and converges, racing Argo CD's self-heal for the missing object, with no
+    step by hand.
     """
-    uid = uid_of(incident)
     app = "rehearse-self-heal"
     config = configure(incident, real_argocd, app, real_argocd.token())
     automated: dict[str, Any] = {"selfHeal": True}
@@ -205,24 +206,73 @@ def test_recreate_with_self_heal_converges(incident: Incident, real_argocd: Real
             while not c.get_application(app).get("operation"):
                 assert time.monotonic() < deadline, "Argo CD never started its automated sync"
                 time.sleep(0.2)
-            busy = run_cli("-c", config, "recreate", "--yes", "--backend", "argocd")
-            print(busy.stderr)
-            assert busy.exit_code == ExitCode.FINDING, busy.output
-            assert "runs an operation now" in busy.stderr
-            assert f"argocd app terminate-op {app}" in busy.stderr
+            uid = uid_of(incident)
+            dry = run_cli(
+                "-c", config, "recreate", "--dry-run", "--backend", "argocd", "-o", "json"
+            )
+            print(dry.stderr)
+            assert dry.exit_code == ExitCode.OK, dry.output
+            said = "\n".join(dry.json["proofs"])
+            assert "Argo CD's automated sync" in said and "fracctl terminates that" in said, said
             unchanged(incident, uid)
-            assert c.terminate_operation(app)
-            real_argocd.wait_idle(app)
             r = run_cli("-c", config, "recreate", "--yes", "--backend", "argocd", "-o", "json")
             print(r.stderr)
             state = (c.get_application(app).get("status") or {}).get("operationState") or {}
     assert r.exit_code == ExitCode.OK, r.output
     assert r.json["outcome"] == "recreated"
-    assert any("dry run of this sync succeeded" in p for p in r.json["proofs"]), r.json
+    assert "terminated Argo CD's automated sync" in r.stderr, r.stderr
+    assert "dry run of this sync succeeded" in r.stderr, r.stderr
     live = incident.cluster.live_target()
     assert live is not None and live["spec"]["nodeSelector"] == NEW
+    assert live["metadata"]["uid"] != uid
     # The last operation is a real sync (fracctl's or self-heal's), not the dry run.
     assert not ((state.get("operation") or {}).get("sync") or {}).get("dryRun"), state
+
+
+def test_a_dry_run_that_does_not_finish_is_terminated(
+    incident: Incident, real_argocd: RealArgoCD
+) -> None:
+    """fracctl gives up on its dry-run sync (timeouts.sync): it stops what it started."""
+    uid = uid_of(incident)
+    app = "rehearse-dry-run-timeout"
+    config = configure(incident, real_argocd, app, real_argocd.token())
+    text = Path(config).read_text().replace("sync: 20s", "sync: 1ms")
+    Path(config).write_text(text)
+    with real_argocd.app(app, repo=incident.root / "gitops"), incident.operator():
+        r = run_cli("-c", config, "recreate", "--yes", "--backend", "argocd")
+        print(r.stderr)
+        assert r.exit_code == ExitCode.FINDING, r.output
+        assert "fracctl terminated the dry run it started" in r.stderr or (
+            "it had ended when fracctl went to terminate it" in r.stderr
+        ), r.stderr
+        assert "nothing was deleted or changed" in r.stderr
+        real_argocd.wait_idle(app)  # no operation left behind to refuse the next sync
+        with real_argocd.client() as c:
+            assert not c.get_application(app).get("operation")
+    unchanged(incident, uid)
+
+
+def test_a_deny_window_that_opens_before_the_run_ends_refuses(
+    incident: Incident, real_argocd: RealArgoCD
+) -> None:
+    """Not active now (a manual sync may run), but it opens within delete + sync."""
+    from datetime import datetime, timedelta, timezone
+
+    uid = uid_of(incident)
+    app = "rehearse-window-soon"
+    config = configure(incident, real_argocd, app, real_argocd.token())
+    Path(config).write_text(Path(config).read_text().replace("sync: 20s", "sync: 10m"))
+    soon = datetime.now(timezone.utc) + timedelta(minutes=3)
+    window = {"kind": "deny", "schedule": f"{soon.minute} {soon.hour} * * *",
+              "duration": "1h", "applications": ["*"], "manualSync": False}  # fmt: skip
+    with real_argocd.app(app, repo=incident.root / "gitops"), incident.operator():
+        with real_argocd.project_spec(syncWindows=[window]):
+            with real_argocd.client() as c:
+                windows = c.sync_windows(app)
+            assert windows["canSync"] is True, windows  # not active yet
+            said = refuses(config, needle="a deny sync window of Argo CD application")
+    assert f"{soon.minute} {soon.hour} * * * for 1h, manualSync false) opens at" in said
+    unchanged(incident, uid)
 
 
 def test_the_rehearsal_leaves_no_history_and_changes_no_resource(

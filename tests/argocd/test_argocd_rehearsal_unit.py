@@ -68,8 +68,44 @@ def test_a_closed_window_names_what_is_active() -> None:
 )
 def test_a_busy_or_deleting_application_is_refused(doc: dict[str, Any], needle: str) -> None:
     with pytest.raises(Refused) as e:
-        b._idle(doc, "app")
+        b._idle(doc, "app", cfg.Config().target)
     assert needle in e.value.message
+
+
+IMMUTABLE = (
+    'GpuFractioningConfig.gpu-fractioning.kai.scheduler "default" is invalid: '
+    'spec.nodeSelector: Invalid value: "object": nodeSelector is immutable'
+)
+
+
+def _automated(phase: str, resources: list[dict[str, str]], message: str = "") -> dict[str, Any]:
+    return {
+        "operation": {"initiatedBy": {"automated": True}, "sync": {}},
+        "status": {"operationState": {
+            "phase": phase, "message": message,
+            "operation": {"initiatedBy": {"automated": True}},
+            "syncResult": {"resources": resources},
+        }},
+    }  # fmt: skip
+
+
+def test_only_an_automated_sync_failing_on_the_targets_selector_may_be_stopped() -> None:
+    t = cfg.Config().target
+    target = {"group": t.group, "kind": t.kind, "name": "default", "status": "SyncFailed",
+              "message": IMMUTABLE}  # fmt: skip
+    said = b._idle(_automated("Running", [target], "Retrying attempt #2"), "app", t)
+    assert said is not None and "failing on GpuFractioningConfig/default" in said
+    # Only the message says so yet: still that failure.
+    assert b._idle(_automated("Running", [], f"one or more objects failed: {IMMUTABLE}"), "app", t)
+    other = {**target, "kind": "ConfigMap", "name": "x", "message": "forbidden"}
+    for doc in (
+        _automated("Running", [target, other]),  # something else fails too
+        _automated("Running", [{**target, "message": "conflict"}]),  # not the selector
+        _automated("Running", []),  # nothing known yet
+        {**_automated("Running", [target]), "operation": {"initiatedBy": {"username": "me"}}},
+    ):
+        with pytest.raises(Refused, match="runs an operation now"):
+            b._idle(doc, "app", t)
 
 
 @pytest.mark.parametrize(
@@ -87,3 +123,20 @@ def test_a_sync_is_pinned_only_where_argocd_accepts_a_pinned_revision(
     doc = {"spec": spec, "status": {"sync": {"revision": SHA}}}
     assert b._pinnable(doc) == pinned
     assert b._pinnable({"spec": spec, "status": {"sync": {"revision": "HEAD"}}}) is None
+
+
+def test_a_deny_window_that_opens_before_the_run_ends_refuses() -> None:
+    from datetime import datetime, timezone
+
+    from fracctl.errors import Refused
+
+    now = datetime(2026, 12, 2, 14, 30, 20, tzinfo=timezone.utc).timestamp()
+    deny = {"kind": "deny", "schedule": "35 14 * * *", "duration": "1h", "manualSync": False}
+    with pytest.raises(Refused, match=r"opens at 2026-12-02T14:35:00\+00:00"):
+        b._no_window_opens({"assignedWindows": [deny]}, "app", 600, now)
+    # Not within the run, letting manual syncs through, or an allow window: no refusal.
+    assert "no deny sync window" in b._no_window_opens({"assignedWindows": [deny]}, "app", 60, now)
+    for w in ({**deny, "manualSync": True}, {**deny, "kind": "allow"}):
+        assert "no deny" in b._no_window_opens({"assignedWindows": [w]}, "app", 600, now)
+    with pytest.raises(Refused, match="cannot read"):
+        b._no_window_opens({"assignedWindows": [{**deny, "schedule": "nope"}]}, "app", 600, now)

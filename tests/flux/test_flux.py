@@ -123,3 +123,51 @@ def test_no_flux_api_is_not_found_with_advice(
     flux = Flux(cluster.kube, "flux-system", "gpu-fractioning")
     with pytest.raises(NotFound, match="is Flux installed"):
         flux.get()
+
+
+@pytest.mark.parametrize(
+    ("reason", "stalled", "final"),
+    [
+        ("DependencyNotReady", False, False),
+        ("ArtifactFailed", False, False),
+        ("ProgressingWithRetry", False, False),
+        ("ArtifactFailed", True, True),  # access denied: Flux marks it Stalled
+        ("ReconciliationFailed", False, True),
+    ],
+)
+def test_a_transient_reason_is_not_final(
+    cluster: Cluster, reason: str, stalled: bool, final: bool
+) -> None:
+    from fracctl.adapters.flux import FluxReconcileFailed
+
+    with FluxStandIn(
+        kubeconfig=cluster.kubeconfig, manifests=[manifest(cluster, NEW)], stuck=True
+    ) as s:
+        flux = Flux(cluster.kube, s.namespace, s.name)
+        requested = flux.request_reconcile(now_iso())
+        conds = [{"type": "Ready", "status": "False", "reason": reason, "message": "m",
+                  "lastTransitionTime": "2026-01-01T00:00:00Z"}]  # fmt: skip
+        if stalled:
+            conds.append({**conds[0], "type": "Stalled", "status": "True"})
+        cluster.kube.patch(
+            flux.ref, s.name,
+            {"status": {"lastHandledReconcileAt": requested, "conditions": conds}},
+            namespace=s.namespace, subresource="status",
+        )  # fmt: skip
+        want = FluxReconcileFailed if final else TimedOut
+        with pytest.raises(want, match=reason):
+            flux.wait_ready(requested, timeout=3, clock=FakeClock())
+
+
+def test_a_repeated_token_is_made_unique(cluster: Cluster) -> None:
+    """A token the controller handled already would read as handled, with the old verdict."""
+    with FluxStandIn(
+        kubeconfig=cluster.kubeconfig, manifests=[manifest(cluster, NEW)], stuck=True
+    ) as s:
+        flux = Flux(cluster.kube, s.namespace, s.name)
+        first = flux.request_reconcile("2026-12-02T15:42:23Z")
+        second = flux.request_reconcile("2026-12-02T15:42:23Z")
+        third = flux.request_reconcile()
+    assert first == "2026-12-02T15:42:23Z"
+    assert second != first and second.endswith("Z") and "." in second  # microseconds
+    assert third not in (first, second)

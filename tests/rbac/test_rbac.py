@@ -41,10 +41,11 @@ def test_the_configuration_names_the_lock_the_target_and_flux(tmp_path: Path) ->
                 "-o", "json")  # fmt: skip
     assert r.exit_code == ExitCode.OK, r.output
     by_ns = {d["metadata"].get("namespace", ""): d for d in r.json}
-    assert set(by_ns) == {"", "ops", "default", "gitops", "gpu-fractioning"}
+    assert set(by_ns) == {"", "ops", "default", "gitops", "gpu-fractioning", "flux-system"}
     operator = by_ns["gpu-fractioning"]["rules"]
     assert [(r["resources"], r["resourceNames"], r["verbs"]) for r in operator] == [
         (["deployments"], ["gpu-fractioning"], ["get"]),
+        (["daemonsets"], ["gpu-fractioning-mpsd", "gpu-fractioning-fractiond"], ["get"]),
         (["leases"], ["gpu-fractioning.kai.scheduler"], ["get"]),
     ]
     cluster = by_ns[""]["rules"]

@@ -59,7 +59,9 @@ class Served:
 
     def config_section(self) -> str:
         """The ``flux:`` section of a fracctl.yaml pointing at this Kustomization."""
-        return f"flux:\n  namespace: {self.namespace}\n  kustomization: {self.name}\n"
+        # No leader election out of a cluster: the controller proves itself by handling
+        # a reconcile request (flux.leases empty).
+        return f"flux:\n  namespace: {self.namespace}\n  kustomization: {self.name}\n  leases: []\n"
 
     def configure(self, incident: Incident) -> str:
         """A fracctl.yaml for the flux backend: the incident's, plus :meth:`config_section`."""

@@ -17,6 +17,7 @@ from fracctl.config import Config
 from fracctl.core.resources import DEPLOYMENTS, LEASES, NAMESPACES, NODES, PODS, ResourceRef
 from fracctl.errors import Conflict, NotFound
 from fracctl.flows.probe import PROBE_LABEL
+from fracctl.sandbox.seed import report_ready
 
 SMP = "application/strategic-merge-patch+json"
 
@@ -164,6 +165,7 @@ class Cluster:
         ready: bool | None = None,
         taints: list[dict[str, str]] | None = None,
         annotations: dict[str, str] | None = None,
+        kubelet_ready: bool = True,
     ) -> dict[str, Any]:
         lab = {"kubernetes.io/hostname": name, **(labels or {})}
         if gpu_class:
@@ -177,6 +179,8 @@ class Cluster:
             "spec": {"taints": taints or []},
         }
         obj = self.kube.create(NODES, body)
+        if kubelet_ready:
+            obj = report_ready(self.kube, name)
         if ready is not None:
             obj = self.set_ready(name, ready)
         return obj

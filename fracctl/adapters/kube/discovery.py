@@ -47,6 +47,41 @@ class Discovery(Crud):
         status = review.get("status") or {}
         return bool(status.get("allowed")), str(status.get("reason") or "")
 
+    def can_they(
+        self,
+        user: str,
+        verb: str,
+        ref: ResourceRef,
+        name: str | None = None,
+        namespace: str | None = None,
+        groups: tuple[str, ...] = (),
+    ) -> tuple[bool, str]:
+        """Ask the API server whether ``user`` may ``verb`` the resource.
+
+        A ``SubjectAccessReview`` (read-only; the asker needs ``create`` on
+        ``subjectaccessreviews``): how a controller's identity is proven before it is
+        relied on. Returns whether it is allowed and the authorizer's reason, if any.
+        """
+        attrs: Obj = {"verb": verb, "group": ref.group, "resource": ref.plural}
+        if name:
+            attrs["name"] = name
+        if namespace and ref.namespaced:
+            attrs["namespace"] = namespace
+        spec: Obj = {"user": user, "resourceAttributes": attrs}
+        if groups:
+            spec["groups"] = list(groups)
+        review = self.request(
+            "POST",
+            "/apis/authorization.k8s.io/v1/subjectaccessreviews",
+            body={
+                "apiVersion": "authorization.k8s.io/v1",
+                "kind": "SubjectAccessReview",
+                "spec": spec,
+            },
+        )
+        status = review.get("status") or {}
+        return bool(status.get("allowed")), str(status.get("reason") or "")
+
     def whoami(self) -> str:
         """The username the API server knows this identity by (a ``SelfSubjectReview``).
 

@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+from fracctl.core import resources
 from fracctl.core.fractional import AnnotationMatcher
 from fracctl.core.policy import LabelPolicy
 from fracctl.core.resources import ResourceRef
@@ -22,8 +23,7 @@ Obj = dict[str, Any]
 
 KAI_CONFIG = ResourceRef("kai.scheduler", "v1", "configs", "Config", namespaced=False)
 RUNTIME_CLASSES = ResourceRef("node.k8s.io", "v1", "runtimeclasses", "RuntimeClass", False)
-DAEMONSETS = ResourceRef("apps", "v1", "daemonsets", "DaemonSet", namespaced=True)
-DEPLOYMENTS = ResourceRef("apps", "v1", "deployments", "Deployment", namespaced=True)
+DAEMONSETS, DEPLOYMENTS = resources.DAEMONSETS, resources.DEPLOYMENTS
 
 GPU_MEMORY_LABEL = "nvidia.com/gpu.memory"
 

@@ -121,17 +121,37 @@ def check_delete(ctx: Context, live: Obj | None = None) -> list[str]:
 
     RBAC for read, watch and delete; a server-side dry-run delete of exactly this
     incarnation (uid precondition), which runs authorization and every admission policy
-    and webhook; and, when the object carries the operator's finalizer, that the operator
-    which releases it runs and leads now.
+    and webhook; every finalizer on the object is one something releases (only the
+    operator's is known: any other refuses, named); and the operator runs and leads
+    now, whether or not its finalizer is still there: it alone clears the readiness
+    condition from the nodes the config selected.
     """
+    from fracctl.core.rehearsal import unknown_finalizers
+
     t = ctx.config.target
     evidence = [require(ctx, verb, ref=t.ref, name=t.name) for verb in ("get", "watch", "delete")]
     if live is None:
         return evidence
     meta = live.get("metadata") or {}
+    unknown = unknown_finalizers(live, [t.finalizer])
+    if unknown:
+        raise Refused(
+            f"{t.kind}/{t.name} carries finalizer(s) that nothing fracctl knows releases: "
+            f"{', '.join(unknown)}. A delete would leave it terminating until they go, and "
+            "the operator would already have cleared the readiness condition from every "
+            "fraction node",
+            hint="find what set them and make sure it runs (or remove them on purpose: "
+            f"kubectl patch {t.plural}.{t.group} {t.name} --type json -p "
+            '\'[{"op":"remove","path":"/metadata/finalizers/N"}]\'), then rerun',
+        )
     evidence.append(_dry_run_delete(ctx, str(meta.get("uid") or "")))
-    if t.finalizer in (meta.get("finalizers") or []):
-        evidence.extend(check_operator(ctx))
+    held = [f for f in meta.get("finalizers") or [] if f == t.finalizer]
+    evidence.append(
+        f"finalizer {t.finalizer} is released by the gpu-fractioning operator"
+        if held
+        else "no finalizer holds the object; the operator still clears the node conditions"
+    )
+    evidence.extend(check_operator(ctx, held=bool(held)))
     return evidence
 
 
@@ -157,8 +177,12 @@ def _dry_run_delete(ctx: Context, uid: str) -> str:
     return f"a dry-run delete of {t.kind}/{t.name} (uid {uid}) passes RBAC and admission"
 
 
-def check_operator(ctx: Context) -> list[str]:
-    """The operator that releases the finalizer runs (Deployment) and leads (Lease) now."""
+def check_operator(ctx: Context, *, held: bool = True) -> list[str]:
+    """The operator runs (Deployment) and leads (Lease) now.
+
+    ``held``: its finalizer is on the object (then without it the delete never ends);
+    else without it nothing clears the node conditions of the old selection.
+    """
     from fracctl.core.operator import deployment_available, lease_renewed
     from fracctl.core.resources import DEPLOYMENTS, LEASES
 
@@ -176,10 +200,17 @@ def check_operator(ctx: Context) -> list[str]:
         verdicts.append(lease_renewed(lease, f"{ns}/{k.operator_lease}", now=ctx.clock.now()))
     failed = [v.text for v in verdicts if not v.ok]
     if failed:
+        why = (
+            f"The delete would leave {t.kind}/{t.name} terminating: only the gpu-fractioning "
+            f"operator releases its finalizer {t.finalizer}, and when it returns it finishes "
+            "the delete with nothing to recreate the object"
+            if held
+            else f"Nothing would clear the readiness condition from the nodes {t.kind}/"
+            f"{t.name} selects (the operator does, when the object goes), nor start the "
+            "agents on the new selection"
+        )
         raise Refused(
-            f"{'; '.join(failed)}. The delete would leave {t.kind}/{t.name} terminating: only "
-            f"the gpu-fractioning operator releases its finalizer {t.finalizer}, and when it "
-            "returns it finishes the delete with nothing to recreate the object",
+            f"{'; '.join(failed)}. {why}",
             hint=f"start the operator (`kubectl -n {ns} get deploy,pods,lease`), then rerun; "
             "cluster.operator_deployment and cluster.operator_lease name it",
         )
@@ -216,10 +247,13 @@ def prove(
     Raises:
         BackendCheckFailed: a proof failed; the message says nothing was changed.
     """
+    from fracctl.flows.rehearse import check_owners, check_wait
+
     evidence: list[str] = []
     try:
         if deletes:
             evidence = check_delete(ctx, live)
+            evidence += check_owners(ctx, backend.name, live)
     except UsageError:
         raise
     except FracctlError as e:
@@ -231,4 +265,9 @@ def prove(
         raise
     except FracctlError as e:
         raise BackendCheckFailed(backend.name, e) from e
-    return Proof(evidence + proof.evidence, proof.creates)
+    try:
+        waits = check_wait(ctx, live, proof.creates)
+    except FracctlError as e:
+        what = "the wait that follows the recreate could not end"
+        raise BackendCheckFailed(backend.name, e, what=what) from e
+    return Proof(evidence + proof.evidence + waits, proof.creates)

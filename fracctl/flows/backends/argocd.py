@@ -6,8 +6,9 @@ import re
 from typing import Any
 
 from fracctl.core.nodes import selector_of
-from fracctl.errors import ExternalError, Refused, UsageError
+from fracctl.errors import ExternalError, Refused, TimedOut, UsageError
 from fracctl.flows.backends import Obj, Proof, dry_run_create
+from fracctl.flows.backends.argocd_autosync import settle
 from fracctl.flows.context import Context
 
 
@@ -22,6 +23,9 @@ class ArgoCDBackend:
         # an application without automated sync (Argo CD refuses a pinned revision for
         # one with it: "Cannot sync to …: auto-sync currently set to …").
         self.pinned: str | None = None
+        # Argo CD's automated sync, failing on the target, that runs now: stopped right
+        # before the delete (after the guards and any confirmation), never earlier.
+        self.stoppable: str | None = None
 
     def _resource(self, ctx: Context) -> dict[str, str]:
         t = ctx.config.target
@@ -54,11 +58,17 @@ class ArgoCDBackend:
         t = ctx.config.target
         client = ctx.argocd
         doc = client.get_application(app)  # proves the token and the application
+        doc = settle(ctx, app, doc, t.kind, t.name)
         project = _project(doc, app)
         namespace = (doc.get("metadata") or {}).get("namespace") or ""
         where = f" in namespace {namespace}" if namespace else ""
         evidence = [f"Argo CD token valid; application {app}{where} readable (project {project})"]
-        _idle(doc, app)
+        self.stoppable = _idle(doc, app, t)
+        if self.stoppable:
+            evidence.append(
+                f"runs {self.stoppable}: fracctl terminates that operation, and only it, right "
+                "before the delete, then dry-runs this sync"
+            )
         evidence.append(_manages(doc, app, t))
         sub = f"{project}/{app}"  # project/name, or project/namespace/name
         if not client.can_i("applications", "sync", sub):
@@ -69,7 +79,10 @@ class ArgoCDBackend:
                 "argocd-rbac-cm to the token's account, or use another token",
             )
         evidence.append(f"the account may sync {sub}")
-        evidence.append(_windows_open(client.sync_windows(app), app))
+        windows = client.sync_windows(app)
+        evidence.append(_windows_open(windows, app))
+        horizon = ctx.config.timeouts.delete + ctx.config.timeouts.sync
+        evidence.append(_no_window_opens(windows, app, horizon, ctx.clock.now()))
         self.pinned = _pinnable(doc)
         objects, revision = client.rendering(app, self.pinned)  # the repo server answers now
         at = _revision_of(doc, revision or self.pinned or "")
@@ -80,8 +93,23 @@ class ArgoCDBackend:
         )
         dry_run_create(ctx, creates)
         evidence.append("the API server admits Argo CD's object (a dry-run create)")
-        evidence.append(self._dry_run_sync(ctx, app))
+        if not self.stoppable:
+            evidence.append(self._dry_run_sync(ctx, app))
         return Proof(evidence, creates)
+
+    def before_delete(self, ctx: Context) -> list[str]:
+        """Right before the delete: stop the failing automated sync, then dry-run this sync.
+
+        Raises:
+            Refused: the dry run fails, or the automated sync keeps coming back.
+        """
+        if not self.stoppable:
+            return []
+        from fracctl.flows.backends.argocd_autosync import stop
+
+        app = self._app(ctx)
+        said = [stop(ctx, app, self.stoppable)]
+        return [*said, self._dry_run_sync(ctx, app)]
 
     def _dry_run_sync(self, ctx: Context, app: str) -> str:
         """The very sync that follows, with ``dryRun``: Argo CD's own rules say yes.
@@ -97,8 +125,23 @@ class ArgoCDBackend:
 
         client = ctx.argocd
         resource = self._resource(ctx)
-        client.sync(app, resources=[resource], dry_run=True, revision=self.pinned)
-        state = wait_operation(client, app, timeout=ctx.config.timeouts.sync, clock=ctx.clock)
+        self._start_dry_run(ctx, app, resource)
+        try:
+            state = wait_operation(client, app, timeout=ctx.config.timeouts.sync, clock=ctx.clock)
+        except TimedOut as e:
+            # A dry run left running would refuse every later sync ("another operation is
+            # already in progress"): stop the one this run started.
+            stopped = client.terminate_operation(app)
+            raise Refused(
+                f"Argo CD's dry run of the sync of {app} did not finish: {e.message}; "
+                + (
+                    "fracctl terminated the dry run it started"
+                    if stopped
+                    else "it had ended when fracctl went to terminate it"
+                )
+                + ", and nothing was changed",
+                hint=f"see `argocd app get {app}` and the application controller's logs",
+            ) from None
         result = resource_result(state, resource)
         t = ctx.config.target
         if state.get("phase") != "Succeeded" or result is None or result.get("status") != "Synced":
@@ -113,6 +156,32 @@ class ArgoCDBackend:
         return (
             f"Argo CD's dry run of this sync succeeded ({t.kind}/{t.name}: "
             f"{result.get('message') or 'Synced'})"
+        )
+
+    def _start_dry_run(self, ctx: Context, app: str, resource: dict[str, str]) -> None:
+        """Start the dry-run sync.
+
+        An automated sync failing on the target that started in between is terminated (up
+        to three times); any other operation refuses.
+        """
+        from fracctl.adapters.argocd.errors import OperationInProgress
+        from fracctl.flows.backends.argocd_autosync import stop
+
+        t = ctx.config.target
+        for _ in range(3):
+            try:
+                ctx.argocd.sync(app, resources=[resource], dry_run=True, revision=self.pinned)
+                return
+            except OperationInProgress:
+                said = _idle(ctx.argocd.get_application(app), app, t)
+                if said is None:
+                    raise
+                ctx.info(stop(ctx, app, said))
+        raise Refused(
+            f"Argo CD's automated sync of {app} kept starting again as fracctl stopped it: "
+            "its dry run of this sync could not run",
+            hint=f"disable automated sync for a moment (argocd app set {app} --sync-policy "
+            "none), run again, then enable it",
         )
 
     def recreate(self, ctx: Context, desired: Obj) -> str:
@@ -150,8 +219,15 @@ def _project(doc: Obj, app: str) -> str:
     return project
 
 
-def _idle(doc: Obj, app: str) -> None:
-    """Refuse while the application is being deleted or runs an operation."""
+def _idle(doc: Obj, app: str, t: Any) -> str | None:
+    """Refuse while the application is being deleted or runs an operation.
+
+    Returns:
+        An account of the running operation when it is Argo CD's automated sync failing
+        on the target's immutable selector (the one fracctl may stop), else None.
+    """
+    from fracctl.flows.backends.argocd_autosync import automated_failing_on_target
+
     if (doc.get("metadata") or {}).get("deletionTimestamp"):
         raise Refused(
             f"Argo CD application {app} is being deleted: it would not sync the object back",
@@ -159,6 +235,9 @@ def _idle(doc: Obj, app: str) -> None:
         )
     state = (doc.get("status") or {}).get("operationState") or {}
     if doc.get("operation") or state.get("phase") in ("Running", "Terminating"):
+        said = automated_failing_on_target(doc, t.kind, t.name)
+        if said is not None and state.get("phase") != "Terminating":
+            return said
         phase = state.get("phase") or "Pending"
         raise Refused(
             f"Argo CD application {app} runs an operation now ({phase}: "
@@ -167,6 +246,7 @@ def _idle(doc: Obj, app: str) -> None:
             hint=f"wait for it (`argocd app wait {app} --operation`) or stop it "
             f"(`argocd app terminate-op {app}`), then rerun",
         )
+    return None
 
 
 def _manages(doc: Obj, app: str, t: Any) -> str:
@@ -206,6 +286,46 @@ def _windows_open(windows: Obj, app: str) -> str:
             "the project's window allow manual syncs (manualSync: true)",
         )
     return f"no sync window blocks a manual sync of {app} now ({len(active)} active)"
+
+
+def _no_window_opens(windows: Obj, app: str, horizon: float, now: float) -> str:
+    """Refuse when a deny window opens before the run can finish (delete, then sync).
+
+    A deny window that does not let manual syncs through, assigned to the application,
+    whose schedule fires within ``horizon`` seconds (``timeouts.delete +
+    timeouts.sync``): the sync after the delete could be refused by it. Argo CD's answer
+    (``ApplicationSyncWindow``: kind, schedule, duration, manualSync) names no time zone,
+    so a schedule is read in UTC unless the window carries one.
+    """
+    from datetime import datetime, timedelta, timezone
+
+    from fracctl.core.cron import next_fire
+
+    start = datetime.fromtimestamp(now, tz=timezone.utc)
+    for w in windows.get("assignedWindows") or []:
+        if w.get("kind") != "deny" or w.get("manualSync"):
+            continue
+        schedule = str(w.get("schedule") or "")
+        try:
+            at = next_fire(
+                schedule, start, timedelta(seconds=horizon), str(w.get("timeZone") or "")
+            )
+        except ValueError as e:
+            raise Refused(
+                f"Argo CD application {app} has a deny sync window fracctl cannot read "
+                f"({schedule!r}: {e}): it cannot prove the sync after the delete may run",
+                hint="fix the window's schedule in the AppProject",
+            ) from None
+        if at is not None:
+            raise Refused(
+                f"a deny sync window of Argo CD application {app} ({schedule} for "
+                f"{w.get('duration', '?')}, manualSync false) opens at {at.isoformat()}, "
+                f"before this run can finish (timeouts.delete + timeouts.sync = "
+                f"{horizon:.0f}s from now): the sync after the delete could be refused",
+                hint="run after the window has passed, or shorten timeouts.delete and "
+                "timeouts.sync if the run needs less",
+            )
+    return f"no deny sync window of {app} opens within {horizon:.0f}s (the run's longest)"
 
 
 def _pinnable(doc: Obj) -> str | None:

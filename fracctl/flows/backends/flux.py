@@ -5,9 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from fracctl.adapters.flux import commit_of
-from fracctl.core.clock import utc_timestamp
 from fracctl.core.nodes import condition, selector_of
-from fracctl.errors import ExternalError, NotFound, Refused, UsageError
+from fracctl.errors import ExternalError, FracctlError, NotFound, Refused, UsageError
 from fracctl.flows.backends import Obj, Proof, clean_desired, dry_run_create, require
 from fracctl.flows.context import Context
 
@@ -37,12 +36,18 @@ class FluxBackend:
     def check(self, ctx: Context, desired: Obj) -> Proof:
         """Rehearse Flux's reconcile: it would run now, and apply git's object.
 
-        The Kustomization exists and is not suspended; every Kustomization it depends on
-        is Ready (Flux does not apply while one is not); its source is Ready with an
-        artifact; that artifact's commit, rendered at the Kustomization's path, holds
-        exactly one target object whose immutable field equals git's, and the API server
-        would admit it (a dry-run create); and the identity may patch the Kustomization.
+        The Kustomization exists and is not suspended, and applies here; Flux's
+        controllers lead (their Leases are fresh); every Kustomization it depends on
+        passes Flux's own dependency rule; its source is Ready with an artifact; that
+        artifact's commit, rendered at the Kustomization's path, holds exactly one target
+        object whose immutable field equals git's and no marker that makes Flux skip it,
+        and the API server would admit it and the rest of the rendering (dry runs); the
+        identity Flux applies as may create it; the Kustomization's last verdict fails
+        only on the target's immutable field; and this identity may patch the
+        Kustomization (:mod:`.flux_proofs` cites Flux's source for each).
         """
+        from fracctl.flows.backends import flux_proofs as fp
+
         flux = _kustomization(ctx)
         obj = flux.get()  # NotFound names the missing CRD or Kustomization
         where = f"{flux.namespace}/{flux.name}"
@@ -53,13 +58,25 @@ class FluxBackend:
                 hint=f"resume it first: flux resume kustomization {flux.name} -n {flux.namespace}",
             )
         evidence = [f"Flux Kustomization {where} exists and is not suspended"]
-        for dep in spec.get("dependsOn") or []:
-            evidence.append(_ready_dependency(flux, dep))
+        if ctx.config.flux.leases:
+            evidence += fp.controllers_lead(ctx)
         said, revision = _ready_source(flux, spec.get("sourceRef") or {})
+        for dep in spec.get("dependsOn") or []:
+            other = flux.kube.get_or_none(
+                flux.ref, str(dep.get("name") or ""), str(dep.get("namespace") or flux.namespace)
+            )
+            evidence.append(fp.dependency_ready(ctx, obj, dep, other, revision))
         evidence.append(said)
-        creates, said = _flux_would_apply(ctx, flux, spec, revision, desired)
+        creates, rest, said = _flux_would_apply(ctx, flux, spec, revision, desired)
         evidence.append(said)
+        evidence.append(fp.not_skipped(obj, creates))
         evidence.append(_admitted(ctx, creates))
+        evidence += _rest_admitted(ctx, rest)
+        evidence.append(fp.identity_may_create(ctx, obj))
+        if not ctx.config.flux.leases:
+            said_now, obj = fp.handles_now(ctx, flux, obj)
+            evidence += said_now
+        evidence.append(fp.verdict_only_immutable(ctx, obj))
         evidence.append(
             require(ctx, "patch", ref=flux.ref, name=flux.name, namespace=flux.namespace)
         )
@@ -69,8 +86,7 @@ class FluxBackend:
     def recreate(self, ctx: Context, desired: Obj) -> str:
         """Request a reconcile and wait until it was handled and Ready settled."""
         flux = _kustomization(ctx)
-        now = utc_timestamp()
-        requested = flux.request_reconcile(now)
+        requested = flux.request_reconcile()
         status = flux.wait_ready(
             requested, timeout=ctx.config.timeouts.sync, clock=ctx.clock, revision=self.revision
         )
@@ -94,28 +110,6 @@ def _ready(obj: Obj) -> Obj:
 def kustomization_path(spec: Obj) -> str:
     """A Kustomization's ``spec.path`` as a path in the repository (``./a/`` is ``a``)."""
     return str(spec.get("path") or "").strip().removeprefix("./").strip("/")
-
-
-def _ready_dependency(flux: Any, dep: Obj) -> str:
-    """A Kustomization this one depends on is Ready: else Flux holds the apply back."""
-    name = str(dep.get("name") or "")
-    namespace = str(dep.get("namespace") or flux.namespace)
-    other = flux.kube.get_or_none(flux.ref, name, namespace)
-    cond = _ready(other or {})
-    if cond.get("status") != "True":
-        state = (
-            "does not exist"
-            if other is None
-            else (
-                f"is Ready={cond.get('status') or 'Unknown'} ({cond.get('reason') or 'no reason'})"
-            )
-        )
-        raise Refused(
-            f"Flux Kustomization {flux.namespace}/{flux.name} depends on {namespace}/{name}, "
-            f"which {state}: Flux would not apply until it is Ready",
-            hint=f"see `flux get kustomizations -n {namespace}`; rerun once it is Ready",
-        )
-    return f"its dependency {namespace}/{name} is Ready"
 
 
 def _ready_source(flux: Any, source: Obj) -> tuple[str, str]:
@@ -163,7 +157,7 @@ def source_state(ctx: Context) -> tuple[Obj, str, str]:
 
 def _flux_would_apply(
     ctx: Context, flux: Any, spec: Obj, revision: str, desired: Obj
-) -> tuple[Obj, str]:
+) -> tuple[Obj, list[Obj], str]:
     """The target object Flux would apply: its source's commit rendered at its path.
 
     Refused when the Kustomization transforms its files in ways fracctl does not render,
@@ -185,7 +179,7 @@ def _flux_would_apply(
     commit = commit_of(revision)
     path = kustomization_path(spec)
     try:
-        found = [o for o in render(ctx, revision=commit, path=path).objects if t.matches(o)]
+        rendered = render(ctx, revision=commit, path=path).objects
     except ExternalError as e:
         raise Refused(
             f"fracctl cannot render the commit Flux would apply ({revision}, path "
@@ -193,6 +187,8 @@ def _flux_would_apply(
             hint="fetch that commit into git.repo (git fetch), or reconcile the source to "
             "git's commit: flux reconcile source git <name>; then run again",
         ) from None
+    found = [o for o in rendered if t.matches(o)]
+    rest = [o for o in rendered if not t.matches(o)]
     ours = selector_of(desired, t.selector_field)
     if len(found) != 1:
         raise Refused(
@@ -210,10 +206,34 @@ def _flux_would_apply(
             f"(flux reconcile kustomization {flux.name} -n {flux.namespace} --with-source); "
             "then run again",
         )
-    return clean_desired(found[0]), (
-        f"Flux's source commit {commit[:12]} renders {t.kind}/{t.name} at {path or '.'} with "
-        f"{t.selector_field} {theirs}, as git has"
+    return (
+        clean_desired(found[0]),
+        rest,
+        (
+            f"Flux's source commit {commit[:12]} renders {t.kind}/{t.name} at {path or '.'} with "
+            f"{t.selector_field} {theirs}, as git has"
+        ),
     )
+
+
+def _rest_admitted(ctx: Context, rest: list[Obj]) -> list[str]:
+    """The API server would take the rest of what Flux applies (server-side dry runs).
+
+    Flux stops at the first object that fails (fluxcd/pkg ssa ``ApplyAll`` returns the
+    first error), so any of them failing would keep the target from being recreated.
+    """
+    for obj in rest:
+        name = f"{obj.get('kind')}/{(obj.get('metadata') or {}).get('name')}"
+        try:
+            ref = ctx.kube.resolve(str(obj.get("apiVersion") or ""), str(obj.get("kind") or ""))
+            ctx.kube.apply(ref, clean_desired(obj), dry_run=True)
+        except FracctlError as e:
+            raise Refused(
+                f"Flux would also apply {name}, which the API server refuses: {e.message}; "
+                "Flux stops at the first failure, so the target would not be recreated",
+                hint="fix that object in git, then run again",
+            ) from None
+    return [f"the other {len(rest)} object(s) Flux applies pass a dry-run apply"] if rest else []
 
 
 def _admitted(ctx: Context, obj: Obj) -> str:

@@ -30,6 +30,36 @@ def install(kube: Kube, binaries: Path) -> None:
         )
     except Conflict:
         pass
+    _identity(kube)
+
+
+def _identity(kube: Kube) -> None:
+    """kustomize-controller's service account, bound to cluster-admin as Flux installs it.
+
+    Flux's install binds ``cluster-admin`` to its ``kustomize-controller`` service account
+    (ClusterRoleBinding ``cluster-reconciler-<namespace>``, fluxcd/flux2
+    ``manifests/rbac/rbac.yaml``). Here the controller runs with the admin kubeconfig, so
+    the binding is what a SubjectAccessReview for that identity reads.
+    """
+    from fracctl.core.resources import ResourceRef as Ref
+
+    accounts = Ref("", "v1", "serviceaccounts", "ServiceAccount", namespaced=True)
+    bindings = Ref("rbac.authorization.k8s.io", "v1", "clusterrolebindings",
+                   "ClusterRoleBinding", namespaced=False)  # fmt: skip
+    for ref, body in (
+        (accounts, {"apiVersion": "v1", "kind": "ServiceAccount",
+                    "metadata": {"name": "kustomize-controller", "namespace": NAMESPACE}}),
+        (bindings, {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+                    "metadata": {"name": f"cluster-reconciler-{NAMESPACE}"},
+                    "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                                "name": "cluster-admin"},
+                    "subjects": [{"kind": "ServiceAccount", "name": "kustomize-controller",
+                                  "namespace": NAMESPACE}]}),
+    ):  # fmt: skip
+        try:
+            kube.create(ref, body)
+        except Conflict:
+            pass
 
 
 def git_repository(name: str, url: str, *, branch: str = "main", interval: str = "10m") -> Obj:
