@@ -1,12 +1,15 @@
 """Benchmark: what the recreate's rehearsal costs, call by call, on the sandbox.
 
 Starts ``fracctl sandbox up --argocd`` (its own kube-apiserver + etcd, the operator
-simulation and a real Argo CD v3.2.11) unless ``--state-dir`` names one already up,
-labels ``b200-0`` as the incident wants, then ``--runs`` times times each proof of
+simulation and a real Argo CD v3.2.11; ``--backend flux``: a real Flux; ``--backend
+apply``: neither) unless ``--state-dir`` names one already up, labels ``b200-0`` as the
+incident wants, then ``--runs`` times times each proof of
 :func:`fracctl.flows.backends.prove` on its own, with the requests it sent to the API
-server and to Argo CD, and the whole rehearsal (``backends.prove`` for the argocd
-backend, deleting plan). The proofs that were all a recreate had before the rehearsal
-(RBAC, GET application, can-i) are reported as "before", the rest as "added".
+server and to Argo CD, and the whole rehearsal (``backends.prove`` for the backend,
+deleting plan). The proofs that were all a recreate had before the rehearsal (RBAC, GET
+application, can-i) are reported as "before", the first round's as "added", the second
+round's (what follows the delete: owners, the wait, the guard again; Flux's controllers
+and identity; Argo CD's windows ahead) as "round 2".
 
 Every proof must pass (the sandbox is healthy), or the run stops: a failing proof
 measures nothing.
@@ -82,6 +85,14 @@ class Counted:
         return sum(self.kube.values()), sum(self.argocd.values())
 
 
+class KubeCounted(Counted):
+    """Counts the API server's requests only (no Argo CD here)."""
+
+    def __init__(self, ctx: Context) -> None:
+        self.argocd = Counter()
+        self.kube = ctx.kube.calls
+
+
 def timed(counted: Counted, fn: Callable[[], Any]) -> dict[str, float]:
     k0, a0 = counted.snapshot()
     start = time.perf_counter()
@@ -89,6 +100,39 @@ def timed(counted: Counted, fn: Callable[[], Any]) -> dict[str, float]:
     took = time.perf_counter() - start
     k1, a1 = counted.snapshot()
     return {"seconds": took, "kube": k1 - k0, "argocd": a1 - a0}
+
+
+def round_two(
+    ctx: Context, backend: str, desired: dict[str, Any], live: dict[str, Any]
+) -> dict[str, Callable[[], Any]]:
+    """The second round's proofs, each on its own."""
+    from fracctl.flows import rehearse
+    from fracctl.flows.backends import flux_proofs
+
+    steps: dict[str, Callable[[], Any]] = {
+        "round 2: finalizers and the operator": lambda: backends.check_delete(ctx, live),
+        "round 2: no other GitOps owner": lambda: rehearse.check_owners(ctx, backend, live),
+        "round 2: the wait (condition, nodes, agents' tolerations)": lambda: rehearse.check_wait(
+            ctx, live, desired
+        ),
+        "round 2: the fractional-pod guard again": lambda: rehearse.guard_again(ctx, live, desired),
+    }
+    if backend == "flux":
+        from fracctl.flows.backends.flux import _kustomization
+
+        flux = _kustomization(ctx)
+        steps["round 2: Flux handles a request now"] = lambda: flux_proofs.handles_now(
+            ctx, flux, flux.get()
+        )
+        steps["round 2: the identity Flux applies as"] = lambda: flux_proofs.identity_may_create(
+            ctx, flux.get()
+        )
+    if backend == "argocd":
+        app = str(ctx.config.argocd.app)
+        steps["round 2: no deny window ahead"] = lambda: argocd_backend._no_window_opens(
+            ctx.argocd.sync_windows(app), app, 600.0, ctx.clock.now()
+        )
+    return steps
 
 
 def proofs(
@@ -139,23 +183,28 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--keep", action="store_true", help="leave the sandbox running")
     parser.add_argument("--out", default=str(report.OUT / "rehearsal.json"))
     parser.add_argument("--quick", action="store_true", help="3 runs")
+    parser.add_argument("--backend", choices=("argocd", "flux", "apply"), default="argocd")
     args, _ = parser.parse_known_args(argv)
     if args.quick:
         args.runs = 3
+    if args.backend != "argocd" and args.out == str(report.OUT / "rehearsal.json"):
+        args.out = str(report.OUT / f"rehearsal-{args.backend}.json")
 
     state = args.state_dir or tempfile.mkdtemp(prefix="fracctl-bench-rehearsal-")
     started = not args.state_dir
     if started:
-        sandbox(state, "up", "--argocd")
+        flag = {"argocd": ["--argocd"], "flux": ["--flux"], "apply": []}[args.backend]
+        sandbox(state, "up", *flag)
     try:
         ctx = context(state)
         subprocess.run([FRACCTL, "nodes", "label", "b200-0"], env=ctx.env, capture_output=True)
         t = ctx.config.target
         desired = next(o for o in render_desired(ctx) if t.matches(o))
         live = ctx.kube.get(t.ref, t.name)
-        counted = Counted(ctx)
-        steps = proofs(ctx, desired, live)
-        backend = backends.get("argocd")
+        counted = Counted(ctx) if args.backend == "argocd" else KubeCounted(ctx)
+        steps = proofs(ctx, desired, live) if args.backend == "argocd" else {}
+        steps.update(round_two(ctx, args.backend, desired, live))
+        backend = backends.get(args.backend)
         runs: dict[str, list[dict[str, float]]] = {name: [] for name in steps}
         runs["whole rehearsal (backends.prove)"] = []
         for _ in range(args.runs):
@@ -182,6 +231,7 @@ def main(argv: list[str] | None = None) -> int:
         )
     before = sum(r["median_s"] for r in rows if r["proof"].startswith("before"))
     added = sum(r["median_s"] for r in rows if r["proof"].startswith("added"))
+    second = sum(r["median_s"] for r in rows if r["proof"].startswith("round 2"))
     lines = ["| proof | median | range | API server | Argo CD |", "|---|---:|---:|---:|---:|"]
     for r in rows:
         lines.append(
@@ -189,8 +239,12 @@ def main(argv: list[str] | None = None) -> int:
             f"{report.secs(r['min_s'])}-{report.secs(r['max_s'])} | "
             f"{r['kube_requests']} | {r['argocd_requests']} |"
         )
-    lines.append(f"\nbefore: {report.secs(before)}; added: {report.secs(added)} ({args.runs} runs)")
-    report.save(args.out, {"runs": args.runs, "rows": rows}, "\n".join(lines))
+    lines.append(
+        f"\n{args.backend}: before: {report.secs(before)}; added: {report.secs(added)}; "
+        f"round 2: {report.secs(second)} ({args.runs} runs)"
+    )
+    report.save(args.out, {"runs": args.runs, "backend": args.backend, "rows": rows},
+                "\n".join(lines))  # fmt: skip
     return 0
 
 

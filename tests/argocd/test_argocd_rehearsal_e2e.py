@@ -236,8 +236,9 @@ def test_a_dry_run_that_does_not_finish_is_terminated(
     uid = uid_of(incident)
     app = "rehearse-dry-run-timeout"
     config = configure(incident, real_argocd, app, real_argocd.token())
-    text = Path(config).read_text().replace("sync: 20s", "sync: 1ms")
-    Path(config).write_text(text)
+    text = Path(config).read_text()
+    assert "  sync: 120s\n" in text
+    Path(config).write_text(text.replace("  sync: 120s\n", "  sync: 1ms\n"))
     with real_argocd.app(app, repo=incident.root / "gitops"), incident.operator():
         r = run_cli("-c", config, "recreate", "--yes", "--backend", "argocd")
         print(r.stderr)
@@ -261,7 +262,9 @@ def test_a_deny_window_that_opens_before_the_run_ends_refuses(
     uid = uid_of(incident)
     app = "rehearse-window-soon"
     config = configure(incident, real_argocd, app, real_argocd.token())
-    Path(config).write_text(Path(config).read_text().replace("sync: 20s", "sync: 10m"))
+    text = Path(config).read_text()
+    assert "  sync: 120s\n" in text
+    Path(config).write_text(text.replace("  sync: 120s\n", "  sync: 10m\n"))
     soon = datetime.now(timezone.utc) + timedelta(minutes=3)
     window = {"kind": "deny", "schedule": f"{soon.minute} {soon.hour} * * *",
               "duration": "1h", "applications": ["*"], "manualSync": False}  # fmt: skip

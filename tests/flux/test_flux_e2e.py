@@ -258,6 +258,7 @@ def test_an_identity_that_may_not_patch_the_kustomization_is_refused(
                 rule.pop("resourceNames", None)
                 rules.append(rule)
         uid = live_of(incident)["metadata"]["uid"]
+        incident.cluster.namespace("fracctl-test")  # the lock's: the role only reads it
         viewer = str(Path(control_plane.state_dir) / "viewer.kubeconfig")
         with granted(incident.cluster.kube, VIEWER_USER, rules, "flux-no-patch"):
             r = run_cli("-c", config, "--kubeconfig", viewer, "recreate", "--yes")

@@ -73,13 +73,13 @@ class FluxBackend:
         evidence.append(_admitted(ctx, creates))
         evidence += _rest_admitted(ctx, rest)
         evidence.append(fp.identity_may_create(ctx, obj))
+        evidence.append(
+            require(ctx, "patch", ref=flux.ref, name=flux.name, namespace=flux.namespace)
+        )
         if not ctx.config.flux.leases:
             said_now, obj = fp.handles_now(ctx, flux, obj)
             evidence += said_now
         evidence.append(fp.verdict_only_immutable(ctx, obj))
-        evidence.append(
-            require(ctx, "patch", ref=flux.ref, name=flux.name, namespace=flux.namespace)
-        )
         self.revision = revision
         return Proof(evidence, creates)
 
