@@ -315,20 +315,31 @@ def drift_section(data: Any) -> list[str]:
     return [*lines, ""]
 
 
-def rehearsal_section(data: Any) -> list[str]:
+def rehearsal_section(data: Any, *others: tuple[str, Any]) -> list[str]:
+    """The argocd backend's rehearsal, then each other backend's (``--backend``)."""
     lines = ["## recreate: the rehearsal before the delete", ""]
     if not data:
         return [*lines, "Not run.", ""]
     lines += [
         "    python benchmarks/bench_rehearsal.py              # 10 runs on the sandbox",
+        "    python benchmarks/bench_rehearsal.py --backend flux   # and apply",
         "",
         f"Each proof on its own, {data['runs']} runs, on `fracctl sandbox up --argocd` (the "
         "real Argo CD v3.2.11); requests sent to the API server and to Argo CD. The "
-        '"before" rows are what a recreate proved before the rehearsal.',
+        '"before" rows are what a recreate proved before the rehearsal, "added" its first '
+        'round, "round 2" what follows the delete (the sandbox has few pods: the guard '
+        "again is a scan of every pod, as long as preflight's).",
         "",
-        "| proof | median (range) | API server | Argo CD |",
-        "|---|---|---:|---:|",
+        *_rehearsal_rows(data),
     ]
+    for backend, more in others:
+        if more:
+            lines += [f"The {backend} backend, {more['runs']} runs:", "", *_rehearsal_rows(more)]
+    return lines
+
+
+def _rehearsal_rows(data: Any) -> list[str]:
+    lines = ["| proof | median (range) | API server | Argo CD |", "|---|---|---:|---:|"]
     for r in data["rows"]:
         lines.append(
             f"| {r['proof']} | {secs(r['median_s'])} ({secs(r['min_s'])}-{secs(r['max_s'])}) | "
@@ -474,7 +485,11 @@ def main(argv: list[str] | None = None) -> int:
         *wait_section(wait),
         *startup_section(load("startup")),
         *drift_section(load("drift")),
-        *rehearsal_section(load("rehearsal")),
+        *rehearsal_section(
+            load("rehearsal"),
+            ("flux", load("rehearsal-flux")),
+            ("apply", load("rehearsal-apply")),
+        ),
         *fleet_section(fleet),
     ]
     Path(args.out).write_text("\n".join(lines).rstrip() + "\n")
