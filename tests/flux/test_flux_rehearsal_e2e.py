@@ -159,3 +159,33 @@ def test_recreate_through_flux_with_prune_converges(
     assert "Flux applies as system:serviceaccount:flux-system:kustomize-controller" in proofs
     assert "no marker that makes Flux skip it" in proofs
     assert "its last verdict fails only on GpuFractioningConfig/default's immutable" in proofs
+
+
+def test_git_marking_the_object_ssa_ignore_refuses(incident: Incident, real_flux: RealFlux) -> None:
+    f = incident.root / "gitops" / "gpu-fractioning" / "gpufractioningconfig.yaml"
+    text = f.read_text().replace(
+        "metadata:\n  name: default\n",
+        "metadata:\n  name: default\n  labels:\n    kustomize.toolkit.fluxcd.io/ssa: Ignore\n",
+    )
+    f.write_text(text)
+    commit_all(incident.root / "gitops", message="Flux, ignore it")
+    with incident.operator(), real_flux.serving(incident) as served:
+        refused(incident, served.configure(incident), "kustomize.toolkit.fluxcd.io/ssa: Ignore")
+
+
+def test_a_kustomization_for_another_cluster_refuses(
+    incident: Incident, real_flux: RealFlux
+) -> None:
+    remote = {"secretRef": {"name": "remote-kubeconfig"}}
+    with incident.operator(), real_flux.serving(incident, kubeConfig=remote, settle=False) as s:
+        refused(incident, s.configure(incident), "applies to another cluster (spec.kubeConfig)")
+
+
+def test_a_forced_kustomization_without_leases_is_not_asked(
+    guarded: Incident, real_flux: RealFlux
+) -> None:
+    """With spec.force, a reconcile request would make Flux delete the object itself (the
+    guard policy refuses it here): fracctl does not ask, and refuses without Leases."""
+    incident = guarded
+    with incident.operator(), real_flux.serving(incident, force=True) as served:
+        refused(incident, served.configure(incident), "has spec.force, and flux.leases names")

@@ -26,6 +26,13 @@ from fracctl.core.fractional import AnnotationMatcher
 from fracctl.core.podspec import gpu_requests, items, mapping, tolerates
 
 
+def _tainted(node: Mapping[str, Any], key: str) -> bool:
+    return any(
+        mapping(t).get("key") == key and mapping(t).get("effect") == "NoSchedule"
+        for t in items(mapping(node.get("spec")).get("taints"))
+    )
+
+
 @check(
     "gpu-node-taints",
     "GPU nodes are tainted for GPU workloads",
@@ -34,13 +41,9 @@ from fracctl.core.podspec import gpu_requests, items, mapping, tolerates
 )
 def gpu_node_taints(snap: Snapshot, s: DoctorSettings, m: AnnotationMatcher) -> list[Signature]:
     """GPU nodes without the GPU taint."""
-    untainted = []
-    for n in gpu_nodes(snap.nodes, s):
-        taints = [mapping(t) for t in items(mapping(n.get("spec")).get("taints"))]
-        if not any(
-            t.get("key") == s.cluster.gpu_taint and t.get("effect") == "NoSchedule" for t in taints
-        ):
-            untainted.append(name_of(n))
+    untainted = [
+        name_of(n) for n in gpu_nodes(snap.nodes, s) if not _tainted(n, s.cluster.gpu_taint)
+    ]
     if not untainted:
         return []
     return [
@@ -118,13 +121,6 @@ def gpu_nodes_for_gpu_pods(
             snap.strays_unlisted,
         )
     ]
-
-
-def _tainted(node: Mapping[str, Any], key: str) -> bool:
-    return any(
-        mapping(t).get("key") == key and mapping(t).get("effect") == "NoSchedule"
-        for t in items(mapping(node.get("spec")).get("taints"))
-    )
 
 
 def unscheduled_gpu_pod(pod: Mapping[str, Any], s: DoctorSettings, m: AnnotationMatcher) -> bool:
