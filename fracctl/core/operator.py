@@ -46,26 +46,26 @@ def deployment_available(deployment: Obj | None, where: str) -> Verdict:
     return Verdict(True, f"the operator's Deployment {where} has {available} available replica(s)")
 
 
-def lease_renewed(lease: Obj | None, where: str, *, now: float) -> Verdict:
-    """Whether the leader-election Lease ``where`` was renewed within its duration."""
+def lease_renewed(
+    lease: Obj | None, where: str, *, now: float, who: str = "the operator"
+) -> Verdict:
+    """Whether the leader-election Lease ``where`` (``who`` holds it) was renewed in time."""
     if lease is None:
-        return Verdict(False, f"the operator's leader-election Lease {where} does not exist")
+        return Verdict(False, f"{who}'s leader-election Lease {where} does not exist")
     spec = lease.get("spec") or {}
     holder = spec.get("holderIdentity") or ""
     duration = spec.get("leaseDurationSeconds")
     renewed = _seconds(spec.get("renewTime"))
     if not holder or renewed is None or not isinstance(duration, int):
-        return Verdict(False, f"the operator's Lease {where} has no holder or no renewal")
+        return Verdict(False, f"{who}'s Lease {where} has no holder or no renewal")
     age = now - renewed
     if age > duration:
         return Verdict(
             False,
-            f"the operator's Lease {where} was last renewed {age:.0f}s ago by {holder}, "
+            f"{who}'s Lease {where} was last renewed {age:.0f}s ago by {holder}, "
             f"longer than its {duration}s duration: no replica leads",
         )
-    return Verdict(
-        True, f"the operator leads: Lease {where} renewed {max(age, 0):.1f}s ago by {holder}"
-    )
+    return Verdict(True, f"{who} leads: Lease {where} renewed {max(age, 0):.1f}s ago by {holder}")
 
 
 def _seconds(stamp: Any) -> float | None:

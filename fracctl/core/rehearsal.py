@@ -19,6 +19,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from fracctl.core.nodes import condition
+
 Obj = Mapping[str, Any]
 
 #: The tolerations the DaemonSet controller adds to every DaemonSet pod, whatever its
@@ -91,18 +93,11 @@ def unknown_finalizers(obj: Obj, known: Iterable[str]) -> list[str]:
     return [f for f in (obj.get("metadata") or {}).get("finalizers") or [] if f not in keep]
 
 
-def _condition(node: Obj, kind: str) -> Obj | None:
-    for c in (node.get("status") or {}).get("conditions") or []:
-        if isinstance(c, Mapping) and c.get("type") == kind:
-            return c
-    return None
-
-
-def condition_written(nodes: Sequence[Obj], condition: str) -> tuple[bool, list[str]]:
-    """Whether any of ``nodes`` carries ``condition``; else the similar types they carry."""
-    if any(_condition(n, condition) is not None for n in nodes):
+def condition_written(nodes: Sequence[Obj], kind: str) -> tuple[bool, list[str]]:
+    """Whether any of ``nodes`` carries the condition ``kind``; else the like-named ones."""
+    if any(condition(n, kind) is not None for n in nodes):
         return True, []
-    suffix = condition.rsplit("/", 1)[-1]
+    suffix = kind.rsplit("/", 1)[-1]
     seen = sorted(
         {
             str(c.get("type"))
@@ -140,7 +135,7 @@ def cannot_run_agents(node: Obj, tolerations: Sequence[Obj]) -> list[str]:
     DaemonSet controller adds to each of their pods).
     """
     out: list[str] = []
-    ready = _condition(node, "Ready")
+    ready = condition(node, "Ready")
     if ready is None:
         out.append("its kubelet reports no Ready condition")
     elif ready.get("status") != "True":

@@ -219,7 +219,8 @@ def node_labels(ctx: Context) -> dict[str, dict[str, str]]:
     }
 
 
-def _pods_check(ctx: Context, scan: FractionalScan) -> GuardCheck:
+def fractional_pods_check(ctx: Context, scan: FractionalScan) -> GuardCheck:
+    """The ``fractional-pods`` guard's verdict on a scan."""
     reserved = (
         f"; {len(scan.reservations)} reservation pod(s) in "
         f"{ctx.config.pods.reservation_namespace} ignored (infrastructure)"
@@ -307,7 +308,10 @@ def run_guards(
     nodes = node_labels(ctx)
     policy = ctx.config.labels
     label = policy.opt_in
-    checks = [_pods_check(ctx, scan), _upgrade_check(live, nodes, live_selector, desired_selector)]
+    checks = [
+        fractional_pods_check(ctx, scan),
+        _upgrade_check(live, nodes, live_selector, desired_selector),
+    ]
 
     findings = dict(node_findings(nodes, policy))
     if desired_selector is not None:

@@ -147,15 +147,13 @@ def guard_again(ctx: Context, live: Obj | None, desired: Obj) -> str:
     Raises:
         Refused: a fractional pod runs now; nothing was deleted.
     """
-    from fracctl.flows.preflight import fractions, scan_fractional_pods
+    from fracctl.flows.preflight import fractional_pods_check, fractions, scan_fractional_pods
 
     scan = scan_fractional_pods(ctx, fractions(ctx, live=live, desired=desired))
-    if scan.pods:
-        listed = "; ".join(f"{p.namespace}/{p.name} on {p.node or '(not scheduled)'}"
-                           for p in scan.pods[:10])  # fmt: skip
+    check = fractional_pods_check(ctx, scan)
+    if not check.ok:
         raise Refused(
-            f"{len(scan.pods)} fractional pod(s) appeared since the guards ran: {listed}; "
-            "nothing was deleted",
-            hint="let them finish or scale them down, then rerun",
+            f"fractional pods appeared since the guards ran: {check.evidence}; nothing was deleted",
+            hint=check.fix,
         )
-    return f"right before the delete: no fractional pod among {scan.scanned} unfinished pod(s)"
+    return f"right before the delete: {check.evidence}"

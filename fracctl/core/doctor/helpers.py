@@ -110,6 +110,13 @@ def container_troubles(pod: Mapping[str, Any]) -> list[str]:
     return out
 
 
+def target_selector(target: Obj) -> dict[str, str]:
+    """The fractioning config's ``spec.nodeSelector`` (empty when it is not a map)."""
+    return {
+        str(k): str(v) for k, v in mapping(mapping(target.get("spec")).get("nodeSelector")).items()
+    }
+
+
 def fractions_of(snap: Snapshot, s: DoctorSettings) -> Fractions:
     """How fractional pods are recognised on this cluster.
 

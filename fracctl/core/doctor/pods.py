@@ -8,7 +8,14 @@ as non-root.
 
 from __future__ import annotations
 
-from fracctl.core.doctor.helpers import fractional, listing, name_of, ns_name, without_target
+from fracctl.core.doctor.helpers import (
+    fractional,
+    listing,
+    name_of,
+    ns_name,
+    target_selector,
+    without_target,
+)
 from fracctl.core.doctor.model import GPU_MEMORY_LABEL, DoctorSettings, Signature, Snapshot, check
 from fracctl.core.fractional import AnnotationMatcher, agent_prefixes, unread_memory_keys
 from fracctl.core.nodes import labels_of, matches
@@ -124,8 +131,7 @@ def unread_memory_annotations(
     """
     assert snap.target is not None  # skipped otherwise
     read = agent_prefixes(s.target.naming, live=snap.target)[0]
-    spec = mapping(snap.target.get("spec"))
-    sel = {str(k): str(v) for k, v in mapping(spec.get("nodeSelector")).items()}
+    sel = target_selector(snap.target)
     fraction_nodes = {name_of(n) for n in snap.nodes if matches(sel, labels_of(n))}
     pods: list[str] = []
     evidence: list[str] = []

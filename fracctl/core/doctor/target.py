@@ -8,18 +8,12 @@ error anywhere.
 
 from __future__ import annotations
 
-from fracctl.core.doctor.helpers import listing, name_of, without_target
-from fracctl.core.doctor.model import DoctorSettings, Obj, Signature, Snapshot, check
+from fracctl.core.doctor.helpers import listing, name_of, target_selector, without_target
+from fracctl.core.doctor.model import DoctorSettings, Signature, Snapshot, check
 from fracctl.core.fractional import AnnotationMatcher
 from fracctl.core.nodes import condition, describe_condition, is_ready, labels_of, matches
 from fracctl.core.operator import DRIVER_UPGRADE_CONDITION, DRIVER_UPGRADE_LABEL, driver_upgrades
 from fracctl.core.podspec import items, mapping
-
-
-def _selector(target: Obj) -> dict[str, str]:
-    return {
-        str(k): str(v) for k, v in mapping(mapping(target.get("spec")).get("nodeSelector")).items()
-    }
 
 
 @check(
@@ -87,7 +81,7 @@ def node_readiness(snap: Snapshot, s: DoctorSettings, m: AnnotationMatcher) -> l
     """Nodes the config selects that do not report the readiness condition as True."""
     if snap.target is None:
         return []
-    selector = _selector(snap.target)
+    selector = target_selector(snap.target)
     lagging = [
         n for n in snap.nodes if matches(selector, labels_of(n)) and not is_ready(n, s.condition)
     ]
@@ -123,7 +117,7 @@ def opted_in_selected(snap: Snapshot, s: DoctorSettings, m: AnnotationMatcher) -
     """Nodes that carry the opt-in label but that the live selector leaves out."""
     if snap.target is None:
         return []
-    selector = _selector(snap.target)
+    selector = target_selector(snap.target)
     label = {s.labels.opt_in_key: s.labels.opt_in_value}
     left_out = sorted(
         name_of(n)
@@ -189,7 +183,7 @@ def guard_policy(snap: Snapshot, s: DoctorSettings, m: AnnotationMatcher) -> lis
 def driver_upgrade(snap: Snapshot, s: DoctorSettings, m: AnnotationMatcher) -> list[Signature]:
     """The config reports DriverUpgradeInProgress, or a node it selects is mid-upgrade."""
     assert snap.target is not None  # skipped otherwise
-    sel = _selector(snap.target)
+    sel = target_selector(snap.target)
     labels = {name_of(n): labels_of(n) for n in snap.nodes}
     selected = {n for n, lab in labels.items() if matches(sel, lab)}
     found = driver_upgrades(snap.target, labels, selected)

@@ -22,7 +22,12 @@ Obj = dict[str, Any]
 
 
 class Backend(Protocol):
-    """What ``recreate`` needs from a way of creating the object."""
+    """What ``recreate`` needs from a way of creating the object.
+
+    A backend may also have ``before_delete(ctx) -> list[str]``: what it must do after
+    the guards and any confirmation, right before the delete (Argo CD stops its own
+    failing automated sync there, then dry-runs the sync); the lines are said as done.
+    """
 
     name: str
     claim: str  # what the backend's success says, for "… but the live object differs"
@@ -145,13 +150,13 @@ def check_delete(ctx: Context, live: Obj | None = None) -> list[str]:
             '\'[{"op":"remove","path":"/metadata/finalizers/N"}]\'), then rerun',
         )
     evidence.append(_dry_run_delete(ctx, str(meta.get("uid") or "")))
-    held = [f for f in meta.get("finalizers") or [] if f == t.finalizer]
+    held = t.finalizer in (meta.get("finalizers") or [])
     evidence.append(
         f"finalizer {t.finalizer} is released by the gpu-fractioning operator"
         if held
         else "no finalizer holds the object; the operator still clears the node conditions"
     )
-    evidence.extend(check_operator(ctx, held=bool(held)))
+    evidence.extend(check_operator(ctx, held=held))
     return evidence
 
 

@@ -226,7 +226,7 @@ def _idle(doc: Obj, app: str, t: Any) -> str | None:
         An account of the running operation when it is Argo CD's automated sync failing
         on the target's immutable selector (the one fracctl may stop), else None.
     """
-    from fracctl.flows.backends.argocd_autosync import automated_failing_on_target
+    from fracctl.flows.backends.argocd_autosync import automated_failing_on_target, running
 
     if (doc.get("metadata") or {}).get("deletionTimestamp"):
         raise Refused(
@@ -234,7 +234,7 @@ def _idle(doc: Obj, app: str, t: Any) -> str | None:
             hint="wait until it is gone and recreated, or point argocd.app at another one",
         )
     state = (doc.get("status") or {}).get("operationState") or {}
-    if doc.get("operation") or state.get("phase") in ("Running", "Terminating"):
+    if running(doc):
         said = automated_failing_on_target(doc, t.kind, t.name)
         if said is not None and state.get("phase") != "Terminating":
             return said

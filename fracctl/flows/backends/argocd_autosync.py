@@ -22,12 +22,26 @@ from fracctl.flows.context import Context
 Obj = dict[str, Any]
 
 
+def _state(doc: Obj) -> Obj:
+    return dict((doc.get("status") or {}).get("operationState") or {})
+
+
+def running(doc: Obj) -> bool:
+    """Whether the application runs an operation (pending, running or terminating)."""
+    return bool(doc.get("operation")) or _state(doc).get("phase") in ("Running", "Terminating")
+
+
+def _automated(doc: Obj) -> bool:
+    """Whether the current operation was started by Argo CD's automation."""
+    op = doc.get("operation") or {}
+    who = op.get("initiatedBy") or ((_state(doc).get("operation") or {}).get("initiatedBy") or {})
+    return bool(who.get("automated"))
+
+
 def automated_failing_on_target(doc: Obj, kind: str, name: str) -> str | None:
     """A one-line account of the running operation when it is terminable, else None."""
-    op = doc.get("operation") or {}
-    state = (doc.get("status") or {}).get("operationState") or {}
-    who = op.get("initiatedBy") or ((state.get("operation") or {}).get("initiatedBy") or {})
-    if not who.get("automated") or state.get("phase") not in ("Running", None, ""):
+    state = _state(doc)
+    if not _automated(doc) or state.get("phase") not in ("Running", None, ""):
         return None
     results = ((state.get("syncResult") or {}).get("resources")) or []
     failed = [r for r in results if r.get("status") == "SyncFailed"]
@@ -56,13 +70,12 @@ def stop(ctx: Context, app: str, said: str) -> str:
     backoff = Backoff(first=0.2, cap=2.0)
     while True:
         doc = client.get_application(app)
-        state = (doc.get("status") or {}).get("operationState") or {}
-        if not doc.get("operation") and state.get("phase") not in ("Running", "Terminating"):
+        if not running(doc):
             return f"terminated {said} (it would have refused this run's sync)"
         left = deadline - ctx.clock.monotonic()
         if left <= 0:
             raise Refused(
-                f"fracctl terminated {said}, and it was still {state.get('phase')} after "
+                f"fracctl terminated {said}, and it was still {_state(doc).get('phase')} after "
                 f"{ctx.config.timeouts.sync:.0f}s",
                 hint=f"see `argocd app get {app}`; rerun once it ended",
             )
@@ -78,11 +91,7 @@ def settle(ctx: Context, app: str, doc: Obj, kind: str, name: str) -> Obj:
     backoff = Backoff(first=0.2, cap=2.0)
     deadline = ctx.clock.monotonic() + ctx.config.timeouts.sync
     while True:
-        op = doc.get("operation") or {}
-        state = (doc.get("status") or {}).get("operationState") or {}
-        running = bool(op) or state.get("phase") in ("Running", "Terminating")
-        who = op.get("initiatedBy") or ((state.get("operation") or {}).get("initiatedBy") or {})
-        if not running or not who.get("automated"):
+        if not running(doc) or not _automated(doc):
             return doc
         if automated_failing_on_target(doc, kind, name) is not None:
             return doc

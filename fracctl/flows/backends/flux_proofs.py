@@ -47,7 +47,8 @@ def controllers_lead(ctx: Context) -> list[str]:
     out: list[str] = []
     for name in f.leases:
         lease = ctx.kube.get_or_none(LEASES, name, f.controller_namespace)
-        verdict = lease_renewed(lease, f"{f.controller_namespace}/{name}", now=ctx.clock.now())
+        where = f"{f.controller_namespace}/{name}"
+        verdict = lease_renewed(lease, where, now=ctx.clock.now(), who="Flux's controller")
         if not verdict.ok:
             raise Refused(
                 f"{verdict.text}: no Flux controller leads to handle the reconcile request, "
@@ -56,7 +57,7 @@ def controllers_lead(ctx: Context) -> list[str]:
                 f"{f.controller_namespace} get deploy,pods,lease); flux.leases in fracctl.yaml "
                 "names the Leases (a --watch-label-selector adds a hash to the name)",
             )
-        out.append(verdict.text.replace("the operator's", "Flux's"))
+        out.append(verdict.text)
     return out
 
 
