@@ -4,7 +4,7 @@ PY     := $(VENV)/bin/python
 LOCK   := requirements/dev.lock
 STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml $(LOCK) | cksum | cut -d' ' -f1)
 
-.PHONY: venv control-plane helm argocd flux promtool test test-unit lint lock check-lock demo bench clean image
+.PHONY: venv control-plane kwok helm argocd flux promtool test test-unit lint lock check-lock demo bench clean image
 
 # Every install comes from the lock (exact versions, hashes checked); the build backend
 # too, so fracctl itself is installed without build isolation.
@@ -16,9 +16,14 @@ $(STAMP): pyproject.toml $(LOCK)
 
 venv: $(STAMP)
 
-# A real kube-apiserver + etcd, built once from Go modules into ~/.cache/fracctl.
+# A real control plane (etcd, kube-apiserver, kube-controller-manager, kube-scheduler),
+# built once from Go modules into ~/.cache/fracctl.
 control-plane:
 	@bash scripts/build-control-plane.sh >/dev/null
+
+# KWOK, which plays the kubelets of the sandbox's and the tests' nodes, with its stages.
+kwok:
+	@bash scripts/build-kwok.sh >/dev/null
 
 # helm, for the helm render tests (built from its Go module unless one is on PATH).
 helm:
@@ -42,7 +47,7 @@ flux:
 promtool:
 	@bash scripts/build-promtool.sh >/dev/null
 
-test: venv control-plane helm argocd flux promtool
+test: venv control-plane kwok helm argocd flux promtool
 	PATH="$$(bash scripts/build-helm.sh):$$PATH" $(VENV)/bin/pytest
 
 test-unit: venv
@@ -70,11 +75,11 @@ lint: venv
 	$(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports
 
-demo: venv control-plane
+demo: venv control-plane kwok
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" bash scripts/demo.sh
 
 # Every benchmark, then benchmarks/RESULTS.md and benchmarks/plots/ from their results.
-bench: venv control-plane
+bench: venv control-plane kwok
 	$(VENV)/bin/pip install -q --no-build-isolation -e '.[bench]'
 	$(PY) benchmarks/run.py $(BENCH_ARGS)
 

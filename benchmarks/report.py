@@ -288,6 +288,35 @@ def startup_section(data: Any) -> list[str]:
     return [*lines, ""]
 
 
+def sandbox_section(data: Any) -> list[str]:
+    lines = ["## sandbox: `fracctl sandbox up` on a warm build cache", ""]
+    if not data:
+        return [*lines, "Not run.", ""]
+    lines += [
+        "    python benchmarks/bench_sandbox.py --runs 5",
+        "",
+        "| run | `up` returns | RTX node ready | `down` |",
+        "|---:|---:|---:|---:|",
+    ]
+    for i, run in enumerate(data["runs"], 1):
+        lines.append(
+            f"| {i} | {secs(run['up_s'])} | {secs(run['ready_s'])} | {secs(run['down_s'])} |"
+        )
+    median = data["median"]
+    lines += [
+        f"| median | {secs(median['up_s'])} | {secs(median['ready_s'])} | "
+        f"{secs(median['down_s'])} |",
+        "",
+        "`up` starts etcd and kube-apiserver, installs the CRDs, starts kube-controller-manager, "
+        "kube-scheduler and KWOK, seeds four KWOK nodes and waits until each is Ready, "
+        "installs the guard policy and starts the simulations. The RTX node is ready once "
+        "the DaemonSet controller made its agent pods, the scheduler bound them, KWOK ran "
+        "them and the operator simulation read them.",
+        "",
+    ]
+    return lines
+
+
 def drift_section(data: Any) -> list[str]:
     lines = ["## drift: rendered objects judged against the live cluster", ""]
     if not data:
@@ -484,6 +513,7 @@ def main(argv: list[str] | None = None) -> int:
         *readers_section(load("readers")),
         *wait_section(wait),
         *startup_section(load("startup")),
+        *sandbox_section(load("sandbox")),
         *drift_section(load("drift")),
         *rehearsal_section(
             load("rehearsal"),

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# The incident, end to end, in the local sandbox: a real kube-apiserver + etcd, three
-# GPU nodes as Node objects, and a clearly named simulation of the gpu-fractioning
-# operator. Git selects the opt-in label; the live object still selects the RTX class.
+# The incident, end to end, in the local sandbox: a real control plane (etcd,
+# kube-apiserver, kube-controller-manager, kube-scheduler), a CPU node and three GPU nodes
+# whose kubelets KWOK plays, and clearly named simulations of the gpu-fractioning operator
+# and of KAI. Git selects the opt-in label; the live object still selects the RTX class.
 set -euo pipefail
 export FRACCTL_SANDBOX_DIR="${FRACCTL_SANDBOX_DIR:-${TMPDIR:-/tmp}/fracctl-demo}"
 say()  { printf '\n\033[1;34m# %s\033[0m\n' "$*"; }
@@ -28,7 +29,7 @@ else
   backend="a direct server-side apply (Argo CD not built: run 'make argocd')"
 fi
 
-say "A sandbox: kube-apiserver + etcd, nodes rtx-pro-6000-0, b200-0, h200-0"
+say "A sandbox: a control plane, KWOK nodes cpu-0, rtx-pro-6000-0, b200-0, h200-0"
 echo "recreate backend: $backend"
 expect 0 "${up[@]}"
 eval "$(fracctl sandbox env)"
@@ -45,6 +46,9 @@ expect 0 fracctl nodes label b200-0
 say "Doctor: b200-0 opted in, but the live object does not select it"
 expect 1 fracctl doctor
 
+say "A fractional probe at the B200 pool stays Pending: no agent runs there, KAI holds it"
+expect 0 fracctl probe --memory 4Gi --pool example.org/gpu-class=b200 --expect not-ready
+
 say "Drift: the live object still selects the RTX class; the API server says why"
 expect 1 fracctl drift
 
@@ -57,6 +61,10 @@ expect 0 fracctl drift
 expect 0 fracctl wait
 expect 0 fracctl recreate --yes
 kubectl get nodes -L example.org/gpu-class -L example.org/gpu-fractions
+kubectl -n gpu-fractioning get daemonsets,pods -o wide
+
+say "The same probe now runs on the B200: the agents the DaemonSet controller put there are ready"
+expect 0 fracctl probe --memory 4Gi --pool example.org/gpu-class=b200 --expect running
 
 say "Doctor: every known failure signature checked, none found"
 expect 0 fracctl doctor

@@ -43,15 +43,48 @@ def clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
 
 @pytest.fixture(scope="session")
 def control_plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[controlplane.ControlPlane]:
-    """One real kube-apiserver + etcd for the whole session, stopped by PID at the end."""
+    """One real control plane for the whole session (etcd, kube-apiserver,
+    kube-controller-manager, kube-scheduler and KWOK), stopped by PID at the end."""
+    from fracctl.sandbox.controllers import find_kwok, start_beside
+
     binaries = controlplane.find_binaries(REPO)
     cp = controlplane.start(tmp_path_factory.mktemp("controlplane"), binaries=binaries)
     try:
         kube = Kube.connect(kubeconfig=cp.kubeconfig)
         install_crd(kube, cfg.Config())
+        start_beside(cp, binaries=binaries, kwok=find_kwok(REPO))
         yield cp
     finally:
         cp.stop()
+
+
+@pytest.fixture(scope="session")
+def api_only_plane(
+    control_plane: controlplane.ControlPlane, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[controlplane.ControlPlane]:
+    """A kube-apiserver + etcd with no controller beside them, for the tests of how
+    fracctl reads the API server's pages: pods planted there stay exactly as written
+    (no scheduler places them, no KWOK rewrites their status, no garbage collector
+    takes those whose owner is made up)."""
+    binaries = controlplane.find_binaries(REPO)
+    cp = controlplane.start(tmp_path_factory.mktemp("api-only"), binaries=binaries)
+    try:
+        install_crd(Kube.connect(kubeconfig=cp.kubeconfig), cfg.Config())
+        yield cp
+    finally:
+        cp.stop()
+
+
+@pytest.fixture
+def api_only(api_only_plane: controlplane.ControlPlane) -> Iterator[Cluster]:
+    """Builders on :func:`api_only_plane`; nodes there are bare (``kwok=False``)."""
+    kube = Kube.connect(kubeconfig=api_only_plane.kubeconfig)
+    c = Cluster(kube=kube, config=cfg.Config(), kubeconfig=api_only_plane.kubeconfig, kwok=False)
+    c.cleanup()
+    try:
+        yield c
+    finally:
+        c.cleanup()
 
 
 @pytest.fixture
@@ -108,14 +141,18 @@ def real_flux(
 def extra_control_planes(
     control_plane: controlplane.ControlPlane, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[list[controlplane.ControlPlane]]:
-    """Two more API servers beside the session's, for fleet tests; stopped by PID at the end."""
-    binaries = controlplane.find_binaries(REPO)
+    """Two more control planes beside the session's, for fleet tests (each with its
+    controllers, scheduler and KWOK); stopped by PID at the end."""
+    from fracctl.sandbox.controllers import find_kwok, start_beside
+
+    binaries, kwok = controlplane.find_binaries(REPO), find_kwok(REPO)
     started: list[controlplane.ControlPlane] = []
     try:
         for i in (1, 2):
             cp = controlplane.start(tmp_path_factory.mktemp(f"fleet-{i}"), binaries=binaries)
             started.append(cp)
             install_crd(Kube.connect(kubeconfig=cp.kubeconfig), cfg.Config())
+            start_beside(cp, binaries=binaries, kwok=kwok)
         yield started
     finally:
         for cp in started:

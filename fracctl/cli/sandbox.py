@@ -83,7 +83,11 @@ def up(
         ),
     ] = False,
 ) -> None:
-    """Start kube-apiserver + etcd in the background and seed the scenario.
+    """Start a local cluster in the background and seed the scenario.
+
+    A real control plane (etcd, kube-apiserver, kube-controller-manager, kube-scheduler),
+    KWOK playing the nodes' kubelets, and simulations of the gpu-fractioning operator
+    and of KAI.
 
     Examples:
         fracctl sandbox up

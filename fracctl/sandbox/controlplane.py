@@ -1,7 +1,10 @@
-"""A real kube-apiserver + etcd on loopback: the test fixture and ``fracctl sandbox``.
+"""A real control plane on loopback: the test fixture and ``fracctl sandbox``.
 
-Nothing here is a fake: the binaries are the upstream ones (from ``KUBEBUILDER_ASSETS``
-or built from Go modules by ``scripts/build-control-plane.sh``). The API server runs
+etcd and kube-apiserver here; kube-controller-manager, kube-scheduler and KWOK beside
+them are started by :mod:`.controllers` and recorded here, so that :meth:`ControlPlane.stop`
+stops them all. Nothing here is a fake: the
+binaries are the upstream ones (from ``KUBEBUILDER_ASSETS`` or built from Go modules by
+``scripts/build-control-plane.sh``). The API server runs
 with RBAC authorization, a static token file (an admin in ``system:masters`` and a
 ``viewer`` with no rights, for RBAC tests), and its own self-signed serving certificate.
 Processes are stopped by the PIDs recorded when they were started, nothing else.
@@ -17,7 +20,7 @@ import signal
 import socket
 import subprocess
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -38,6 +41,7 @@ class ControlPlane:
     admin_token: str
     viewer_token: str
     etcd_port: int = 0
+    components: dict[str, int] = field(default_factory=dict)  # controllers' PIDs by name
 
     @property
     def etcd_url(self) -> str:
@@ -100,12 +104,15 @@ class ControlPlane:
             json.dump(doc, f, indent=2)
 
     def stop(self, *, timeout: float = 15.0) -> None:
-        """Stop the API server, then etcd, by their recorded PIDs."""
+        """Stop the controllers, the API server, then etcd, by their recorded PIDs."""
+        for pid in reversed(list(self.components.values())):
+            terminate(pid, timeout)
         for pid in (self.apiserver_pid, self.etcd_pid):
             terminate(pid, timeout)
 
 
 R = TypeVar("R")
+Process = subprocess.Popen[bytes]  # a child process started by :func:`spawn`
 
 
 def save_record(record: Any, path: Path) -> None:
@@ -123,19 +130,27 @@ def load_record(cls: type[R], path: Path) -> R | None:
         return None
 
 
+#: What ``scripts/build-control-plane.sh`` builds, and ``KUBEBUILDER_ASSETS`` must hold.
+BINARIES = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler")
+
+
 def find_binaries(repo_root: Path | None = None) -> Path:
-    """The folder holding ``kube-apiserver`` and ``etcd``; builds them if needed."""
+    """The folder holding the control plane's binaries (:data:`BINARIES`).
+
+    They are built (``scripts/build-control-plane.sh``) when the cache lacks one.
+    """
     assets = os.environ.get("KUBEBUILDER_ASSETS")
     if assets:
         folder = Path(assets)
-        if (folder / "kube-apiserver").is_file() and (folder / "etcd").is_file():
+        lacks = [name for name in BINARIES if not (folder / name).is_file()]
+        if not lacks:
             return folder
-        raise UsageError(f"KUBEBUILDER_ASSETS={assets} lacks kube-apiserver or etcd")
+        raise UsageError(f"KUBEBUILDER_ASSETS={assets} lacks {', '.join(lacks)}")
     script = _build_script(repo_root)
     if script is None:
         raise UsageError(
             "no control-plane binaries: set KUBEBUILDER_ASSETS to a folder holding "
-            "kube-apiserver and etcd"
+            + ", ".join(BINARIES)
         )
     try:
         out = subprocess.run(
@@ -179,6 +194,7 @@ def start(state_dir: str | Path, *, binaries: Path, detach: bool = False) -> Con
     """Start etcd and kube-apiserver with state under ``state_dir``; wait until ready.
 
     With ``detach`` the processes get their own session so they outlive the caller.
+    :func:`.controllers.start_beside` starts the rest.
     """
     state = Path(state_dir)
     for sub in ("etcd", "certs", "logs"):
@@ -247,11 +263,11 @@ def start(state_dir: str | Path, *, binaries: Path, detach: bool = False) -> Con
     cp.save()
     try:
         _wait_ready(cp, apiserver)
+        cp.write_kubeconfig(cp.kubeconfig, token=admin_token, user=ADMIN_USER)
+        cp.write_kubeconfig(str(state / "viewer.kubeconfig"), token=viewer_token, user=VIEWER_USER)
     except BaseException:
         cp.stop()
         raise
-    cp.write_kubeconfig(cp.kubeconfig, token=admin_token, user=ADMIN_USER)
-    cp.write_kubeconfig(str(state / "viewer.kubeconfig"), token=viewer_token, user=VIEWER_USER)
     return cp
 
 

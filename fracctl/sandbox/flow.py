@@ -1,7 +1,9 @@
 """``fracctl sandbox``: a real local control plane seeded with a scenario.
 
-The control plane is a real kube-apiserver + etcd; the GPU nodes are Node objects and
-the gpu-fractioning operator is a clearly named simulation (:mod:`operator_sim`).
+The control plane is real (etcd, kube-apiserver, kube-controller-manager,
+kube-scheduler); KWOK plays the nodes' kubelets (:mod:`.controllers`); the
+gpu-fractioning operator and the KAI scheduler are clearly named simulations
+(:mod:`.operator_sim`, :mod:`.kai_sim`), run by one process beside them.
 
 This module is the life cycle: ``up``, ``down``, ``status`` and ``env``. Populating a
 new sandbox is in :mod:`.seed`, the simulation process in :mod:`.simulation`, the Argo
@@ -22,7 +24,7 @@ from fracctl.core.nodes import condition
 from fracctl.core.resources import NODES, split_api_version
 from fracctl.errors import UsageError
 from fracctl.flows.context import Context
-from fracctl.sandbox import argocd_local, controlplane, flux_local
+from fracctl.sandbox import argocd_local, controllers, controlplane, flux_local
 from fracctl.sandbox.argocd_wiring import argocd_running, argocd_status, start_argocd
 from fracctl.sandbox.flux_wiring import flux_running, flux_status, start_flux
 from fracctl.sandbox.layout import (
@@ -34,6 +36,7 @@ from fracctl.sandbox.layout import (
 )
 from fracctl.sandbox.seed import (
     install_crd,
+    install_crds,
     install_kai_config_crd,
     load_scenario,
     node_object,
@@ -104,11 +107,14 @@ def up(
     scenario = load_scenario(scenario_file)
     if cp is not None:  # a dead leftover: clear it out first
         down(ctx, root=root)
-    root.mkdir(parents=True, exist_ok=True)
     binaries = controlplane.find_binaries()
-    ctx.info(f"starting kube-apiserver and etcd from {binaries}")
+    kwok = controllers.find_kwok()
+    root.mkdir(parents=True, exist_ok=True)
+    ctx.info(f"starting the control plane from {binaries}, KWOK from {kwok}")
     cp = controlplane.start(box.cp_dir, binaries=binaries, detach=True)
     try:
+        install_crds(ctx, cp)  # before the garbage collector reads discovery
+        controllers.start_beside(cp, binaries=binaries, kwok=kwok, detach=True)
         gitops_path = populate(ctx, box, cp, scenario, scenario_file)
         start_simulation(box)
         if argocd:
@@ -196,8 +202,17 @@ def status(ctx: Context, *, root: Path) -> dict[str, Any]:
         "server": cp.url,
         "kubeconfig": cp.kubeconfig,
         "config": str(box.config_file),
-        "pids": {"etcd": cp.etcd_pid, "kube-apiserver": cp.apiserver_pid},
+        "pids": {"etcd": cp.etcd_pid, "kube-apiserver": cp.apiserver_pid, **cp.components},
+        "components": {
+            name: "running" if controlplane.alive(pid) else "stopped"
+            for name, pid in {
+                "etcd": cp.etcd_pid,
+                "kube-apiserver": cp.apiserver_pid,
+                **cp.components,
+            }.items()
+        },
         "operator_simulation": "running" if sim_alive else "stopped",
+        "kai_simulation": "running" if sim_alive else "stopped",
         "nodes": nodes,
         "target": {
             "name": f"{t.kind}/{t.name}",

@@ -1,32 +1,37 @@
 """SIMULATION of the gpu-fractioning operator, for the sandbox and the tests.
 
-This is not the operator. It does only what the real one visibly does to the API:
+This is not the operator. It does what the real one (kai-scheduler/gpu-fractioning,
+``operator/internal/controller/gpufractioningconfig_controller.go``) visibly does to the
+API, on a control plane whose DaemonSet controller, scheduler and KWOK nodes are real:
 
 * adds its cleanup finalizer to the config object;
-* after a short delay (the daemons starting) sets the readiness condition ``True``
-  (reason ``AllDaemonsReady``) on every node the current ``nodeSelector`` matches, and
-  removes it from nodes no longer matched;
+* creates the node agents' DaemonSets from the config (:mod:`.agents`: names, labels,
+  the config's selector and tolerations, the config as controller owner) and keeps them
+  in step; the DaemonSet controller makes their pods and KWOK runs them;
+* sets the readiness condition on a node from the agent pods there: ``True``
+  (``AllDaemonsReady``) once a Ready pod of every agent DaemonSet runs on it, else
+  ``False`` with the operator's reason and message (``mpsd pod is not ready: Pending``);
+  a node no longer selected loses the condition. The real operator counts every
+  ``managed-by`` pod on the node; the simulation counts only pods of the live
+  DaemonSets that are not being deleted, so a node is not ready on an old pod's word;
 * keeps the config's status conditions: ``Ready`` ``True`` (reason ``AllNodesReady``)
   once every selected node is ready, else ``False`` (``NodesNotReady``, naming them, or
   ``NoNodesSelected``), with ``observedGeneration``;
-* keeps the node-agent DaemonSets it finds (``cluster.agent_daemonsets`` in
-  ``cluster.agent_namespace``; it does not create them) in step with the config: their
-  pod template selects the config's nodes. Standing in for the DaemonSet controller and
-  the kubelets as well (neither runs in the sandbox), it writes their status: one pod
-  scheduled per selected node, ready where the node's daemons are;
 * on delete, removes the condition from the nodes it set it on, then releases the
-  finalizer, so the object goes away (the DaemonSets then schedule nothing).
+  finalizer, so the object goes away, and the garbage collector deletes the DaemonSets
+  it owned (and their pods).
 
-A node annotated ``sandbox.fracctl.io/simulate: never-ready`` never becomes ready: its
-condition stays ``False`` with reason ``MPSDaemonCrashLoop``, as when mpsd cannot start.
+A node annotated ``sandbox.fracctl.io/simulate: never-ready`` never becomes ready: where
+agent pods run on it its condition is ``False`` with reason ``MPSDaemonCrashLoop``, as
+when mpsd cannot start.
 
 Like the real operator (a controller-runtime manager with leader election on, as the
 upstream chart installs it) it also leads: it renews its leader-election Lease
-(``cluster.operator_lease`` in ``cluster.agent_namespace``) every couple of seconds, and,
-standing in for the Deployment controller, keeps its Deployment
-(``cluster.operator_deployment``) there with one available replica. When the simulation
-stops, both stay as they were: the Deployment still says available (stale, as a real
-one is for a while), and the Lease goes stale once its duration has passed.
+(``cluster.operator_lease`` in ``cluster.agent_namespace``) every couple of seconds, and
+keeps its Deployment (``cluster.operator_deployment``) there, whose pod the Deployment
+controller and KWOK run. When the simulation stops, both stay as they were: the
+Deployment still says available (as a real one does while its pod runs), and the Lease
+goes stale once its duration has passed.
 """
 
 from __future__ import annotations
@@ -40,13 +45,16 @@ from fracctl.config import Config
 from fracctl.core.clock import Clock, SystemClock, utc_timestamp
 from fracctl.core.doctor import DAEMONSETS
 from fracctl.core.nodes import condition, labels_of, matches
-from fracctl.core.resources import DEPLOYMENTS, LEASES, NODES
+from fracctl.core.resources import DEPLOYMENTS, LEASES, NODES, PODS
 from fracctl.errors import Conflict, FracctlError, NotFound
+from fracctl.sandbox import agents
 
 NEVER_READY = "sandbox.fracctl.io/simulate"
 SMP = "application/strategic-merge-patch+json"
 LEASE_DURATION = 15  # seconds, controller-runtime's default
 IMAGE = "fracctl.local/operator-simulation:1"  # names what runs: this simulation
+READY = ("True", "AllDaemonsReady", "all gpu-fractioning daemons are running")
+CRASH_LOOP = ("False", "MPSDaemonCrashLoop", "mpsd: back-off restarting")
 MICROTIME = "%Y-%m-%dT%H:%M:%S.%fZ"
 
 
@@ -56,6 +64,20 @@ def _never_ready(node: dict[str, Any]) -> bool:
 
 def _names(nodes: list[dict[str, Any]]) -> list[str]:
     return sorted(n["metadata"]["name"] for n in nodes)
+
+
+def _differs(have: dict[str, Any], want: dict[str, Any]) -> bool:
+    """Whether the live DaemonSet's owner, labels or pod template differ from the rendering."""
+    h_meta, w_meta = have.get("metadata") or {}, want["metadata"]
+    h_tpl = (have.get("spec") or {}).get("template") or {}
+    w_tpl = want["spec"]["template"]
+    h_spec, w_spec = h_tpl.get("spec") or {}, w_tpl["spec"]
+    return (
+        agents.controller_uid(have) != w_meta["ownerReferences"][0]["uid"]
+        or any((h_meta.get("labels") or {}).get(k) != v for k, v in w_meta["labels"].items())
+        or any(h_spec.get(k) != w_spec.get(k) for k in ("nodeSelector", "tolerations"))
+        or (h_tpl.get("metadata") or {}).get("annotations") != w_tpl["metadata"]["annotations"]
+    )
 
 
 class OperatorSimulation:
@@ -75,7 +97,6 @@ class OperatorSimulation:
         self.delay = delay
         self.clock = clock or SystemClock()
         self.ref = config.target.ref
-        self._seen: dict[str, float] = {}  # node -> when first matched
         self.lease_duration = lease_duration
         self.identity = f"operator-sim_{uuid.uuid4()}"
         self._renewed_at: float | None = None  # monotonic time of the last renewal
@@ -110,52 +131,32 @@ class OperatorSimulation:
         self.kube.patch(LEASES, name, {"spec": spec}, namespace=namespace)
 
     def _deployment(self, name: str, namespace: str) -> None:
-        deploy = self.kube.get_or_none(DEPLOYMENTS, name, namespace)
-        if deploy is None:
-            labels = {"app.kubernetes.io/name": "gpu-fractioning"}
-            deploy = self.kube.create(
-                DEPLOYMENTS,
-                {
-                    "metadata": {"name": name, "labels": labels},
-                    "spec": {
-                        "replicas": 1,
-                        "selector": {"matchLabels": labels},
-                        "template": {
-                            "metadata": {"labels": labels},
-                            "spec": {"containers": [{"name": "manager", "image": IMAGE}]},
+        """Create the operator's Deployment unless it exists; its controller does the rest.
+
+        Its pod tolerates every taint (it runs wherever a node has room) and KWOK starts
+        it at once.
+        """
+        if self.kube.get_or_none(DEPLOYMENTS, name, namespace) is not None:
+            return
+        labels = {"app.kubernetes.io/name": "gpu-fractioning"}
+        self.kube.create(
+            DEPLOYMENTS,
+            {
+                "metadata": {"name": name, "labels": labels},
+                "spec": {
+                    "replicas": 1,
+                    "selector": {"matchLabels": labels},
+                    "template": {
+                        "metadata": {"labels": labels, "annotations": agents.kwok_delays(0)},
+                        "spec": {
+                            "tolerations": [{"operator": "Exists"}],
+                            "terminationGracePeriodSeconds": 1,
+                            "containers": [{"name": "manager", "image": IMAGE}],
                         },
                     },
                 },
-                namespace=namespace,
-            )
-        status = deploy.get("status") or {}
-        if status.get("availableReplicas") == 1:
-            return
-        stamp = utc_timestamp()
-        self.kube.patch(
-            DEPLOYMENTS,
-            name,
-            {
-                "status": {
-                    "observedGeneration": deploy["metadata"].get("generation"),
-                    "replicas": 1,
-                    "readyReplicas": 1,
-                    "availableReplicas": 1,
-                    "updatedReplicas": 1,
-                    "conditions": [
-                        {
-                            "type": "Available",
-                            "status": "True",
-                            "reason": "MinimumReplicasAvailable",
-                            "message": "Deployment has minimum availability.",
-                            "lastTransitionTime": stamp,
-                            "lastUpdateTime": stamp,
-                        }
-                    ],
-                }
             },
             namespace=namespace,
-            subresource="status",
         )
 
     def reconcile(self) -> None:
@@ -165,45 +166,25 @@ class OperatorSimulation:
         obj = self.kube.get_or_none(self.ref, t.name)
         nodes = self.kube.list(NODES)
         if obj is not None and not obj["metadata"].get("deletionTimestamp"):
-            finalizers = obj["metadata"].get("finalizers") or []
-            if t.finalizer not in finalizers:
-                obj = self.kube.patch(
-                    self.ref,
-                    t.name,
-                    {
-                        "metadata": {
-                            "finalizers": [*finalizers, t.finalizer],
-                            "resourceVersion": obj["metadata"]["resourceVersion"],
-                        }
-                    },
-                )
+            obj = self._finalize(obj)
             selector = (obj.get("spec") or {}).get("nodeSelector") or {}
-            now = self.clock.monotonic()
-            selected: list[dict[str, Any]] = []
-            started: list[dict[str, Any]] = []  # selected, and the daemons had time to start
+            live = self._daemonsets(obj)
+            selected = [n for n in nodes if matches(selector, labels_of(n))]
             for node in nodes:
-                name = node["metadata"]["name"]
-                if matches(selector, labels_of(node)):
-                    selected.append(node)
-                    first = self._seen.setdefault(name, now)
-                    if now - first >= self.delay:
-                        started.append(node)
-                else:
-                    self._seen.pop(name, None)
-                    if condition(node, cond) is not None:
-                        self._clear(name, cond)
-            ready = [n for n in started if not _never_ready(n)]
-            # The DaemonSets and the config first: whoever sees a node ready sees them so.
-            self._daemonsets(selector, len(selected), len(ready))
-            self._set_status(obj, _names(selected), _names(ready))
-            for node in started:
-                self._set_ready(node, cond)
+                if node not in selected and condition(node, cond) is not None:
+                    self._clear(node["metadata"]["name"], cond)
+            verdicts = self._verdicts(selected, live)
+            ready = [name for name, v in verdicts.items() if v[0] == "True"]
+            # The config first: whoever sees a node ready sees the config so.
+            self._set_status(obj, _names(selected), sorted(ready))
+            for node in selected:
+                verdict = verdicts.get(node["metadata"]["name"])
+                if verdict is not None:
+                    self._set(node, cond, verdict)
             return
-        self._seen.clear()
         for node in nodes:
             if condition(node, cond) is not None:
                 self._clear(node["metadata"]["name"], cond)
-        self._daemonsets(None, 0, 0)
         if obj is not None:
             finalizers = [f for f in obj["metadata"].get("finalizers") or [] if f != t.finalizer]
             if len(finalizers) != len(obj["metadata"].get("finalizers") or []):
@@ -217,6 +198,88 @@ class OperatorSimulation:
                         }
                     },
                 )
+
+    def _finalize(self, obj: dict[str, Any]) -> dict[str, Any]:
+        """The config with the operator's cleanup finalizer on it."""
+        t = self.config.target
+        finalizers = obj["metadata"].get("finalizers") or []
+        if t.finalizer in finalizers:
+            return obj
+        return dict(
+            self.kube.patch(
+                self.ref,
+                t.name,
+                {
+                    "metadata": {
+                        "finalizers": [*finalizers, t.finalizer],
+                        "resourceVersion": obj["metadata"]["resourceVersion"],
+                    }
+                },
+            )
+        )
+
+    def _daemonsets(self, obj: dict[str, Any]) -> dict[str, str]:
+        """Create or update the agents' DaemonSets; the uids of those ``obj`` controls.
+
+        A DaemonSet another config still controls is left to the garbage collector (the
+        real operator's CreateOrUpdate fails on it until it is gone).
+        """
+        k = self.config.cluster
+        self.kube.ensure_namespace(k.agent_namespace)
+        uid = obj["metadata"]["uid"]
+        live: dict[str, str] = {}
+        for name in k.agent_daemonsets:
+            want = agents.daemonset(name, k.agent_namespace, obj, delay=self.delay)
+            have = self.kube.get_or_none(DAEMONSETS, name, k.agent_namespace)
+            if have is None:
+                have = self.kube.create(DAEMONSETS, want, namespace=k.agent_namespace)
+            elif agents.controller_uid(have) not in (None, uid):
+                continue
+            elif _differs(have, want):
+                body = {**have, "spec": {**have["spec"], "template": want["spec"]["template"]}}
+                body["metadata"] = {
+                    **have["metadata"],
+                    "labels": {
+                        **(have["metadata"].get("labels") or {}),
+                        **want["metadata"]["labels"],
+                    },
+                    "ownerReferences": want["metadata"]["ownerReferences"],
+                }
+                have = self.kube.replace(DAEMONSETS, body)
+            live[name] = str(have["metadata"]["uid"])
+        return live
+
+    def _verdicts(
+        self, selected: list[dict[str, Any]], live: dict[str, str]
+    ) -> dict[str, tuple[str, str, str]]:
+        """The condition each selected node with agent pods gets: (status, reason, message)."""
+        k = self.config.cluster
+        pods = self.kube.list(PODS, namespace=k.agent_namespace, label_selector=agents.POD_SELECTOR)
+        owners = set(live.values())
+        by_node: dict[str, list[dict[str, Any]]] = {}
+        for pod in pods:
+            node = (pod.get("spec") or {}).get("nodeName")
+            current = agents.controller_uid(pod) in owners
+            if node and current and not pod["metadata"].get("deletionTimestamp"):
+                by_node.setdefault(node, []).append(pod)
+        verdicts: dict[str, tuple[str, str, str]] = {}
+        for node in selected:
+            name = node["metadata"]["name"]
+            here = by_node.get(name)
+            if not here:
+                continue  # no agent pod yet: the operator's pass never visits the node
+            if _never_ready(node):
+                verdicts[name] = CRASH_LOOP
+                continue
+            lagging = [p for p in here if not agents.pod_ready(p)]
+            if lagging:
+                pod = lagging[0]
+                reason = agents.failure_reason(pod)
+                component = (pod["metadata"].get("labels") or {}).get(agents.COMPONENT, "")
+                verdicts[name] = ("False", reason, f"{component} pod is not ready: {reason}")
+            elif {agents.controller_uid(p) for p in here} >= owners and owners:
+                verdicts[name] = READY
+        return verdicts
 
     def _set_status(self, obj: dict[str, Any], selected: list[str], ready: list[str]) -> None:
         """The config's ``Ready`` condition, written only when it changes."""
@@ -265,64 +328,15 @@ class OperatorSimulation:
             subresource="status",
         )
 
-    def _daemonsets(self, selector: dict[str, str] | None, desired: int, ready: int) -> None:
-        """Keep the node-agent DaemonSets in step: template selector and status.
-
-        ``selector`` None: no config (the pod template is left as it is).
-        """
-        k = self.config.cluster
-        for name in k.agent_daemonsets:
-            ds = self.kube.get_or_none(DAEMONSETS, name, k.agent_namespace)
-            if ds is None:
-                continue
-            spec = ((ds.get("spec") or {}).get("template") or {}).get("spec") or {}
-            have = spec.get("nodeSelector") or {}
-            if selector is not None and have != selector:
-                # A merge patch merges maps: keys that go are set to null.
-                patch = {**dict.fromkeys(have), **selector}
-                ds = self.kube.patch(
-                    DAEMONSETS,
-                    name,
-                    {"spec": {"template": {"spec": {"nodeSelector": patch}}}},
-                    namespace=k.agent_namespace,
-                )
-            status = {
-                "observedGeneration": ds["metadata"].get("generation"),
-                "desiredNumberScheduled": desired,
-                "currentNumberScheduled": desired,
-                "updatedNumberScheduled": desired,
-                "numberMisscheduled": 0,
-                "numberReady": ready,
-                "numberAvailable": ready,
-                "numberUnavailable": desired - ready,
-            }
-            live = ds.get("status") or {}
-            if all(live.get(key, 0) == value for key, value in status.items()):
-                continue
-            self.kube.patch(
-                DAEMONSETS,
-                name,
-                {"status": status},
-                namespace=k.agent_namespace,
-                subresource="status",
-            )
-
-    def _set_ready(self, node: dict[str, Any], cond: str) -> None:
-        """Set the node's condition as its daemons are."""
-        broken = _never_ready(node)
-        want = (
-            ("False", "MPSDaemonCrashLoop", "mpsd: back-off restarting")
-            if broken
-            else (
-                "True",
-                "AllDaemonsReady",
-                "all gpu-fractioning daemons are ready",
-            )
-        )
+    def _set(self, node: dict[str, Any], cond: str, verdict: tuple[str, str, str]) -> None:
+        """Write the node's condition, unless it already says so (PatchNodeCondition)."""
         have = condition(node, cond)
-        if have and (have.get("status"), have.get("reason")) == want[:2]:
+        if have and (have.get("status"), have.get("reason"), have.get("message")) == verdict:
             return
         stamp = utc_timestamp()
+        since = (
+            have.get("lastTransitionTime") if have and have.get("status") == verdict[0] else None
+        )
         self.kube.patch(
             NODES,
             node["metadata"]["name"],
@@ -331,11 +345,11 @@ class OperatorSimulation:
                     "conditions": [
                         {
                             "type": cond,
-                            "status": want[0],
-                            "reason": want[1],
-                            "message": want[2],
+                            "status": verdict[0],
+                            "reason": verdict[1],
+                            "message": verdict[2],
                             "lastHeartbeatTime": stamp,
-                            "lastTransitionTime": stamp,
+                            "lastTransitionTime": since or stamp,
                         }
                     ]
                 }

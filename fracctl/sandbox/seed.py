@@ -1,9 +1,10 @@
 """Populating a new sandbox: the scenario, the CRDs, the nodes, the gitops repository.
 
-A scenario file names the namespaces, the GPU nodes (Node objects; no kubelet runs) and
-the objects to create. Populating installs the fractioning CRD and a minimal KAI
-``Config`` CRD, seeds the scenario, copies its gitops folder into a local git
-repository and writes the fracctl.yaml that points every command at the sandbox.
+A scenario file names the namespaces, the nodes (KWOK plays their kubelets: see
+:mod:`.controllers`) and the objects to create. Populating installs the fractioning CRD
+and a minimal KAI ``Config`` CRD (:func:`install_crds`, before the controllers start),
+then seeds the scenario, copies its gitops folder into a local git repository and
+writes the fracctl.yaml that points every command at the sandbox (:func:`populate`).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from fracctl.core.resources import CRDS, NAMESPACES, NODES
 from fracctl.errors import Conflict, TimedOut, UsageError
 from fracctl.flows.context import Context
 from fracctl.sandbox import controlplane
+from fracctl.sandbox.controllers import kwok_node, wait_node_ready
 from fracctl.sandbox.layout import Sandbox
 
 
@@ -87,55 +89,21 @@ def _establish(kube: Kube, crd: dict[str, Any], list_path: str, timeout: float) 
     raise TimedOut(f"CRD {crd['metadata']['name']} not established after {timeout:.0f}s")
 
 
-def node_object(
-    name: str, labels: dict[str, str], taints: list[dict[str, str]] | None = None
-) -> dict[str, Any]:
-    """A Node as a cloud provider would register it (no kubelet here)."""
-    return {
-        "apiVersion": "v1",
-        "kind": "Node",
-        "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name, **labels}},
-        "spec": {"taints": taints or []},
-    }
+def node_object(node: dict[str, Any]) -> dict[str, Any]:
+    """The Node of a scenario entry, as its kubelet registers it (KWOK plays the kubelet).
 
-
-#: What a kubelet reports of a healthy node: the sandbox has no kubelet, so it is written
-#: once, as a node that registered and is Ready (the nodes' other conditions merge beside
-#: it by type).
-KUBELET_READY = {
-    "type": "Ready",
-    "status": "True",
-    "reason": "KubeletReady",
-    "message": "kubelet is posting ready status (written by the sandbox: no kubelet runs)",
-    "lastHeartbeatTime": "2026-01-01T00:00:00Z",
-    "lastTransitionTime": "2026-01-01T00:00:00Z",
-}
-
-
-#: The taint the API server's TaintNodesByCondition admission puts on every new node,
-#: and the node lifecycle controller takes off once its kubelet reports Ready.
-NOT_READY_TAINT = "node.kubernetes.io/not-ready"
-
-
-def report_ready(kube: Kube, name: str) -> dict[str, Any]:
-    """A node's kubelet reports Ready, and the not-ready taint goes, as on a real cluster.
-
-    The kubelet's Ready condition (a strategic merge, by type), then what the node
-    lifecycle controller does on seeing it: the ``node.kubernetes.io/not-ready`` taint
-    that admission added at registration is removed.
+    ``gpus`` (default 8 where ``nvidia.com/gpu.present`` is "true", else none) is its
+    ``nvidia.com/gpu`` capacity, as the device plugin reports it.
     """
-    node = kube.patch(
-        NODES,
-        name,
-        {"status": {"conditions": [KUBELET_READY]}},
-        content_type="application/strategic-merge-patch+json",
-        subresource="status",
+    labels = {str(k): str(v) for k, v in (node.get("labels") or {}).items()}
+    gpus = node.get("gpus", 8 if labels.get("nvidia.com/gpu.present") == "true" else 0)
+    return kwok_node(
+        node["name"],
+        labels,
+        taints=node.get("taints"),
+        annotations={str(k): str(v) for k, v in (node.get("annotations") or {}).items()},
+        gpus=int(gpus),
     )
-    taints = (node.get("spec") or {}).get("taints") or []
-    kept = [t for t in taints if t.get("key") != NOT_READY_TAINT]
-    if kept != taints:
-        node = kube.patch(NODES, name, {"spec": {"taints": kept}})
-    return node
 
 
 def seed(kube: Kube, scenario: dict[str, Any]) -> None:
@@ -148,14 +116,12 @@ def seed(kube: Kube, scenario: dict[str, Any]) -> None:
         except Conflict:
             pass
     for node in scenario["nodes"]:
-        body = node_object(node["name"], dict(node.get("labels") or {}), node.get("taints"))
-        if node.get("annotations"):
-            body["metadata"]["annotations"] = dict(node["annotations"])
         try:
-            kube.create(NODES, body)
-            report_ready(kube, node["name"])
+            kube.create(NODES, node_object(node))
         except Conflict:
             pass
+    for node in scenario["nodes"]:
+        wait_node_ready(kube, node["name"])
     for obj in scenario.get("objects") or []:
         ref = kube.resolve(obj["apiVersion"], obj["kind"])
         try:
@@ -184,6 +150,13 @@ def sandbox_config(box: Sandbox, gitops_path: str) -> str:
     )
 
 
+def install_crds(ctx: Context, cp: controlplane.ControlPlane) -> None:
+    """The fractioning CRD and KAI's ``Config`` CRD, established."""
+    kube = Kube.connect(kubeconfig=cp.kubeconfig)
+    install_crd(kube, ctx.config)
+    install_kai_config_crd(kube)
+
+
 def populate(
     ctx: Context,
     box: Sandbox,
@@ -191,13 +164,11 @@ def populate(
     scenario: dict[str, Any],
     scenario_file: Path,
 ) -> str:
-    """Install the CRD, seed the scenario, write the gitops repository and fracctl.yaml.
+    """Seed the scenario, write the gitops repository and fracctl.yaml, install the guard.
 
     Returns the manifests' path inside the gitops repository.
     """
     kube = Kube.connect(kubeconfig=cp.kubeconfig)
-    install_crd(kube, ctx.config)
-    install_kai_config_crd(kube)
     seed(kube, scenario)
 
     gitops_src = (scenario_file.parent / str(scenario.get("gitops") or "")).resolve()

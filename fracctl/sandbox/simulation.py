@@ -1,9 +1,10 @@
-"""The operator simulation as a process of its own: its command line, start and run.
+"""The simulations as a process of their own: its command line, start and run.
 
-``fracctl sandbox up`` starts the simulation detached, with the sandbox's fracctl.yaml,
+``fracctl sandbox up`` starts the process detached, with the sandbox's fracctl.yaml,
 and counts it as started once it wrote its ready file and is still running a moment
-later. ``fracctl sandbox operator-sim`` is that process: a first reconcile, the ready
-file, then reconciles until SIGTERM.
+later. ``fracctl sandbox operator-sim`` is that process: the operator simulation's first
+reconcile, the ready file, then the operator simulation and the KAI simulation
+(:mod:`.kai_sim`, in a thread) until SIGTERM.
 """
 
 from __future__ import annotations
@@ -117,6 +118,7 @@ def run_operator_simulation(ctx: Context, *, ready_file: Path | None = None) -> 
     """
     import threading
 
+    from fracctl.sandbox.kai_sim import KaiSimulation
     from fracctl.sandbox.operator_sim import OperatorSimulation
 
     stop = threading.Event()
@@ -130,6 +132,13 @@ def run_operator_simulation(ctx: Context, *, ready_file: Path | None = None) -> 
             if attempt == 9:
                 raise
             time.sleep(0.2)
+    # A client of its own: the two run side by side.
+    kai = threading.Thread(target=KaiSimulation(ctx.kube_factory(), ctx.config).run, args=(stop,))
+    kai.start()
     if ready_file is not None:
         ready_file.write_text(f"{os.getpid()}\n")
-    sim.run(stop)
+    try:
+        sim.run(stop)
+    finally:
+        stop.set()
+        kai.join(timeout=10)

@@ -20,6 +20,7 @@ from fracctl.errors import ApiError, Conflict, ExitCode, NotFound
 from fracctl.flows.context import Context
 from fracctl.flows.doctor import doctor
 from tests.support.helpers import SMP, Cluster, run_cli
+from tests.support.waiting import until
 
 AGENTS = "gpu-fractioning"
 SCHEDULER = "kai-scheduler"
@@ -107,7 +108,10 @@ class Setup:
         for key in changes.pop("without", ()):
             labels.pop(key)
         taints = changes.pop("taints", [TAINT])
-        self.cluster.node(name, gpu_class=gpu_class, opt_in=opt_in, labels=labels, taints=taints)
+        # The test plays the kubelets: the pods' statuses below are the faults it injects.
+        self.cluster.node(
+            name, gpu_class=gpu_class, opt_in=opt_in, labels=labels, taints=taints, kwok=False
+        )
         if opt_in:
             self.cluster.set_ready(name, changes.pop("ready", True), changes.pop("reason", None))
 
@@ -133,14 +137,62 @@ class Setup:
                 },
             },
         )
-        status = {
-            "desiredNumberScheduled": 2,
-            "currentNumberScheduled": 2,
-            "numberMisscheduled": 0,
-            "numberReady": ready,
-        }
-        self.kube.patch(DAEMONSETS, name, {"status": status}, namespace=AGENTS,
-                        subresource="status")  # fmt: skip
+        # The DaemonSet controller makes a pod per selected node and the scheduler binds
+        # it; the test, playing the kubelets, reports the first ``ready`` of them Ready
+        # (in node order: rtx-pro-6000-0, then b200-0).
+        pods = self.agent_pods(component, count=2)
+        up = {"phase": "Running", "podIP": "10.240.0.9",
+              "conditions": [{"type": "Ready", "status": "True"}]}  # fmt: skip
+        for pod in pods[:ready]:
+            self.kubelet_reports(pod, up)
+
+        def counted() -> bool:
+            status = self.kube.get(DAEMONSETS, name, AGENTS).get("status") or {}
+            return (status.get("desiredNumberScheduled"), status.get("numberReady")) == (2, ready)
+
+        until(f"DaemonSet {name} to count {ready} ready pod(s)", counted)
+
+    def agent_pods(self, component: str, *, count: int) -> list[dict[str, Any]]:
+        """The DaemonSet's pods once all ``count`` are bound, rtx-pro-6000-0's first."""
+
+        owner = self.kube.get(DAEMONSETS, f"gpu-fractioning-{component}", AGENTS)["metadata"]
+
+        def bound() -> list[dict[str, Any]]:
+            pods = self.kube.list(
+                PODS, namespace=AGENTS, label_selector=f"app.kubernetes.io/component={component}"
+            )
+            placed = [
+                p for p in pods
+                if (p.get("spec") or {}).get("nodeName")
+                and not p["metadata"].get("deletionTimestamp")
+                and [r.get("uid") for r in p["metadata"].get("ownerReferences") or []]
+                == [owner["uid"]]
+            ]  # fmt: skip
+            return placed if len(placed) == count else []
+
+        try:
+            pods = until(f"{count} {component} pods bound", bound)
+        except AssertionError:
+            seen = [
+                (
+                    p["metadata"]["name"],
+                    p["spec"].get("nodeName"),
+                    p["metadata"].get("ownerReferences"),
+                    (p.get("status") or {}).get("conditions"),
+                )
+                for p in self.kube.list(PODS, namespace=AGENTS)
+            ]
+            ds = self.kube.get(DAEMONSETS, f"gpu-fractioning-{component}", AGENTS)
+            raise AssertionError(
+                f"pods: {seen}; ds: {ds['metadata']['uid']} {ds.get('status')}"
+            ) from None
+        return sorted(pods, key=lambda p: p["spec"]["nodeName"] != "rtx-pro-6000-0")
+
+    def kubelet_reports(self, pod: dict[str, Any], status: dict[str, Any]) -> None:
+        """Write ``status`` as the pod's kubelet would."""
+        meta = pod["metadata"]
+        self.kube.patch(PODS, meta["name"], {"status": status}, namespace=meta["namespace"],
+                        subresource="status", content_type=SMP)  # fmt: skip
 
     def deployment(self, namespace: str, name: str, image: str) -> None:
         self.cluster.namespace(namespace)
@@ -155,7 +207,11 @@ class Setup:
                     "selector": {"matchLabels": labels},
                     "template": {
                         "metadata": {"labels": labels},
-                        "spec": {"containers": [{"name": name, "image": image}]},
+                        "spec": {
+                            # System workloads run on the system node, as on a real cluster.
+                            "nodeSelector": {"kubernetes.io/hostname": "cpu-0"},
+                            "containers": [{"name": name, "image": image}],
+                        },
                     },
                 },
             },
@@ -205,7 +261,7 @@ class Setup:
         self.gpu_node("rtx-pro-6000-0", "rtx-pro-6000", opt_in=True, **faults.get("rtx", {}))
         self.gpu_node("b200-0", "b200", opt_in=True, **faults.get("b200", {}))
         self.gpu_node("h200-0", "h200", opt_in=False)
-        self.cluster.node("cpu-0")
+        self.cluster.node("cpu-0", kwok=False)
         if "runtime-class" not in skip:
             self.kube.create(
                 RUNTIME_CLASSES,
@@ -311,24 +367,22 @@ def fail_reservation(s: Setup) -> None:
     )  # fmt: skip
 
 
-def not_ready_agent(s: Setup) -> None:
-    s.pod(
-        AGENTS, "gpu-fractioning-mpsd-x1",
-        spec={"nodeName": "b200-0", "tolerations": TOLERATE},
-        labels={"app.kubernetes.io/component": "mpsd"},
-        status={"phase": "Running", "conditions": [{"type": "Ready", "status": "False"}],
-                "containerStatuses": [{
-                    "name": "main", "ready": False, "restartCount": 7, "image": "busybox:1.36",
-                    "imageID": "", "state": {"waiting": {
-                        "reason": "CrashLoopBackOff",
-                        "message": "CUDA_ERROR_OUT_OF_MEMORY"}}}]},
+def not_ready_agent(s: Setup) -> str:
+    """The mpsd pod on b200-0 crash-loops (the DaemonSet's own pod, as its kubelet says);
+    its name."""
+    rtx, b200 = s.agent_pods("mpsd", count=2)
+    s.kubelet_reports(
+        b200,
+        {"phase": "Running", "podIP": "10.240.0.8",
+         "conditions": [{"type": "Ready", "status": "False"}],
+         "containerStatuses": [{
+             "name": "mpsd", "ready": False, "restartCount": 7, "image": "busybox:1.36",
+             "imageID": "", "state": {"waiting": {
+                 "reason": "CrashLoopBackOff", "message": "CUDA_ERROR_OUT_OF_MEMORY"}}}]},
     )  # fmt: skip
-    s.pod(
-        AGENTS, "gpu-fractioning-mpsd-x0",
-        spec={"nodeName": "rtx-pro-6000-0", "tolerations": TOLERATE},
-        labels={"app.kubernetes.io/component": "mpsd"},
-        status={"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]},
-    )  # fmt: skip
+    s.kubelet_reports(rtx, {"phase": "Running", "podIP": "10.240.0.9",
+                            "conditions": [{"type": "Ready", "status": "True"}]})  # fmt: skip
+    return str(b200["metadata"]["name"])
 
 
 def pending_fractional(s: Setup) -> None:
@@ -399,7 +453,7 @@ def drop_runtime_class(s: Setup) -> None:
     s.kube.delete(RUNTIME_CLASSES, "nvidia")
 
 
-Fault = tuple[dict[str, Any], Callable[[Setup], None] | None, str, str]
+Fault = tuple[dict[str, Any], Callable[[Setup], object] | None, str, str]
 
 
 def misbind_guard(s: Setup) -> None:
@@ -532,7 +586,7 @@ def test_an_untolerated_gpu_pod_is_not_reported_while_a_gpu_node_is_untainted(
 def test_the_details_of_a_few_findings(setup: Setup) -> None:
     setup.healthy(ready=1)
     fail_reservation(setup)
-    not_ready_agent(setup)
+    pod = not_ready_agent(setup)
     pending_fractional(setup)
     r = run(setup.cluster, "-o", "json")
     assert r.exit_code == ExitCode.FINDING, r.output
@@ -547,10 +601,7 @@ def test_the_details_of_a_few_findings(setup: Setup) -> None:
     (ds,) = f["agent-daemonsets"]
     assert ds["subjects"] == ["b200-0"]
     assert "CrashLoopBackOff: CUDA_ERROR_OUT_OF_MEMORY" in ds["evidence"][0]
-    assert (
-        ds["fix"]
-        == "kubectl -n gpu-fractioning logs gpu-fractioning-mpsd-x1 --all-containers --tail=50"
-    )
+    assert ds["fix"] == f"kubectl -n gpu-fractioning logs {pod} --all-containers --tail=50"
     (pending,) = f["pending-fractional-pods"]
     assert pending["subjects"] == ["ml/frac-p1", "ml/frac-p2"]
     (group,) = pending["evidence"]  # one message, two pods
@@ -558,7 +609,7 @@ def test_the_details_of_a_few_findings(setup: Setup) -> None:
     assert group.endswith("[2 pod(s): ml/frac-p1, ml/frac-p2]")
     assert "nvidia.com/gpu.memory" in pending["cause"]
     table = run(setup.cluster)
-    assert "fix:   kubectl -n gpu-fractioning logs gpu-fractioning-mpsd-x1" in table.stdout
+    assert f"fix:   kubectl -n gpu-fractioning logs {pod}" in table.stdout
     assert "FINDING" in table.stdout
 
 

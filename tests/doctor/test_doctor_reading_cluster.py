@@ -33,6 +33,12 @@ GPU = {"nvidia.com/gpu.present": "true", "nvidia.com/gpu.memory": "97887"}
 STAMP = "2026-03-01T10:00:00Z"
 
 
+@pytest.fixture
+def cluster(api_only: Cluster) -> Cluster:
+    """What fracctl reads is planted as written: on an API server without controllers."""
+    return api_only
+
+
 def _context(cluster: Cluster, **cluster_changes: Any) -> Context:
     base = cfg.Config()
     config = dataclasses.replace(

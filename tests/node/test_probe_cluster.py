@@ -19,8 +19,8 @@ from fracctl.core.resources import PODS
 from fracctl.errors import ExitCode, Unreachable
 from fracctl.flows.context import Context
 from fracctl.flows.probe import PROBE_LABEL, Outcome, probe
+from fracctl.sandbox.kai_sim import KaiSimulation, KaiSimulationThread
 from tests.support.helpers import Cluster, run_cli
-from tests.support.kai_standin import KaiStandIn, KaiStandInThread
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -30,8 +30,10 @@ def probes(kube: Kube) -> list[dict[str, Any]]:
 
 
 @pytest.fixture
-def kai(cluster: Cluster) -> Iterator[KaiStandIn]:
-    with KaiStandInThread(Kube.connect(kubeconfig=cluster.kubeconfig), cluster.config) as standin:
+def kai(cluster: Cluster) -> Iterator[KaiSimulation]:
+    with KaiSimulationThread(
+        Kube.connect(kubeconfig=cluster.kubeconfig), cluster.config
+    ) as standin:
         yield standin
     assert probes(cluster.kube) == []
 
@@ -41,7 +43,7 @@ def pool_nodes(cluster: Cluster, *, ready: bool | None) -> None:
     cluster.node("h200-0", gpu_class="h200")
 
 
-def test_not_ready_pool_is_reported_as_good_news(cluster: Cluster, kai: KaiStandIn) -> None:
+def test_not_ready_pool_is_reported_as_good_news(cluster: Cluster, kai: KaiSimulation) -> None:
     pool_nodes(cluster, ready=None)
     r = run_cli(
         "--kubeconfig", cluster.kubeconfig, "probe", "--memory", "4Gi",
@@ -70,7 +72,7 @@ def test_not_ready_pool_is_reported_as_good_news(cluster: Cluster, kai: KaiStand
     assert seen["metadata"]["labels"]["kai.scheduler/queue"] == "default-queue"
 
 
-def test_table_output_for_not_ready(cluster: Cluster, kai: KaiStandIn) -> None:
+def test_table_output_for_not_ready(cluster: Cluster, kai: KaiSimulation) -> None:
     pool_nodes(cluster, ready=False)
     r = run_cli(
         "--kubeconfig", cluster.kubeconfig, "probe", "--fraction", "0.25", "--timeout", "20s"
@@ -85,7 +87,7 @@ def test_table_output_for_not_ready(cluster: Cluster, kai: KaiStandIn) -> None:
 
 
 def test_ready_pool_runs_the_probe_and_it_is_deleted_at_once(
-    cluster: Cluster, kai: KaiStandIn
+    cluster: Cluster, kai: KaiSimulation
 ) -> None:
     pool_nodes(cluster, ready=True)
     r = run_cli(
@@ -96,11 +98,11 @@ def test_ready_pool_runs_the_probe_and_it_is_deleted_at_once(
     assert r.json["outcome"] == "running"
     assert r.json["node"] == "b200-0"
     assert r.json["deleted"] is True
-    # The probe was bound to a node with no kubelet: only a grace period of 0 removes it.
+    # Deleted with a grace period of 0: gone at once, before its kubelet (KWOK) would act.
     assert probes(cluster.kube) == []
 
 
-def test_unexpected_answer_exits_1(cluster: Cluster, kai: KaiStandIn) -> None:
+def test_unexpected_answer_exits_1(cluster: Cluster, kai: KaiSimulation) -> None:
     pool_nodes(cluster, ready=None)
     r = run_cli(
         "--kubeconfig", cluster.kubeconfig, "probe", "--memory", "4Gi",
@@ -110,7 +112,7 @@ def test_unexpected_answer_exits_1(cluster: Cluster, kai: KaiStandIn) -> None:
     assert probes(cluster.kube) == []
 
 
-def test_pool_without_nodes_is_unschedulable(cluster: Cluster, kai: KaiStandIn) -> None:
+def test_pool_without_nodes_is_unschedulable(cluster: Cluster, kai: KaiSimulation) -> None:
     pool_nodes(cluster, ready=True)
     r = run_cli(
         "--kubeconfig", cluster.kubeconfig, "probe", "--memory", "4Gi",
@@ -123,7 +125,7 @@ def test_pool_without_nodes_is_unschedulable(cluster: Cluster, kai: KaiStandIn) 
 
 
 def test_tainted_pool_is_unschedulable_without_a_toleration(
-    cluster: Cluster, kai: KaiStandIn
+    cluster: Cluster, kai: KaiSimulation
 ) -> None:
     cluster.node(
         "rtx-pro-6000-0",
@@ -302,7 +304,7 @@ def test_usage_errors_exit_2_before_touching_the_cluster(args: list[str], needle
 
 
 def test_a_pool_holding_an_h200_is_refused_before_anything_is_created(
-    cluster: Cluster, kai: KaiStandIn
+    cluster: Cluster, kai: KaiSimulation
 ) -> None:
     # Daemons run there (Ready), and only the hardware label says it is an H200: without
     # the check the probe would run on it, the one Ready node of the pool.
@@ -323,7 +325,7 @@ def test_a_pool_holding_an_h200_is_refused_before_anything_is_created(
 
 
 def test_the_default_pool_with_an_opted_in_h200_says_unlabel(
-    cluster: Cluster, kai: KaiStandIn
+    cluster: Cluster, kai: KaiSimulation
 ) -> None:
     cluster.node("b200-0", gpu_class="b200", opt_in=True, ready=True)
     cluster.node("h200-0", gpu_class="h200", opt_in=True, ready=True)

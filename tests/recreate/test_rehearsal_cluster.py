@@ -107,6 +107,7 @@ def test_a_node_of_the_new_selection_that_is_not_ready_refuses(incident: Inciden
             "message": "container runtime is down",
             "lastHeartbeatTime": "2026-01-01T00:00:00Z",
             "lastTransitionTime": "2026-01-01T00:00:00Z"}  # fmt: skip
+    incident.cluster.stop_kubelet("b200-0")
     incident.cluster.kube.patch(NODES, "b200-0", {"status": {"conditions": [down]}},
                                 content_type=SMP, subresource="status")  # fmt: skip
     said = refuses(incident, "b200-0: its kubelet reports Ready=False (KubeletNotReady)")

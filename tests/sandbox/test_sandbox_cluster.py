@@ -1,4 +1,4 @@
-"""`fracctl sandbox` against real kube-apiserver + etcd processes it starts itself."""
+"""`fracctl sandbox` against the real control plane and KWOK processes it starts itself."""
 
 from __future__ import annotations
 
@@ -40,7 +40,12 @@ def test_up_status_down_twice(tmp_path: Path) -> None:
                 text=True,
                 check=True,
             ).stdout.split()
-            assert sorted(nodes) == ["node/b200-0", "node/h200-0", "node/rtx-pro-6000-0"]
+            assert sorted(nodes) == [
+                "node/b200-0",
+                "node/cpu-0",
+                "node/h200-0",
+                "node/rtx-pro-6000-0",
+            ]
 
             def rtx_ready() -> dict | None:  # type: ignore[type-arg]
                 st = run_cli("sandbox", "status", "--state-dir", state, "-o", "json")
@@ -51,9 +56,27 @@ def test_up_status_down_twice(tmp_path: Path) -> None:
 
             data = wait_for(rtx_ready)
             ready = {n["name"]: n["ready"] for n in data["nodes"]}
-            assert ready == {"rtx-pro-6000-0": "True", "b200-0": "missing", "h200-0": "missing"}
+            assert ready == {
+                "rtx-pro-6000-0": "True",
+                "b200-0": "missing",
+                "h200-0": "missing",
+                "cpu-0": "missing",
+            }
             assert data["target"]["nodeSelector"] == {"example.org/gpu-class": "rtx-pro-6000"}
             assert data["operator_simulation"] == "running"
+            assert data["kai_simulation"] == "running"
+            assert data["components"] == dict.fromkeys(
+                ["etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok"],
+                "running",
+            )
+            # The agents run where the config selects, put there by the real controllers.
+            pods = subprocess.run(
+                ["kubectl", "--kubeconfig", cp.kubeconfig, "-n", "gpu-fractioning", "get",
+                 "pods", "-l", "app.kubernetes.io/managed-by=gpu-fractioning",
+                 "-o", "jsonpath={.items[*].spec.nodeName}"],
+                capture_output=True, text=True, check=True,
+            ).stdout.split()  # fmt: skip
+            assert pods == ["rtx-pro-6000-0", "rtx-pro-6000-0"]
             cfg_text = Path(data["config"]).read_text()
             assert "gitops" in cfg_text
 
@@ -66,7 +89,7 @@ def test_up_status_down_twice(tmp_path: Path) -> None:
             assert f"export KUBECONFIG={cp.kubeconfig}" in env.stdout
             assert cp.admin_token not in env.output
         finally:
-            pids = [cp.etcd_pid, cp.apiserver_pid]
+            pids = [cp.etcd_pid, cp.apiserver_pid, *cp.components.values()]
             sim_pid = int(Path(state, "operator-sim.pid").read_text())
             r = run_cli("sandbox", "down", "--state-dir", state)
         assert r.exit_code == ExitCode.OK, r.output

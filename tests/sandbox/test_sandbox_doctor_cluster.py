@@ -1,6 +1,6 @@
 """The sandbox is a faithful install: doctor sees the incident, and nothing else.
 
-One real kube-apiserver + etcd started by ``sandbox up``, with its operator simulation:
+One real control plane (with KWOK nodes) started by ``sandbox up``, with its operator simulation:
 healthy before the B200 joins, one finding once it has opted in while the live config
 still selects the RTX class, and healthy again after ``recreate --yes``.
 """

@@ -1,12 +1,11 @@
 """`fracctl sandbox`: restarting in the same shell, and an operator simulation that must start.
 
-Each test starts its own real kube-apiserver + etcd through ``sandbox up``.
+Each test starts its own real control plane through ``sandbox up``.
 """
 
 from __future__ import annotations
 
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -15,6 +14,7 @@ from fracctl.errors import ExitCode
 from fracctl.sandbox import flow
 from fracctl.sandbox.controlplane import ControlPlane, alive
 from tests.support.helpers import Result, run_cli
+from tests.support.sandbox import rtx_ready
 
 pytestmark = pytest.mark.cluster
 
@@ -22,7 +22,7 @@ pytestmark = pytest.mark.cluster
 def pids_of(state: Path) -> list[int]:
     cp = ControlPlane.load(state / "controlplane")
     assert cp is not None
-    pids = [cp.etcd_pid, cp.apiserver_pid]
+    pids = [cp.etcd_pid, cp.apiserver_pid, *cp.components.values()]
     sim = state / "operator-sim.pid"
     if sim.is_file():
         pids.append(int(sim.read_text()))
@@ -31,18 +31,6 @@ def pids_of(state: Path) -> list[int]:
 
 def up(state: Path) -> Result:
     return run_cli("sandbox", "up", "--state-dir", str(state))
-
-
-def rtx_ready(state: Path, timeout: float = 30.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        st = run_cli("sandbox", "status", "--state-dir", str(state), "-o", "json")
-        assert st.exit_code == ExitCode.OK, st.output
-        ready = {n["name"]: n["ready"] for n in st.json["nodes"]}
-        if ready["rtx-pro-6000-0"] == "True":
-            return st.json["operator_simulation"] == "running"
-        time.sleep(0.3)
-    return False
 
 
 def test_up_again_in_the_shell_of_a_removed_sandbox(

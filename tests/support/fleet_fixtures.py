@@ -62,6 +62,7 @@ def nodes(cluster: Cluster, *, b200_ready: bool = False) -> None:
     cluster.node("rtx-pro-6000-0", gpu_class="rtx-pro-6000", opt_in=True, ready=True)
     cluster.node("b200-0", gpu_class="b200", opt_in=True, ready=b200_ready or None)
     cluster.node("h200-0", gpu_class="h200")
+    cluster.runtime_class()
 
 
 def seed_clean(cluster: Cluster) -> None:

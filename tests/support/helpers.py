@@ -14,12 +14,22 @@ from typing import Any, NoReturn
 from fracctl.adapters.git import git
 from fracctl.adapters.kube import Kube
 from fracctl.config import Config
-from fracctl.core.resources import DEPLOYMENTS, LEASES, NAMESPACES, NODES, PODS, ResourceRef
+from fracctl.core.resources import (
+    DAEMONSETS,
+    DEPLOYMENTS,
+    LEASES,
+    NAMESPACES,
+    NODES,
+    PODS,
+    ResourceRef,
+)
 from fracctl.errors import Conflict, NotFound
 from fracctl.flows.probe import PROBE_LABEL
-from fracctl.sandbox.seed import report_ready
+from fracctl.sandbox.controllers import KWOK_NODE, KWOK_NODE_VALUE, wait_node_ready
 
 SMP = "application/strategic-merge-patch+json"
+#: The tolerations the upstream chart's default config gives the agents.
+GPU_TOLERATIONS = [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
 
 
 @dataclass
@@ -90,6 +100,50 @@ class FakeClock:
         self.t += seconds
 
 
+#: What a kubelet reports of a healthy node, for a node whose kubelet the test plays.
+KUBELET_READY = {
+    "type": "Ready",
+    "status": "True",
+    "reason": "KubeletReady",
+    "message": "kubelet is posting ready status (written by the test, playing the kubelet)",
+    "lastHeartbeatTime": "2026-01-01T00:00:00Z",
+    "lastTransitionTime": "2026-01-01T00:00:00Z",
+}
+
+
+def report_ready(kube: Kube, name: str, *, lifecycle_controller: bool = True) -> dict[str, Any]:
+    """The node's kubelet reports Ready once; the node lifecycle controller then lifts
+    the ``node.kubernetes.io/not-ready`` taint admission put on it at registration.
+
+    ``lifecycle_controller=False`` (an API server alone): the taint is lifted here.
+    """
+    import time
+
+    from fracctl.core.clock import utc_timestamp
+
+    # The heartbeat is now: the node lifecycle controller judges a node by when its
+    # heartbeat last changed, and a node of the same name may have lived before.
+    now = utc_timestamp()
+    ready = {**KUBELET_READY, "lastHeartbeatTime": now, "lastTransitionTime": now}
+    node = kube.patch(
+        NODES, name, {"status": {"conditions": [ready]}},
+        content_type=SMP, subresource="status",
+    )  # fmt: skip
+    if not lifecycle_controller:
+        taints = (node.get("spec") or {}).get("taints") or []
+        kept = [t for t in taints if t.get("key") != "node.kubernetes.io/not-ready"]
+        return dict(kube.patch(NODES, name, {"spec": {"taints": kept}}))
+    deadline = time.monotonic() + 30
+    while True:
+        node = kube.get(NODES, name)
+        taints = (node.get("spec") or {}).get("taints") or []
+        if not any(t.get("key") == "node.kubernetes.io/not-ready" for t in taints):
+            return node
+        if time.monotonic() > deadline:
+            raise AssertionError(f"the not-ready taint stayed on {name}")
+        time.sleep(0.05)
+
+
 CLUSTER_ROLES = ResourceRef("rbac.authorization.k8s.io", "v1", "clusterroles", "ClusterRole", False)
 CLUSTER_ROLE_BINDINGS = ResourceRef(
     "rbac.authorization.k8s.io", "v1", "clusterrolebindings", "ClusterRoleBinding", False
@@ -152,6 +206,7 @@ class Cluster:
     config: Config
     kubeconfig: str
     created_namespaces: list[str] = field(default_factory=list)
+    kwok: bool = True  # whether KWOK runs beside this API server (then it plays the nodes)
 
     # --- nodes ------------------------------------------------------------------------
 
@@ -166,24 +221,46 @@ class Cluster:
         taints: list[dict[str, str]] | None = None,
         annotations: dict[str, str] | None = None,
         kubelet_ready: bool = True,
+        kwok: bool | None = None,
+        gpus: int | None = None,
     ) -> dict[str, Any]:
+        """A node whose kubelet KWOK plays (Ready, runs its pods).
+
+        ``kwok=False``: the test plays its kubelet (:func:`report_ready` once, and each
+        pod's status as the test writes it); ``kubelet_ready=False``: a bare Node whose
+        kubelet never reported. ``gpus`` (default 8 on a node of a GPU class, else none)
+        is its ``nvidia.com/gpu`` capacity.
+        """
         lab = {"kubernetes.io/hostname": name, **(labels or {})}
         if gpu_class:
             lab[self.config.labels.class_key] = gpu_class
         if opt_in:
             lab[self.config.labels.opt_in_key] = self.config.labels.opt_in_value
-        body = {
+        body: dict[str, Any] = {
             "apiVersion": "v1",
             "kind": "Node",
-            "metadata": {"name": name, "labels": lab, "annotations": annotations or {}},
+            "metadata": {"name": name, "labels": lab, "annotations": dict(annotations or {})},
             "spec": {"taints": taints or []},
         }
+        capacity = {"cpu": "64", "memory": "512Gi", "pods": "110"}
+        if gpus or (gpus is None and gpu_class):
+            capacity["nvidia.com/gpu"] = str(8 if gpus is None else gpus)
+        body["status"] = {"capacity": capacity, "allocatable": capacity}
+        managed = kubelet_ready and (self.kwok if kwok is None else kwok)
+        if managed:
+            body["metadata"]["annotations"][KWOK_NODE] = KWOK_NODE_VALUE
         obj = self.kube.create(NODES, body)
-        if kubelet_ready:
-            obj = report_ready(self.kube, name)
+        if managed:
+            obj = wait_node_ready(self.kube, name)
+        elif kubelet_ready:
+            obj = report_ready(self.kube, name, lifecycle_controller=self.kwok)
         if ready is not None:
             obj = self.set_ready(name, ready)
         return obj
+
+    def stop_kubelet(self, name: str) -> dict[str, Any]:
+        """The node's kubelet stops: KWOK no longer plays it (its status stays as written)."""
+        return self.kube.patch(NODES, name, {"metadata": {"annotations": {KWOK_NODE: None}}})
 
     def set_ready(self, name: str, ready: bool, reason: str | None = None) -> dict[str, Any]:
         cond = {
@@ -251,17 +328,33 @@ class Cluster:
 
     # --- the target object ------------------------------------------------------------
 
-    def target(self, selector: dict[str, str], *, name: str = "default") -> dict[str, Any]:
+    def target(
+        self,
+        selector: dict[str, str],
+        *,
+        name: str = "default",
+        tolerations: list[dict[str, str]] | None = None,
+    ) -> dict[str, Any]:
+        """The fractioning config; its agents tolerate the GPU taint unless ``tolerations``
+        says otherwise (as the upstream chart's default config, and examples/gitops)."""
         t = self.config.target
+        spec: dict[str, Any] = {"nodeSelector": selector}
+        spec["tolerations"] = GPU_TOLERATIONS if tolerations is None else tolerations
+        if not spec["tolerations"]:
+            del spec["tolerations"]
         return self.kube.create(
             ref_for(self.config),
-            {
-                "apiVersion": t.api_version,
-                "kind": t.kind,
-                "metadata": {"name": name},
-                "spec": {"nodeSelector": selector},
-            },
+            {"apiVersion": t.api_version, "kind": t.kind, "metadata": {"name": name}, "spec": spec},
         )
+
+    def runtime_class(self, name: str = "nvidia") -> None:
+        """The RuntimeClass the GPU Operator installs (the agents' pods name it)."""
+        from fracctl.core.doctor import RUNTIME_CLASSES
+
+        try:
+            self.kube.create(RUNTIME_CLASSES, {"metadata": {"name": name}, "handler": name})
+        except Conflict:
+            pass
 
     def live_target(self) -> dict[str, Any] | None:
         return self.kube.get_or_none(ref_for(self.config), self.config.target.name)
@@ -315,6 +408,22 @@ class Cluster:
         from fracctl.sandbox.operator_sim import OperatorSimulation
 
         OperatorSimulation(self.kube, self.config, lease_duration=lease_duration).lead()
+        self.wait_available(self.config.cluster.operator_deployment)
+
+    def wait_available(self, name: str, timeout: float = 30.0) -> dict[str, Any]:
+        """Until the Deployment ``name`` (in the agents' namespace) has an available
+        replica: its controller, the scheduler and KWOK run its pod."""
+        import time
+
+        namespace = self.config.cluster.agent_namespace
+        deadline = time.monotonic() + timeout
+        while True:
+            deploy = self.kube.get(DEPLOYMENTS, name, namespace)
+            if int((deploy.get("status") or {}).get("availableReplicas") or 0) >= 1:
+                return deploy
+            if time.monotonic() > deadline:
+                raise AssertionError(f"Deployment {namespace}/{name} never became available")
+            time.sleep(0.1)
 
     def cleanup(self) -> None:
         self.wipe_target()
@@ -328,11 +437,25 @@ class Cluster:
                 self.kube.delete(NODES, node["metadata"]["name"])
             except NotFound:
                 pass
-        # What an operator simulation left: its Lease and its Deployment.
+        # What an operator simulation left: its Lease, its Deployment, the agents'
+        # DaemonSets, and their pods at once (their nodes are gone).
         k = self.config.cluster
-        for ref, name in ((LEASES, k.operator_lease), (DEPLOYMENTS, k.operator_deployment)):
+        left = [(LEASES, k.operator_lease), (DEPLOYMENTS, k.operator_deployment)]
+        left += [(DAEMONSETS, name) for name in k.agent_daemonsets]
+        for ref, name in left:
             try:
                 self.kube.delete(ref, name, k.agent_namespace)
+            except NotFound:
+                pass
+        from fracctl.core.doctor import RUNTIME_CLASSES
+
+        try:
+            self.kube.delete(RUNTIME_CLASSES, k.runtime_class)
+        except NotFound:
+            pass
+        for pod in self.kube.list(PODS, namespace=k.agent_namespace):
+            try:
+                self.kube.delete(PODS, pod["metadata"]["name"], k.agent_namespace, grace_period=0)
             except NotFound:
                 pass
         # The test namespaces' pods, and probe pods wherever a failed test left one (a

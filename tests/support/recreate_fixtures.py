@@ -58,6 +58,7 @@ def make_incident(cluster: Cluster, root: Path, *, label_b200: bool = True) -> I
     cluster.node("rtx-pro-6000-0", gpu_class="rtx-pro-6000", opt_in=True, ready=True)
     cluster.node("b200-0", gpu_class="b200", opt_in=label_b200)
     cluster.node("h200-0", gpu_class="h200")
+    cluster.runtime_class()
     cluster.target(OLD)
     cluster.kube.patch(
         _ref(cluster), "default", {"metadata": {"finalizers": [cluster.config.target.finalizer]}}

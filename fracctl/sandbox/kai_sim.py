@@ -1,19 +1,20 @@
-"""STAND-IN for the KAI scheduler, for tests only. It is not KAI.
+"""SIMULATION of the KAI scheduler, for the sandbox and the tests. It is not KAI.
 
-The test control plane runs no scheduler at all. This stand-in does only what KAI
-visibly does to a pod that names it in ``spec.schedulerName``:
+kube-scheduler places every other pod; this does only what KAI visibly does to a pod
+that names it in ``spec.schedulerName``:
 
 * it considers the nodes the pod's ``nodeSelector`` matches and whose NoSchedule /
   NoExecute taints the pod tolerates (the pool);
 * for a fractional pod (``gpu-fraction`` or ``gpu-memory`` annotation) it refuses
-  every pool node whose readiness condition is not ``True``: the pod's ``PodScheduled``
+  every pool node whose readiness condition is not ``True``
+  (``pkg/scheduler/plugins/gpusharingnodevalidation``): the pod's ``PodScheduled``
   condition becomes ``False`` / ``Unschedulable`` with KAI's words
   (:mod:`fracctl.core.kai_words`, read from KAI's source): ``no nodes with enough
   resources were found: 1 node is not ready for fractional GPU scheduling. Condition
   <type> is Unknown. Reason: ConditionNotFound. Message: .`` for a node without the
   condition;
-* otherwise it binds the pod to the first eligible node (``POST pods/{name}/binding``)
-  and, standing in for a kubelet as well, sets its phase ``Running``;
+* otherwise it binds the pod to the first eligible node (``POST pods/{name}/binding``;
+  the API server marks it scheduled) and the node's kubelet (KWOK) runs it;
 * a pool with no node at all gets KAI's summary of the node filters' reasons
   (``no nodes with enough resources were found: 3 node(s) didn't match Pod's node
   affinity/selector.``).
@@ -42,10 +43,6 @@ def _tolerates(pod: Mapping[str, Any], node: Mapping[str, Any]) -> bool:
     for taint in (node.get("spec") or {}).get("taints") or []:
         if taint.get("effect") not in ("NoSchedule", "NoExecute"):
             continue
-        if str(taint.get("key", "")).startswith("node.kubernetes.io/"):
-            # Condition taints (not-ready at registration): the node lifecycle controller
-            # lifts them once a kubelet reports; neither runs on the test control plane.
-            continue
         if not any(
             (not t.get("key") or t.get("key") == taint.get("key"))
             and (t.get("operator") == "Exists" or t.get("value") == taint.get("value"))
@@ -65,7 +62,7 @@ def not_ready_message(node: Mapping[str, Any], cond_type: str) -> str:
     return kai.not_ready(cond_type, str(c.get("status")), reason, str(c.get("message") or ""))
 
 
-class KaiStandIn:
+class KaiSimulation:
     """Schedules pods that name ``kai-scheduler``, as KAI visibly would."""
 
     def __init__(self, kube: Kube, config: Config, *, scheduler_name: str = "kai-scheduler"):
@@ -75,6 +72,7 @@ class KaiStandIn:
         self.seen: list[dict[str, Any]] = []  # every pod it looked at, as first seen
 
     def reconcile(self) -> None:
+        """One pass over the unbound pods that name this scheduler."""
         pods = self.kube.list(
             PODS, field_selector=f"spec.schedulerName={self.scheduler_name},spec.nodeName="
         )
@@ -134,21 +132,8 @@ class KaiStandIn:
             body={
                 "apiVersion": "v1",
                 "kind": "Binding",
-                "metadata": {"name": meta["name"]},
+                "metadata": {"name": meta["name"], "uid": meta["uid"]},
                 "target": {"apiVersion": "v1", "kind": "Node", "name": node},
-            },
-        )
-        self._status(
-            pod,
-            {
-                "phase": "Running",
-                "conditions": [
-                    {
-                        "type": "PodScheduled",
-                        "status": "True",
-                        "lastTransitionTime": STAMP,
-                    }
-                ],
             },
         )
 
@@ -164,6 +149,7 @@ class KaiStandIn:
         )
 
     def run(self, stop: threading.Event, interval: float = 0.1) -> None:
+        """Reconcile until ``stop`` is set; transient API errors are retried."""
         while not stop.is_set():
             try:
                 self.reconcile()
@@ -175,15 +161,15 @@ class KaiStandIn:
             stop.wait(interval)
 
 
-class KaiStandInThread:
-    """Run the stand-in in a background thread for the duration of a ``with`` block."""
+class KaiSimulationThread:
+    """Run the simulation in a background thread for the duration of a ``with`` block."""
 
     def __init__(self, kube: Kube, config: Config) -> None:
-        self.standin = KaiStandIn(kube, config)
+        self.standin = KaiSimulation(kube, config)
         self.stop = threading.Event()
         self.thread = threading.Thread(target=self.standin.run, args=(self.stop,), daemon=True)
 
-    def __enter__(self) -> KaiStandIn:
+    def __enter__(self) -> KaiSimulation:
         self.thread.start()
         return self.standin
 
