@@ -74,6 +74,7 @@ lint: venv
 	$(VENV)/bin/ruff format --check fracctl tests benchmarks
 	$(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports
+	$(PY) scripts/check-private-imports.py
 
 demo: venv control-plane kwok
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" bash scripts/demo.sh

@@ -118,9 +118,9 @@ def round_two(
         "round 2: the fractional-pod guard again": lambda: rehearse.guard_again(ctx, live, desired),
     }
     if backend == "flux":
-        from fracctl.flows.backends.flux import _kustomization
+        from fracctl.flows.backends.flux import configured_kustomization
 
-        flux = _kustomization(ctx)
+        flux = configured_kustomization(ctx)
         steps["round 2: Flux handles a request now"] = lambda: flux_proofs.handles_now(
             ctx, flux, flux.get()
         )

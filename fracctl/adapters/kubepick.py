@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from fracctl.adapters.kubeproto import ProtoError, _entry, _skip, _varint, unwrap
+from fracctl.adapters.kubeproto import ProtoError, map_entry, read_varint, skip_field, unwrap
 
 # A field's kind: a string, a signed integer, a bool, a map<string, string>, a
 # map<string, Quantity> (read as {name: quantity string}), a message or repeated message.
@@ -169,11 +169,11 @@ def _qmap_entry(buf: bytes, i: int, end: int) -> tuple[str, str]:
     """A ``map<string, Quantity>`` entry: (name, the quantity's string)."""
     key = value = ""
     while i < end:
-        tag, i = _varint(buf, i)
+        tag, i = read_varint(buf, i)
         if tag & 7 != 2:
-            i = _skip(buf, i, tag & 7)
+            i = skip_field(buf, i, tag & 7)
             continue
-        n, i = _varint(buf, i)
+        n, i = read_varint(buf, i)
         if tag == _KEY_TAG:
             key = buf[i : i + n].decode()
         elif tag == _VALUE_TAG:
@@ -185,11 +185,11 @@ def _qmap_entry(buf: bytes, i: int, end: int) -> tuple[str, str]:
 def _quantity(buf: bytes, i: int, end: int) -> str:
     """A Quantity's string (its field 1)."""
     while i < end:
-        tag, i = _varint(buf, i)
+        tag, i = read_varint(buf, i)
         if tag & 7 != 2:
-            i = _skip(buf, i, tag & 7)
+            i = skip_field(buf, i, tag & 7)
             continue
-        n, i = _varint(buf, i)
+        n, i = read_varint(buf, i)
         if tag == _KEY_TAG:
             return buf[i : i + n].decode()
         i += n
@@ -204,7 +204,7 @@ def _message(buf: bytes, i: int, end: int, pick: Pick) -> dict[str, Any]:
         tag = buf[i]
         i += 1
         if tag & 0x80:
-            tag, i = _varint(buf, i - 1)
+            tag, i = read_varint(buf, i - 1)
         if tag >> 3 > last:
             return out  # past every field wanted: the rest is not read (see Pick)
         entry = wanted.get(tag >> 3)
@@ -215,17 +215,17 @@ def _message(buf: bytes, i: int, end: int, pick: Pick) -> dict[str, Any]:
                     i += 1
                 i += 1
                 continue
-            value, i = _varint(buf, i)
+            value, i = read_varint(buf, i)
             key, kind, _ = entry
             out[key] = bool(value) if kind == BOOL else _signed(value)
             continue
         if wire != 2:
-            i = _skip(buf, i, wire)
+            i = skip_field(buf, i, wire)
             continue
         n = buf[i]
         i += 1
         if n & 0x80:
-            n, i = _varint(buf, i - 1)
+            n, i = read_varint(buf, i - 1)
         stop = i + n
         if stop > end:
             raise ProtoError("field runs past its message")
@@ -235,7 +235,7 @@ def _message(buf: bytes, i: int, end: int, pick: Pick) -> dict[str, Any]:
                 if n:
                     out[key] = buf[i:stop].decode()
             elif kind == MAP:
-                k, v = _entry(buf, i, stop)
+                k, v = map_entry(buf, i, stop)
                 out.setdefault(key, {})[k] = v
             elif kind == QMAP:
                 k, v = _qmap_entry(buf, i, stop)
@@ -332,11 +332,11 @@ def pod_page(data: bytes, pick: Pick, refine: Refine | None = None) -> PickedPag
     pods = page.pods
     try:
         while i < end:
-            tag, i = _varint(buf, i)
+            tag, i = read_varint(buf, i)
             if tag & 7 != 2:
-                i = _skip(buf, i, tag & 7)
+                i = skip_field(buf, i, tag & 7)
                 continue
-            n, i = _varint(buf, i)
+            n, i = read_varint(buf, i)
             if i + n > end:
                 raise ProtoError("field runs past its message")
             if tag >> 3 == 2:

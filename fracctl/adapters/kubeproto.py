@@ -63,7 +63,7 @@ class PodPage:
     remaining: int | None = None
 
 
-def _varint(buf: bytes, i: int) -> tuple[int, int]:
+def read_varint(buf: bytes, i: int) -> tuple[int, int]:
     """The varint at ``buf[i]``; (value, index after it)."""
     result = 0
     shift = 0
@@ -92,21 +92,21 @@ def _fields(buf: bytes, i: int, end: int) -> Iterator[tuple[int, int, int, int]]
         if tag < 0x80:
             i += 1
         else:
-            tag, i = _varint(buf, i)
+            tag, i = read_varint(buf, i)
         wire = tag & 7
         if wire == _BYTES:
             n = buf[i] if i < end else 0x80
             if n < 0x80:
                 i += 1
             else:
-                n, i = _varint(buf, i)
+                n, i = read_varint(buf, i)
             stop = i + n
             if stop > end:
                 raise ProtoError("field runs past its message")
             yield tag >> 3, wire, i, stop
             i = stop
         elif wire == _VARINT:
-            value, i = _varint(buf, i)
+            value, i = read_varint(buf, i)
             yield tag >> 3, wire, value, i
         elif wire == _FIXED64:
             i += 8
@@ -147,10 +147,10 @@ def _text(buf: bytes, start: int, stop: int) -> str:
         raise ProtoError("a string is not UTF-8") from None
 
 
-def _skip(buf: bytes, i: int, wire: int) -> int:
+def skip_field(buf: bytes, i: int, wire: int) -> int:
     """The index after a field of ``wire`` type that is not length-delimited."""
     if wire == _VARINT:
-        return _varint(buf, i)[1]
+        return read_varint(buf, i)[1]
     if wire == _FIXED64:
         return i + 8
     if wire == _FIXED32:
@@ -173,14 +173,14 @@ def _find_string(buf: bytes, i: int, end: int, wanted: int) -> str:
         tag = buf[i]
         i += 1
         if tag & 0x80:
-            tag, i = _varint(buf, i - 1)
+            tag, i = read_varint(buf, i - 1)
         if tag & 7 != _BYTES:
-            i = _skip(buf, i, tag & 7)
+            i = skip_field(buf, i, tag & 7)
             continue
         n = buf[i]
         i += 1
         if n & 0x80:
-            n, i = _varint(buf, i - 1)
+            n, i = read_varint(buf, i - 1)
         if tag >> 3 == wanted:
             if i + n > end:
                 break
@@ -191,21 +191,21 @@ def _find_string(buf: bytes, i: int, end: int, wanted: int) -> str:
     return ""
 
 
-def _entry(buf: bytes, i: int, end: int) -> tuple[str, str]:
+def map_entry(buf: bytes, i: int, end: int) -> tuple[str, str]:
     """A ``map<string, string>`` entry: (key, value)."""
     key = value = ""
     while i < end:
         tag = buf[i]
         i += 1
         if tag & 0x80:
-            tag, i = _varint(buf, i - 1)
+            tag, i = read_varint(buf, i - 1)
         if tag & 7 != _BYTES:
-            i = _skip(buf, i, tag & 7)
+            i = skip_field(buf, i, tag & 7)
             continue
         n = buf[i]
         i += 1
         if n & 0x80:
-            n, i = _varint(buf, i - 1)
+            n, i = read_varint(buf, i - 1)
         if tag == _ENTRY_KEY_TAG:
             key = buf[i : i + n].decode()
         elif tag == _ENTRY_VALUE_TAG:
@@ -222,17 +222,17 @@ def _meta(buf: bytes, i: int, end: int, pod: PodFields) -> None:
         tag = buf[i]
         i += 1
         if tag & 0x80:
-            tag, i = _varint(buf, i - 1)
+            tag, i = read_varint(buf, i - 1)
         if tag & 7 != _BYTES:
-            i = _skip(buf, i, tag & 7)
+            i = skip_field(buf, i, tag & 7)
             continue
         n = buf[i]
         i += 1
         if n & 0x80:
-            n, i = _varint(buf, i - 1)
+            n, i = read_varint(buf, i - 1)
         number = tag >> 3
         if number == _META_ANNOTATIONS:
-            key, value = _entry(buf, i, i + n)
+            key, value = map_entry(buf, i, i + n)
             annotations[key] = value
         elif number == _META_NAME:
             pod.name = buf[i : i + n].decode()
@@ -249,14 +249,14 @@ def _pod(buf: bytes, i: int, end: int) -> PodFields:
         tag = buf[i]
         i += 1
         if tag & 0x80:
-            tag, i = _varint(buf, i - 1)
+            tag, i = read_varint(buf, i - 1)
         if tag & 7 != _BYTES:
-            i = _skip(buf, i, tag & 7)
+            i = skip_field(buf, i, tag & 7)
             continue
         n = buf[i]
         i += 1
         if n & 0x80:
-            n, i = _varint(buf, i - 1)
+            n, i = read_varint(buf, i - 1)
         stop = i + n
         if stop > end:
             raise ProtoError("field runs past its message")
@@ -313,20 +313,20 @@ def continue_token(data: bytes) -> str:
     i = len(MAGIC)
     try:
         while i < len(data):
-            tag, i = _varint(data, i)
+            tag, i = read_varint(data, i)
             if tag & 7 != _BYTES:
-                i = _skip(data, i, tag & 7)
+                i = skip_field(data, i, tag & 7)
                 continue
-            n, i = _varint(data, i)
+            n, i = read_varint(data, i)
             if tag >> 3 != _UNKNOWN_RAW:
                 i += n
                 continue
             if n == 0:
                 return ""
-            tag, j = _varint(data, i)
+            tag, j = read_varint(data, i)
             if tag != _LIST_META << 3 | _BYTES:
                 return pod_page(data).continue_token
-            m, j = _varint(data, j)
+            m, j = read_varint(data, j)
             if j + m > len(data):
                 raise ProtoError("the body ends inside the list's metadata")
             return _find_string(data, j, j + m, _LISTMETA_CONTINUE)

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from fracctl.config.values import Duration, _names_given
+from fracctl.config.values import Duration, names_given
 from fracctl.core import backends as backend_registry
 from fracctl.core.podspec import DEFAULT_GPU_RESOURCES
 from fracctl.core.policy import product_words
@@ -65,7 +65,7 @@ class TargetConfig:
     selector_field: str = "spec.nodeSelector"
 
     def __post_init__(self) -> None:
-        _names_given(self, "name")
+        names_given(self, "name")
         preset = NAMINGS.get(self.naming)
         if preset is None:
             raise ValueError(f"naming must be one of {', '.join(NAMINGS)}, got {self.naming!r}")
@@ -199,7 +199,7 @@ class FluxConfig:
     service_account: str = "kustomize-controller"
 
     def __post_init__(self) -> None:
-        _names_given(self, "kustomization", "namespace", "controller_namespace")
+        names_given(self, "kustomization", "namespace", "controller_namespace")
 
 
 @dataclass(frozen=True)
@@ -212,7 +212,7 @@ class RecreateConfig:
     state_dir: str = "~/.local/state/fracctl"
 
     def __post_init__(self) -> None:
-        _names_given(self, "lock_namespace", "lock_name")
+        names_given(self, "lock_namespace", "lock_name")
         if self.backend not in backend_registry.names():
             raise ValueError(f"backend must be {backend_registry.choices()}, got {self.backend!r}")
 
@@ -256,7 +256,7 @@ class ClusterConfig:
     gpu_resources: list[str] = field(default_factory=lambda: list(DEFAULT_GPU_RESOURCES))
 
     def __post_init__(self) -> None:
-        _names_given(
+        names_given(
             self,
             "agent_namespace",
             "operator_deployment",
@@ -289,7 +289,7 @@ class FleetCluster:
     path: str | None = None  # this cluster's path or overlay in git (else git.path)
 
     def __post_init__(self) -> None:
-        _names_given(self, "context")
+        names_given(self, "context")
         if not self.name:
             object.__setattr__(self, "name", self.context)
         if self.wave < 0:

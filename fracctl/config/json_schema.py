@@ -26,8 +26,8 @@ import typing
 from typing import Any, Union
 
 from fracctl.config.cluster import NAMINGS, TimeoutsConfig
-from fracctl.config.loader import _section_types, sections
-from fracctl.config.values import _DURATION, Duration
+from fracctl.config.loader import section_types, sections
+from fracctl.config.values import DURATION, Duration
 from fracctl.core import backends
 
 DIALECT = "https://json-schema.org/draft/2020-12/schema"
@@ -84,7 +84,7 @@ def _section(name: str, cls: type, rules: dict[str, dict[str, Any]]) -> dict[str
 
 def _fields(prefix: str, cls: type, rules: dict[str, dict[str, Any]]) -> dict[str, Any]:
     """``additionalProperties``, ``properties`` (and ``required``) of a dataclass."""
-    hints = _section_types(cls)
+    hints = section_types(cls)
     comments = _comments(cls, set(hints))
     props: dict[str, Any] = {}
     required = []
@@ -120,7 +120,7 @@ def _type(tp: Any, where: str, rules: dict[str, dict[str, Any]]) -> dict[str, An
         return {
             "anyOf": [
                 {"type": "number", "minimum": 0},
-                {"type": "string", "pattern": _DURATION.pattern},
+                {"type": "string", "pattern": DURATION.pattern},
             ],
             "description": "a duration: seconds, or a number with ms, s, m or h (10m)",
         }
@@ -133,7 +133,7 @@ def _type(tp: Any, where: str, rules: dict[str, dict[str, Any]]) -> dict[str, An
     if typing.get_origin(tp) is list:
         return {"type": "array", "items": _type(args[0], where, rules)}
     if dataclasses.is_dataclass(tp) and isinstance(tp, type):  # a list entry with keys
-        first = next(iter(_section_types(tp)))
+        first = next(iter(section_types(tp)))
         entry = {"type": "object", **_fields(where, tp, rules)}
         doc = _docstring(tp)
         short = {"type": "string", "description": f"short for a mapping with only {first}"}

@@ -102,7 +102,8 @@ def _coerce_entry(tp: type, raw: Any, where: str) -> Any:
     return tp(**values)
 
 
-def _section_types(cls: type) -> dict[str, Any]:
+def section_types(cls: type) -> dict[str, Any]:
+    """Each field of the dataclass ``cls`` with its resolved type."""
     return typing.get_type_hints(cls)
 
 
@@ -114,7 +115,7 @@ def sections() -> dict[str, type]:
     """Every section of fracctl.yaml and its dataclass: Config's, then the backends' own."""
     from fracctl.core.backends import sections as declared
 
-    found = {k: v for k, v in _section_types(Config).items() if k not in _NOT_SECTIONS}
+    found = {k: v for k, v in section_types(Config).items() if k not in _NOT_SECTIONS}
     for name, cls in declared().items():
         found.setdefault(name, cls)
     return found
@@ -125,7 +126,7 @@ def _build(values: Mapping[str, Mapping[str, _Located]], file: str | None) -> Co
     hints = sections()
     for section, items in values.items():
         cls = hints[section]
-        fields = _section_types(cls)
+        fields = section_types(cls)
         kwargs: dict[str, Any] = {}
         for key, loc in items.items():
             where = f"{section}.{key}"
@@ -137,7 +138,7 @@ def _build(values: Mapping[str, Mapping[str, _Located]], file: str | None) -> Co
             built[section] = cls(**kwargs)
         except ValueError as e:
             raise ConfigError(_locate(file, _blame(items, str(e)), section, str(e))) from None
-    own = _section_types(Config)
+    own = section_types(Config)
     backends = {k: v for k, v in built.items() if k not in own}
     return Config(**{k: v for k, v in built.items() if k in own}, backends=backends, source=file)
 
@@ -170,7 +171,8 @@ def _locate(file: str | None, loc: _Located | None, where: str, message: str) ->
     return f"{where}: {message}"
 
 
-def _read_file(path: Path) -> dict[str, dict[str, _Located]]:
+def read_file(path: Path) -> dict[str, dict[str, _Located]]:
+    """The config file's sections, each key with the line it stands on."""
     from ruamel.yaml import YAML
     from ruamel.yaml.error import YAMLError
 
@@ -201,7 +203,7 @@ def _read_file(path: Path) -> dict[str, dict[str, _Located]]:
             continue
         if not isinstance(body, dict):
             raise ConfigError(f"{name}:{sline}: {section}: expected a mapping")
-        fields = _section_types(hints[section])
+        fields = section_types(hints[section])
         for key, value in body.items():
             line = _line_of(body, key)
             if key not in fields:
@@ -227,10 +229,11 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def _from_env(env: Mapping[str, str]) -> dict[str, dict[str, _Located]]:
+def layer_from_env(env: Mapping[str, str]) -> dict[str, dict[str, _Located]]:
+    """The settings ``FRACCTL_<SECTION>_<KEY>`` variables give, as a layer of sections."""
     out: dict[str, dict[str, _Located]] = {}
     for section, cls in sections().items():
-        for key in _section_types(cls):
+        for key in section_types(cls):
             name = f"FRACCTL_{section}_{key}".upper()
             if name in env:
                 out.setdefault(section, {})[key] = _Located(
@@ -275,14 +278,14 @@ def load(
         file = Path("fracctl.yaml")
 
     merged: dict[str, dict[str, _Located]] = {}
-    layers = [_read_file(file) if file else {}, _from_env(env)]
+    layers = [read_file(file) if file else {}, layer_from_env(env)]
     flag_layer: dict[str, dict[str, _Located]] = {}
     hints = sections()
     for dotted, value in (overrides or {}).items():
         if value is None:
             continue
         section, key = dotted.split(".", 1)
-        if section not in hints or key not in _section_types(hints[section]):
+        if section not in hints or key not in section_types(hints[section]):
             raise ConfigError(f"unknown setting {dotted!r}")  # pragma: no cover - code bug
         flag = (flags or {}).get(dotted) or "a command-line flag"
         flag_layer.setdefault(section, {})[key] = _Located(value, 0, flag)
@@ -307,7 +310,7 @@ def check_value(dotted: str, raw: Any) -> Any:
     """
     section, key = dotted.split(".", 1)
     cls = sections()[section]
-    value = _coerce(_section_types(cls)[key], raw, dotted)
+    value = _coerce(section_types(cls)[key], raw, dotted)
     try:
         cls(**{key: value})
     except ValueError as e:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from fracctl.config.values import Duration, _names_given
+from fracctl.config.values import Duration, names_given
 from fracctl.core.mps.limits import parse_pinned_limits
 
 _TOLERATION = re.compile(
@@ -33,7 +33,7 @@ class ProbeConfig:
     run_as_user: int = 65534
 
     def __post_init__(self) -> None:
-        _names_given(self, "namespace")
+        names_given(self, "namespace")
         for item in self.tolerations:
             m = _TOLERATION.match(item.strip())
             if (

@@ -1,7 +1,7 @@
 """Value types and checks the configuration sections share.
 
 A :class:`Duration` is a number of seconds that the file may write as ``90``, ``90s``,
-``10m`` or ``1h``; :func:`parse_duration` reads one. ``_names_given`` is the check every
+``10m`` or ``1h``; :func:`parse_duration` reads one. ``names_given`` is the check every
 section with object names runs: a blank name would address a whole collection.
 """
 
@@ -14,7 +14,7 @@ class Duration(float):
     """Seconds, written in config as ``90``, ``90s``, ``10m`` or ``1h``."""
 
 
-_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$")
+DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$")
 
 
 def parse_duration(value: object) -> Duration:
@@ -23,14 +23,14 @@ def parse_duration(value: object) -> Duration:
         raise ValueError(f"expected a duration like 10m or 600s, got {value!r}")
     if isinstance(value, (int, float)):
         return Duration(value)
-    m = _DURATION.match(str(value))
+    m = DURATION.match(str(value))
     if not m:
         raise ValueError(f"expected a duration like 10m or 600s, got {value!r}")
     scale = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, None: 1}[m.group(2)]
     return Duration(float(m.group(1)) * scale)
 
 
-def _names_given(section: object, *keys: str) -> None:
+def names_given(section: object, *keys: str) -> None:
     """Object names cannot be blank: a blank name would address the whole collection."""
     for key in keys:
         if not str(getattr(section, key)).strip():

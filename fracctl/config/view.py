@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from fracctl.config.loader import _from_env, _read_file, _section_types, load, sections
+from fracctl.config.loader import layer_from_env, load, read_file, section_types, sections
 from fracctl.config.values import Duration
 from fracctl.redact import MASK
 
@@ -91,14 +91,14 @@ def effective(
     """
     config = load(path, env=env, overrides=overrides, flags=flags)
     file = config.source
-    from_file = _read_file(Path(file)) if file else {}
-    from_env = _from_env(env)
+    from_file = read_file(Path(file)) if file else {}
+    from_env = layer_from_env(env)
     given = {k for k, v in (overrides or {}).items() if v is not None}
     own = {f.name for f in dataclasses.fields(config)}
     settings = []
     for section, cls in sections().items():
         values = getattr(config, section) if section in own else config.section(section)
-        for key in _section_types(cls):
+        for key in section_types(cls):
             dotted = f"{section}.{key}"
             source, origin = "default", None
             if dotted in given:

@@ -316,7 +316,7 @@ def probe(
     wait = float(ctx.config.timeouts.probe if timeout is None else timeout)
     if wait <= 0:
         raise UsageError("--timeout must be positive")
-    _refuse_denied_pool(ctx, pool)
+    refuse_denied_pool(ctx, pool)
     namespace = ctx.config.probe.namespace
     name = f"fracctl-probe-{secrets.token_hex(4)}"
     body = probe_pod(
@@ -344,7 +344,7 @@ def probe(
     return result
 
 
-def _refuse_denied_pool(ctx: Context, pool: Mapping[str, str]) -> None:
+def refuse_denied_pool(ctx: Context, pool: Mapping[str, str]) -> None:
     """Refuse a pool that selects a node denied by its class or its GPU product."""
     policy = ctx.config.labels
     nodes = node_labels(ctx)

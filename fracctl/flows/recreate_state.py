@@ -31,7 +31,7 @@ def backup(ctx: Context, live: Obj) -> str:
     meta = live.get("metadata") or {}
     folder = state_dir(ctx) / "backups"
     try:
-        return _write_backup(folder, live, meta)
+        return write_backup(folder, live, meta)
     except OSError as e:
         raise ExternalError(
             f"cannot write the backup under {folder}: {e.strerror}; nothing was deleted",
@@ -39,7 +39,8 @@ def backup(ctx: Context, live: Obj) -> str:
         ) from None
 
 
-def _write_backup(folder: Path, live: Obj, meta: dict[str, Any]) -> str:
+def write_backup(folder: Path, live: Obj, meta: dict[str, Any]) -> str:
+    """Write the live object (secrets redacted) into ``folder`` as YAML; its path."""
     from ruamel.yaml import YAML
 
     from fracctl.redact import redact_data

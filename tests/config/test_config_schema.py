@@ -14,7 +14,7 @@ from ruamel.yaml import YAML
 from fracctl import config as cfg
 from fracctl.adapters.render import RENDERERS
 from fracctl.config.json_schema import schema
-from fracctl.config.loader import _section_types, sections
+from fracctl.config.loader import section_types, sections
 from fracctl.errors import ExitCode
 from tests.support.helpers import run_cli
 
@@ -57,7 +57,7 @@ def test_every_section_and_key_is_in_the_schema_with_its_default() -> None:
     defaults = cfg.Config()
     for name, cls in sections().items():
         assert props[name]["additionalProperties"] is False
-        assert list(props[name]["properties"]) == list(_section_types(cls)), name
+        assert list(props[name]["properties"]) == list(section_types(cls)), name
         if hasattr(defaults, name):
             section = getattr(defaults, name)
             for key, prop in props[name]["properties"].items():

@@ -87,10 +87,10 @@ def test_each_value_says_where_it_came_from(config: Path) -> None:
 
 
 def test_every_key_of_every_section_is_listed(vault: None) -> None:
-    from fracctl.config.loader import _section_types, sections
+    from fracctl.config.loader import section_types, sections
 
     keys = [s.key for s in effective(None, env={}).settings]
-    expected = [f"{name}.{key}" for name, cls in sections().items() for key in _section_types(cls)]
+    expected = [f"{name}.{key}" for name, cls in sections().items() for key in section_types(cls)]
     assert keys == expected
     assert "vault.api_token" in keys and "fleet.parallel" in keys
 

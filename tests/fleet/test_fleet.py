@@ -167,7 +167,7 @@ def run_jobs(
     tmp_path: Path, outcomes: dict[str, Any], *, parallel: int, stop: bool = False
 ) -> tuple[list[fleet.ClusterResult], float]:
     base = base_context(tmp_path)
-    runner = fleet._Run(base, fleet.PlainFleetProgress(base))
+    runner = fleet.MemberRunner(base, fleet.PlainFleetProgress(base))
     members = [fleet.Member(n, n) for n in outcomes]
 
     def job(ctx: Context, m: fleet.Member, step: Any) -> tuple[str, int, Any]:

@@ -360,7 +360,7 @@ def test_audit_line_and_event_are_masked(tmp_path: Path) -> None:
 
 
 def test_backup_is_masked_even_where_yaml_would_fold_it(tmp_path: Path) -> None:
-    from fracctl.flows.recreate_state import _write_backup
+    from fracctl.flows.recreate_state import write_backup
 
     meta = {
         "name": "default",
@@ -368,7 +368,7 @@ def test_backup_is_masked_even_where_yaml_would_fold_it(tmp_path: Path) -> None:
         "annotations": {"note": "x " * 50 + TOKEN, "encoded": quote(TOKEN, safe="")},
     }
     live = {"apiVersion": "v1", "kind": "Thing", "metadata": meta}
-    text = Path(_write_backup(tmp_path, live, meta)).read_text()
+    text = Path(write_backup(tmp_path, live, meta)).read_text()
     assert text.count("***") == 2, text
     assert not leaked(text.replace("\n", "").replace(" ", ""), TOKEN, quote(TOKEN, safe=""))
 

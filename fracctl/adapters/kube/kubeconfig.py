@@ -38,7 +38,7 @@ def load_configuration(
         try:
             kconfig.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
         except ConfigException as e:
-            raise ConfigError(f"in-cluster config: {_first_line(str(e))}") from None
+            raise ConfigError(f"in-cluster config: {first_line(str(e))}") from None
         return configuration
     files, name = kubeconfig_files(kubeconfig, os.environ if env is None else env)
     check_kubeconfig(files, name, context)
@@ -52,7 +52,7 @@ def load_configuration(
     except ConfigException as e:
         # The library names an entry by its whole dict ("…/{'name': 'u', 'user': …}"),
         # which for a user holds its credentials.
-        why = re.sub(r"\{.*\}", "{…}", _first_line(str(e)))
+        why = re.sub(r"\{.*\}", "{…}", first_line(str(e)))
         raise ConfigError(f"kubeconfig {name}: {why}") from None
     except OSError as e:
         raise ConfigError(f"kubeconfig {name}: {e.strerror}: {e.filename}") from None
@@ -165,7 +165,8 @@ def _read_contexts(files: list[str]) -> tuple[list[str], str]:
     return contexts, current
 
 
-def _first_line(text: str) -> str:
+def first_line(text: str) -> str:
+    """The first line of ``text``, with every secret it holds redacted first."""
     text = redact(text)  # before cutting: a secret cut in half is not recognised whole
     return text.strip().splitlines()[0] if text.strip() else text
 
@@ -178,7 +179,7 @@ def register_credentials(configuration: Any) -> None:
     """
     values: list[str | None] = [getattr(configuration, "password", None)]
     for value in (getattr(configuration, "api_key", None) or {}).values():
-        values.extend(_credential_parts(str(value)))
+        values.extend(credential_parts(str(value)))
     key_file = getattr(configuration, "key_file", None)
     if key_file:
         try:
@@ -189,7 +190,7 @@ def register_credentials(configuration: Any) -> None:
     register_many(values)
 
 
-def _credential_parts(value: str) -> list[str]:
+def credential_parts(value: str) -> list[str]:
     """The secret parts of an Authorization value: the token, or Basic's password."""
     import base64
     import binascii

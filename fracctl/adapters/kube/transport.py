@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from fracctl.adapters import kubeproto
-from fracctl.adapters.kube.kubeconfig import _credential_parts, _first_line, register_credentials
+from fracctl.adapters.kube.kubeconfig import credential_parts, first_line, register_credentials
 from fracctl.errors import (
     ApiError,
     ApiStatus,
@@ -80,7 +80,7 @@ class Transport:
         auth = cfg.auth_settings().get("BearerToken")
         if auth and auth.get("value"):
             value = str(auth["value"]).strip()  # a tokenFile often ends with a newline
-            register_many(_credential_parts(value))  # refreshed credentials are new ones
+            register_many(credential_parts(value))  # refreshed credentials are new ones
             problem = header_problem(value)
             if problem:
                 # Refused here: the HTTP library's own error would quote the header.
@@ -127,7 +127,7 @@ class Transport:
             )
         except urllib3.exceptions.HTTPError as e:
             raise Unreachable(
-                f"cannot reach the API server at {self.host}: {_reason(e)}",
+                f"cannot reach the API server at {self.host}: {connection_reason(e)}",
                 hint="is the cluster up and the kubeconfig right?",
             ) from None
         if resp.status >= 400:
@@ -169,16 +169,18 @@ def _plural_of(path: str) -> str:
     return parts[start] if len(parts) > start else "/".join(parts)
 
 
-def _reason(e: BaseException) -> str:
+def connection_reason(e: BaseException) -> str:
+    """Why a connection failed, in a line (without urllib3's object reprs)."""
     reason = getattr(e, "reason", None) or e
     text = str(reason)
     # urllib3 embeds the connection object's repr; keep the part after the colon.
     if "Failed to establish a new connection:" in text:
         text = text.split("Failed to establish a new connection:", 1)[1]
-    return _first_line(text).strip().rstrip("'\")")
+    return first_line(text).strip().rstrip("'\")")
 
 
-def _protocol_errors() -> tuple[type[BaseException], ...]:
+def protocol_errors() -> tuple[type[BaseException], ...]:
+    """The exceptions a broken connection raises (urllib3 is imported only here)."""
     import urllib3
 
     return (urllib3.exceptions.HTTPError, ConnectionError)
@@ -190,12 +192,13 @@ def _api_error(code: int, raw: bytes) -> ApiError:
     except (ValueError, TypeError):  # ProtoError is a ValueError
         body = None
     if isinstance(body, dict) and body.get("kind") == "Status":
-        return _status_error(body, code)
+        return status_error(body, code)
     text = redact(raw.decode(errors="replace"))[:300] if raw else ""
     return api_error_for(ApiStatus(code, "", text.strip()))
 
 
-def _status_error(body: Obj, code: int | None = None) -> ApiError:
+def status_error(body: Obj, code: int | None = None) -> ApiError:
+    """The :class:`ApiError` for an API server ``Status`` body, secrets redacted."""
     details = body.get("details") or {}
     causes = [
         Cause(str(c.get("reason", "")), str(c.get("message", "")), str(c.get("field", "")))

@@ -11,7 +11,7 @@ import json
 from collections.abc import Callable, Iterator, Mapping
 
 from fracctl.adapters.kube.crud import Crud
-from fracctl.adapters.kube.transport import Obj, _protocol_errors, _reason, _status_error
+from fracctl.adapters.kube.transport import Obj, connection_reason, protocol_errors, status_error
 from fracctl.core.clock import Backoff, Clock
 from fracctl.core.resources import ResourceRef
 from fracctl.errors import ApiError, ExternalError, Unreachable
@@ -60,10 +60,10 @@ class Watcher(Crud):
                                 f"watch on {ref.plural} sent a line that is not JSON"
                             ) from None
                         if event.get("type") == "ERROR":
-                            raise _status_error(event.get("object") or {})
+                            raise status_error(event.get("object") or {})
                         yield event["type"], event["object"]
-        except _protocol_errors() as e:
-            raise Unreachable(f"watch on {ref.plural} broke: {_reason(e)}") from None
+        except protocol_errors() as e:
+            raise Unreachable(f"watch on {ref.plural} broke: {connection_reason(e)}") from None
         finally:
             resp.release_conn()
 

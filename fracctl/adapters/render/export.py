@@ -13,7 +13,7 @@ import subprocess
 import tarfile
 from pathlib import PurePosixPath
 
-from fracctl.adapters.git import open_repo, safe_url
+from fracctl.adapters.git import open_repo
 from fracctl.errors import ExternalError, UsageError
 
 _GIT_ENV = {"GIT_TERMINAL_PROMPT": "0", "GIT_ASKPASS": "true", "LC_ALL": "C"}
@@ -38,23 +38,25 @@ def _last_line(raw: bytes) -> str:
 
 # Opening the repository and resolving the revision belong to the git adapter, so every
 # command words a missing path, a file, an empty repository or a bad revision alike.
-_local_repo = open_repo
-_safe_url = safe_url
+local_repo = open_repo
 
 
-def _object_type(gitdir: str, commit: str, path: str) -> str | None:
+def object_type(gitdir: str, commit: str, path: str) -> str | None:
+    """What ``path`` is at ``commit`` (``tree``, ``blob``), or None when it is not there."""
     spec = f"{commit}:{path}" if path else f"{commit}:"
     proc = _git(["cat-file", "-t", spec], gitdir)
     return proc.stdout.decode().strip() if proc.returncode == 0 else None
 
 
-def _tree_names(gitdir: str, commit: str, path: str) -> list[str]:
+def tree_names(gitdir: str, commit: str, path: str) -> list[str]:
+    """The names in the folder ``path`` at ``commit`` (none when it is not a folder)."""
     spec = f"{commit}:{path}" if path else f"{commit}:"
     proc = _git(["ls-tree", "--name-only", spec], gitdir)
     return proc.stdout.decode().splitlines() if proc.returncode == 0 else []
 
 
-def _export(gitdir: str, commit: str, dest: str, pathspec: str | None) -> None:
+def export_tree(gitdir: str, commit: str, dest: str, pathspec: str | None) -> None:
+    """Unpack the tree of ``commit`` (below ``pathspec``) into ``dest`` (``git archive``)."""
     args = ["archive", "--format=tar", commit]
     if pathspec:
         args += ["--", pathspec]

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path, PurePosixPath
 
 from fracctl.adapters.render.documents import Document, manifests_of, parse_documents
-from fracctl.adapters.render.tool import _run_tool
+from fracctl.adapters.render.tool import run_tool
 from fracctl.errors import ExternalError, UsageError
 
 _HELM_SOURCE = re.compile(r"^# Source: (\S+)")
@@ -40,7 +40,7 @@ def render_helm(
                 f"helm values file {(Path(rel) / v).as_posix()} not in the revision"
             )
         argv += ["--values", str(vf)]
-    text = _run_tool(argv, export, f"helm template of {rel or '.'}", timeout)
+    text = run_tool(argv, export, f"helm template of {rel or '.'}", timeout)
     out: list[Document] = []
     for doc in parse_documents(text, "helm output", stream=True):
         m = next(filter(None, (_HELM_SOURCE.match(ln) for ln in doc.text.splitlines())), None)

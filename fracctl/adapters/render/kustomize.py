@@ -12,7 +12,7 @@ from pathlib import Path
 
 from fracctl.adapters.render.documents import Document, manifests_of, parse_documents
 from fracctl.adapters.render.plain import KUSTOMIZATION_FILES, read_manifest, walk_manifests
-from fracctl.adapters.render.tool import _run_tool
+from fracctl.adapters.render.tool import run_tool
 from fracctl.errors import ExternalError, UsageError
 
 
@@ -56,7 +56,7 @@ def render_kustomize(export: Path, rel: str, timeout: float) -> list[Document]:
             f"{rel or '.'} is a kustomization: rendering it needs kustomize, "
             "but neither 'kustomize' nor 'kubectl' is on PATH"
         )
-    text = _run_tool(argv, export, f"{argv[0]} build of {rel or '.'}", timeout)
+    text = run_tool(argv, export, f"{argv[0]} build of {rel or '.'}", timeout)
     docs = manifests_of(parse_documents(text, f"{argv[0]} output", stream=True))
     index = _index_sources(export)
     out: list[Document] = []

@@ -12,15 +12,14 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from fracctl.adapters.git import resolve_commit
+from fracctl.adapters.git import resolve_commit, safe_url
 from fracctl.adapters.render.documents import Document, Obj
 from fracctl.adapters.render.export import (
-    _export,
-    _local_repo,
-    _object_type,
-    _safe_url,
-    _tree_names,
+    export_tree,
+    local_repo,
     normalise_path,
+    object_type,
+    tree_names,
 )
 from fracctl.adapters.render.helm import render_helm
 from fracctl.adapters.render.kustomize import render_kustomize
@@ -97,13 +96,13 @@ def render_git(
         raise UsageError(f"renderer must be one of {', '.join(RENDERERS)}, got {renderer!r}")
     rel = normalise_path(path)
     with tempfile.TemporaryDirectory(prefix="fracctl-render-") as scratch:
-        gitdir = _local_repo(repo, scratch)
+        gitdir = local_repo(repo, scratch)
         commit = resolve_commit(gitdir, revision, repo)
         chosen = _choose_renderer(renderer, gitdir, commit, rel, revision=revision, repo=repo)
         export = Path(scratch) / "export"
         export.mkdir()
         # Plain YAML needs only its folder; kustomize and helm may reach outside it.
-        _export(gitdir, commit, str(export), rel if chosen == "plain" and rel else None)
+        export_tree(gitdir, commit, str(export), rel if chosen == "plain" and rel else None)
         docs = _render_export(
             chosen,
             export,
@@ -142,15 +141,15 @@ def _choose_renderer(
         ExternalError: ``rel`` does not exist at the commit.
         UsageError: kustomize or helm is asked to render a file.
     """
-    kind = _object_type(gitdir, commit, rel)
+    kind = object_type(gitdir, commit, rel)
     if kind is None:
         raise ExternalError(
             f"path {rel or '.'!r} does not exist at revision {revision!r} "
-            f"(commit {commit[:12]}) of {_safe_url(repo)}"
+            f"(commit {commit[:12]}) of {safe_url(repo)}"
         )
     chosen = renderer
     if chosen == "auto":
-        chosen = detect_renderer(_tree_names(gitdir, commit, rel)) if kind == "tree" else "plain"
+        chosen = detect_renderer(tree_names(gitdir, commit, rel)) if kind == "tree" else "plain"
     if chosen != "plain" and kind != "tree":
         raise UsageError(f"the {chosen} renderer needs a folder, but {rel!r} is a file")
     return chosen

@@ -9,7 +9,8 @@ from pathlib import Path
 from fracctl.errors import ExternalError
 
 
-def _run_tool(argv: list[str], cwd: Path, what: str, timeout: float) -> str:
+def run_tool(argv: list[str], cwd: Path, what: str, timeout: float) -> str:
+    """Run a rendering tool; its stdout, or a clear error naming ``what`` failed."""
     try:
         proc = subprocess.run(
             argv,

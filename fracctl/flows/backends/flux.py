@@ -48,7 +48,7 @@ class FluxBackend:
         """
         from fracctl.flows.backends import flux_proofs as fp
 
-        flux = _kustomization(ctx)
+        flux = configured_kustomization(ctx)
         obj = flux.get()  # NotFound names the missing CRD or Kustomization
         where = f"{flux.namespace}/{flux.name}"
         spec = obj.get("spec") or {}
@@ -85,7 +85,7 @@ class FluxBackend:
 
     def recreate(self, ctx: Context, desired: Obj) -> str:
         """Request a reconcile and wait until it was handled and Ready settled."""
-        flux = _kustomization(ctx)
+        flux = configured_kustomization(ctx)
         requested = flux.request_reconcile()
         status = flux.wait_ready(
             requested, timeout=ctx.config.timeouts.sync, clock=ctx.clock, revision=self.revision
@@ -96,7 +96,7 @@ class FluxBackend:
 SOURCE_API = "source.toolkit.fluxcd.io/v1"
 
 
-def _kustomization(ctx: Context) -> Any:
+def configured_kustomization(ctx: Context) -> Any:
     """The configured Kustomization, through the Flux adapter."""
     from fracctl.adapters.flux import Flux
 
@@ -148,7 +148,7 @@ def source_state(ctx: Context) -> tuple[Obj, str, str]:
         NotFound: no such Kustomization (or no Flux).
         Refused: its source is not Ready with an artifact.
     """
-    flux = _kustomization(ctx)
+    flux = configured_kustomization(ctx)
     obj = flux.get()
     spec = obj.get("spec") or {}
     _, revision = _ready_source(flux, spec.get("sourceRef") or {})

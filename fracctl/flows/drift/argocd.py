@@ -13,8 +13,8 @@ from typing import Any
 from fracctl.core import drift as d
 from fracctl.core.resources import split_api_version
 from fracctl.flows.context import Context
-from fracctl.flows.drift.items import Obj, _Item, _items_from
-from fracctl.flows.drift.judge import _judge_all
+from fracctl.flows.drift.items import Item, Obj, items_from
+from fracctl.flows.drift.judge import judge_all
 
 SYNCED_BUT_DIFFERS = "Argo CD reports Synced but the live object differs"
 
@@ -64,7 +64,8 @@ def _resource_claims(app: Obj) -> dict[tuple[str, str, str, str], dict[str, Any]
     return out
 
 
-def _annotate_with_argocd(report: d.DriftReport, app_name: str, app: Obj) -> None:
+def annotate_with_argocd(report: d.DriftReport, app_name: str, app: Obj) -> None:
+    """Add what the Argo CD application ``app_name`` claims of each object to ``report``."""
     claims = _claims(app_name, app)
     report.argocd = claims
     per_resource = _resource_claims(app)
@@ -104,7 +105,7 @@ def check_app(
     ns = dest_ns or ctx.config.git.namespace
     check_argocd_unique(ctx, manifests, app=app, default_namespace=ns)
     chosen = [manifests[i] for i in select(manifests, kind=kind, name=name)]
-    items = _items_from(chosen, ns)
+    items = items_from(chosen, ns)
     have = {(split_api_version(it.api_version)[0], it.kind, it.namespace, it.name) for it in items}
     for r in (application.get("status") or {}).get("resources") or []:
         if not r.get("requiresPruning"):
@@ -116,9 +117,9 @@ def check_app(
         if key in have:
             continue
         api_version = f"{group}/{r.get('version')}" if group else str(r.get("version") or "v1")
-        items.append(_Item(api_version, rkind, key[2], key[3], None))
+        items.append(Item(api_version, rkind, key[2], key[3], None))
     report = d.DriftReport(
-        objects=_judge_all(ctx, items), source={"argocd_app": app, "revision": revision or ""}
+        objects=judge_all(ctx, items), source={"argocd_app": app, "revision": revision or ""}
     )
-    _annotate_with_argocd(report, app, application)
+    annotate_with_argocd(report, app, application)
     return report

@@ -13,8 +13,8 @@ from collections.abc import Sequence
 from fracctl.core import drift as d
 from fracctl.core.manifests import check_unique_keys
 from fracctl.flows.context import Context
-from fracctl.flows.drift.items import Obj, _add_field_lines, _Item, _items_from, _origin
-from fracctl.flows.drift.judge import _Judge, _judge_all
+from fracctl.flows.drift.items import Item, Obj, add_field_lines, items_from, origin
+from fracctl.flows.drift.judge import Judge, judge_all
 from fracctl.flows.render import Desired
 
 
@@ -40,12 +40,12 @@ def check_objects(
     ns = default_namespace or ctx.config.git.namespace
     locations = desired.locations if desired is not None else ()
     texts = desired.texts if desired is not None else ()
-    items = _items_from(objects, ns, locations, texts)
+    items = items_from(objects, ns, locations, texts)
     report = d.DriftReport(
-        objects=_judge_all(ctx, items),
+        objects=judge_all(ctx, items),
         source=dict(desired.source) if desired is not None else {},
     )
-    _add_field_lines(report, items)
+    add_field_lines(report, items)
     return report
 
 
@@ -61,12 +61,13 @@ def check_target(ctx: Context, *, desired_objects: Sequence[Obj] | None = None) 
         The target's verdict; ``missing-live`` when the cluster lacks it,
         ``missing-desired`` when the manifests lack it.
     """
-    return _check_target(ctx, desired_objects=desired_objects).objects[0]
+    return target_report(ctx, desired_objects=desired_objects).objects[0]
 
 
-def _check_target(
+def target_report(
     ctx: Context, *, desired_objects: Sequence[Obj] | None = None, desired: Desired | None = None
 ) -> d.DriftReport:
+    """The drift report of the configured target alone (``drift`` without ``--all``)."""
     from fracctl.flows.render import render
 
     t = ctx.config.target
@@ -82,22 +83,22 @@ def _check_target(
         have = desired if desired_objects is None else None
         check_unique_keys(
             [(t.group, t.kind, "", t.name)] * len(found),
-            [_origin(have, i) for i in found],
+            [origin(have, i) for i in found],
             source="the desired objects",
         )
     index = found[0] if found else None
     ref = t.ref
-    item = _Item(t.api_version, t.kind, "", t.name, None, ref=ref)
+    item = Item(t.api_version, t.kind, "", t.name, None, ref=ref)
     if index is not None:
         item.desired = objects[index]
         if desired is not None and desired_objects is None:
             item.location = desired.location_of(index)
             item.text = desired.text_of(index)
-    judge = _Judge(ctx)
+    judge = Judge(ctx)
     item.live = ctx.kube.get_or_none(ref, t.name)
     report = d.DriftReport(
         objects=[judge.judge(item)],
         source=dict(desired.source) if desired is not None else {},
     )
-    _add_field_lines(report, [item])
+    add_field_lines(report, [item])
     return report

@@ -11,8 +11,8 @@ from __future__ import annotations
 from fracctl.core import drift as d
 from fracctl.errors import UsageError
 from fracctl.flows.context import Context
-from fracctl.flows.drift.argocd import _annotate_with_argocd, check_app
-from fracctl.flows.drift.checks import _check_target, check_objects
+from fracctl.flows.drift.argocd import annotate_with_argocd, check_app
+from fracctl.flows.drift.checks import check_objects, target_report
 from fracctl.flows.render import Desired
 
 
@@ -75,12 +75,12 @@ def run(
         )
         report = check_objects(ctx, chosen.objects, desired=chosen)
     else:
-        report = _check_target(ctx, desired=desired)
+        report = target_report(ctx, desired=desired)
     report.source.update(flux_source)
     app_name = ctx.config.argocd.app
     if app_name:
         application = ctx.argocd.get_application(app_name)
-        _annotate_with_argocd(report, app_name, application)
+        annotate_with_argocd(report, app_name, application)
     return report
 
 

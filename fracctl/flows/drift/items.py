@@ -21,7 +21,7 @@ Obj = dict[str, Any]
 
 
 @dataclass
-class _Item:
+class Item:
     """One object to judge: its resource, identity, and what git and the cluster hold."""
 
     api_version: str
@@ -36,19 +36,20 @@ class _Item:
     unknown_kind: str = ""
 
 
-def _items_from(
+def items_from(
     objects: Sequence[Obj],
     default_namespace: str,
     locations: Sequence[d.Location | None] = (),
     texts: Sequence[str] = (),
-) -> list[_Item]:
-    items: list[_Item] = []
+) -> list[Item]:
+    """The items to judge: each desired object with its namespace, location and text."""
+    items: list[Item] = []
     for i, obj in enumerate(objects):
         api_version, kind, ns, name = d.object_identity(obj, default_namespace)
         if not api_version or not kind or not name:
             raise UsageError(f"desired object #{i + 1} lacks apiVersion, kind or metadata.name")
         items.append(
-            _Item(
+            Item(
                 api_version,
                 kind,
                 ns,
@@ -61,10 +62,10 @@ def _items_from(
     return items
 
 
-def _check_unique(items: Sequence[_Item]) -> None:
+def check_unique(items: Sequence[Item]) -> None:
     """Two desired objects for one live object: refuse rather than judge one of them.
 
-    Runs after :meth:`~fracctl.flows.drift.judge._Judge.resolve`, so a namespace written
+    Runs after :meth:`~fracctl.flows.drift.judge.Judge.resolve`, so a namespace written
     on a cluster-scoped object no longer hides a duplicate.
     """
     keys: list[Identity | None] = [
@@ -80,12 +81,13 @@ def _check_unique(items: Sequence[_Item]) -> None:
     check_unique_keys(keys, origins, source="the desired objects")
 
 
-def _origin(desired: Desired | None, index: int) -> str:
+def origin(desired: Desired | None, index: int) -> str:
+    """Where the desired object ``index`` comes from: its file and line, if known."""
     loc = desired.location_of(index) if desired is not None else None
     return f"{loc.file}:{loc.line}" if loc else f"desired object #{index + 1}"
 
 
-def _add_field_lines(report: d.DriftReport, items: Sequence[_Item]) -> None:
+def add_field_lines(report: d.DriftReport, items: Sequence[Item]) -> None:
     """Point each drifted object's location at its first differing field's line."""
     from fracctl.adapters.render import field_line
 

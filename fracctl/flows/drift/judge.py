@@ -31,13 +31,13 @@ from fracctl.core.immutability import (
 from fracctl.core.resources import ResourceRef
 from fracctl.errors import ApiError, Conflict, Forbidden, NotFound
 from fracctl.flows.context import Context
-from fracctl.flows.drift.items import Obj, _check_unique, _Item
+from fracctl.flows.drift.items import Item, Obj, check_unique
 
 if TYPE_CHECKING:
     from fracctl.adapters.kube import Kube
 
 
-class _Judge:
+class Judge:
     """Reads live objects in bulk and judges each object; caches rules per kind."""
 
     def __init__(self, ctx: Context) -> None:
@@ -49,6 +49,7 @@ class _Judge:
     # --- rules ------------------------------------------------------------------------
 
     def rules(self, ref: ResourceRef) -> list[FieldRule]:
+        """The immutability rules of ``ref``'s fields (read once per kind)."""
         with self._rules_lock:
             return self._rules_of(ref)
 
@@ -73,7 +74,8 @@ class _Judge:
 
     # --- live objects -----------------------------------------------------------------
 
-    def resolve(self, items: Sequence[_Item]) -> None:
+    def resolve(self, items: Sequence[Item]) -> None:
+        """Find each item's resource (discovery once per kind and version)."""
         refs: dict[tuple[str, str], ResourceRef | str] = {}
         for it in items:
             k = (it.api_version, it.kind)
@@ -90,13 +92,13 @@ class _Judge:
                 if not found.namespaced:
                     it.namespace = ""
 
-    def read_live(self, items: Sequence[_Item]) -> None:
+    def read_live(self, items: Sequence[Item]) -> None:
         """Fill ``live``: one GET for a kind with one object, else one LIST per kind.
 
         The LIST is namespaced when every object of the kind shares one namespace, and
         falls back to one LIST per namespace when a cluster-wide read is forbidden.
         """
-        by_ref: dict[ResourceRef, list[_Item]] = defaultdict(list)
+        by_ref: dict[ResourceRef, list[Item]] = defaultdict(list)
         for it in items:
             if it.ref is not None:
                 by_ref[it.ref].append(it)
@@ -128,7 +130,7 @@ class _Judge:
 
     # --- one verdict ------------------------------------------------------------------
 
-    def validate(self, ref: ResourceRef, body: Obj, it: _Item) -> ApiError | None:
+    def validate(self, ref: ResourceRef, body: Obj, it: Item) -> ApiError | None:
         """The API server's refusal of the desired object as a whole object, if any.
 
         A dry-run create: the API server validates the object (schema, required fields,
@@ -163,7 +165,8 @@ class _Judge:
             raise
         return None
 
-    def judge(self, it: _Item) -> d.ObjectDrift:
+    def judge(self, it: Item) -> d.ObjectDrift:
+        """The verdict on one item against its live object."""
         out = d.ObjectDrift(
             api_version=it.api_version,
             kind=it.kind,
@@ -213,7 +216,7 @@ class _Judge:
         return self._judge_update(out, it, it.ref, body, it.live, it.desired)
 
     def _judge_update(
-        self, out: d.ObjectDrift, it: _Item, ref: ResourceRef, body: Obj, live: Obj, desired: Obj
+        self, out: d.ObjectDrift, it: Item, ref: ResourceRef, body: Obj, live: Obj, desired: Obj
     ) -> d.ObjectDrift:
         """The verdict for an object both git and the cluster hold: the dry-run update."""
         rules = self.rules(ref)
@@ -259,7 +262,7 @@ class _Judge:
         self,
         out: d.ObjectDrift,
         e: ApiError,
-        it: _Item,
+        it: Item,
         rules: list[FieldRule],
         immutable: list[d.FieldDiff],
     ) -> d.ObjectDrift:
@@ -289,10 +292,11 @@ def _rbac_denied(e: ApiError) -> bool:
 JUDGE_THREADS = 8  # concurrent dry runs while judging many objects
 
 
-def _judge_all(ctx: Context, items: list[_Item]) -> list[d.ObjectDrift]:
-    judge = _Judge(ctx)
+def judge_all(ctx: Context, items: list[Item]) -> list[d.ObjectDrift]:
+    """Judge every item against the live cluster, in order."""
+    judge = Judge(ctx)
     judge.resolve(items)
-    _check_unique(items)
+    check_unique(items)
     judge.read_live(items)
     if len(items) < 2:
         return [judge.judge(it) for it in items]

@@ -30,7 +30,7 @@ from fracctl.flows.fleet.results import (
     FleetResult,
 )
 from fracctl.flows.fleet.rollout import recreate, resume_command, waves
-from fracctl.flows.fleet.runner import Job, _Run
+from fracctl.flows.fleet.runner import Job, MemberRunner
 
 __all__ = [
     "FAILED",
@@ -44,7 +44,7 @@ __all__ = [
     "Job",
     "Member",
     "PlainFleetProgress",
-    "_Run",
+    "MemberRunner",
     "drift",
     "member_config",
     "member_context",

@@ -14,7 +14,7 @@ from fracctl.flows.context import Context
 from fracctl.flows.fleet.membership import Member
 from fracctl.flows.fleet.progress import FleetProgress
 from fracctl.flows.fleet.results import FleetResult
-from fracctl.flows.fleet.runner import _run_all
+from fracctl.flows.fleet.runner import run_all
 
 
 def drift(
@@ -33,7 +33,7 @@ def drift(
         code = flow.exit_code(report)
         return ("drifted" if code else "in-sync"), code, report
 
-    return _run_all(base, fleet, "drift", job, parallel=parallel, progress=progress)
+    return run_all(base, fleet, "drift", job, parallel=parallel, progress=progress)
 
 
 def preflight(
@@ -51,4 +51,4 @@ def preflight(
         report = flow(ctx, selector=selector)
         return ("passed", 0, report) if report.ok else ("refused", 1, report)
 
-    return _run_all(base, fleet, "preflight", job, parallel=parallel, progress=progress)
+    return run_all(base, fleet, "preflight", job, parallel=parallel, progress=progress)

@@ -16,7 +16,7 @@ from pathlib import Path
 from fracctl.config import Config
 from fracctl.flows.context import Context, redacting_console
 from fracctl.flows.fleet.membership import Member
-from fracctl.flows.fleet.progress import FleetProgress, _Lines, _MemberNodes
+from fracctl.flows.fleet.progress import FleetProgress, Lines, MemberNodes
 
 
 def _folder_name(name: str) -> str:
@@ -50,9 +50,9 @@ def member_context(base: Context, m: Member, progress: FleetProgress) -> Context
     ctx.clock = base.clock
     ctx.env = base.env
     ctx.interactive = False
-    sink = _Lines(lambda line: progress.update(m.name, note=line))
+    sink = Lines(lambda line: progress.update(m.name, note=line))
     width = base.err.width
     ctx._err = redacting_console(file=sink, highlight=False, color_system=None, width=width)
     ctx._out = ctx._err
-    ctx.node_progress = lambda _ctx, condition: _MemberNodes(progress, m.name, condition)
+    ctx.node_progress = lambda _ctx, condition: MemberNodes(progress, m.name, condition)
     return ctx

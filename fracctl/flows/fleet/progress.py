@@ -68,7 +68,7 @@ class PlainFleetProgress:
         """Nothing to tear down."""
 
 
-class _Lines(io.TextIOBase):
+class Lines(io.TextIOBase):
     """A text stream that hands each complete line to ``emit`` (a member's console)."""
 
     def __init__(self, emit: Callable[[str], None]) -> None:
@@ -77,9 +77,11 @@ class _Lines(io.TextIOBase):
         self.buffer_ = ""
 
     def writable(self) -> bool:
+        """A text stream one can write to."""
         return True
 
     def write(self, text: str) -> int:
+        """Emit each complete line of ``text``; keep the rest for the next write."""
         self.buffer_ += text
         while "\n" in self.buffer_:
             line, self.buffer_ = self.buffer_.split("\n", 1)
@@ -88,7 +90,7 @@ class _Lines(io.TextIOBase):
         return len(text)
 
 
-class _MemberNodes:
+class MemberNodes:
     """A member's node progress: readiness counts go to the fleet's progress."""
 
     def __init__(self, progress: FleetProgress, cluster: str, condition: str) -> None:
@@ -97,6 +99,7 @@ class _MemberNodes:
         self.condition = condition
 
     def show(self, nodes: dict[str, Any]) -> None:
+        """Show how many of the member's ``nodes`` are ready."""
         from fracctl.core.nodes import is_ready
 
         ready = sum(1 for o in nodes.values() if is_ready(o, self.condition))

@@ -22,7 +22,7 @@ from fracctl.flows.context import Context
 from fracctl.flows.fleet.membership import Member
 from fracctl.flows.fleet.progress import FleetProgress
 from fracctl.flows.fleet.results import NOT_STARTED, ClusterResult, FleetResult
-from fracctl.flows.fleet.runner import Job, _parallel, _progress, _Run
+from fracctl.flows.fleet.runner import Job, MemberRunner, parallelism, progress_for
 from fracctl.flows.signals import interrupt_on_sigterm
 
 
@@ -75,8 +75,8 @@ def recreate(
     flow.require_confirmation(base, "recreate", dry_run=dry_run, yes=yes, confirm=confirm)
 
     job = partial(_job, backend=backend, boundary=boundary)
-    shown = _progress(base, progress)
-    runner = _Run(base, shown)
+    shown = progress_for(base, progress)
+    runner = MemberRunner(base, shown)
     start = time.monotonic()
     out = FleetResult("recreate")
     try:
@@ -86,7 +86,7 @@ def recreate(
         # run read-only, so that a later wave's wrong token stops the rollout before the
         # canary is touched.
         shown.start(fleet)
-        out.results = runner.each(fleet, job(True), parallel=max(parallel, _parallel(base, None)))
+        out.results = runner.each(fleet, job(True), parallel=max(parallel, parallelism(base, None)))
         if dry_run:
             return out
         done: dict[str, ClusterResult] = {}
@@ -131,7 +131,7 @@ def _job(dry: bool, *, backend: str | None, boundary: Callable[[str, str], None]
 
 def _waves(
     base: Context,
-    runner: _Run,
+    runner: MemberRunner,
     to_run: Sequence[Member],
     job: Job,
     done: dict[str, ClusterResult],

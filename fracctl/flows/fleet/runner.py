@@ -33,7 +33,7 @@ from fracctl.flows.fleet.results import (
 Job = Callable[[Context, Member, Callable[[str], None]], tuple[str, int, Any]]
 
 
-class _Run:
+class MemberRunner:
     """Runs a job for each cluster; each cluster's failure becomes its result."""
 
     def __init__(self, base: Context, progress: FleetProgress) -> None:
@@ -43,6 +43,7 @@ class _Run:
         self.contexts: dict[str, Context] = {}
 
     def connect(self, m: Member) -> Context:
+        """The context of member ``m`` (made once)."""
         ctx = self.contexts.get(m.name)
         if ctx is None:
             ctx = member_context(self.base, m, self.progress)
@@ -50,6 +51,7 @@ class _Run:
         return ctx
 
     def one(self, m: Member, job: Job, stop: threading.Event | None) -> ClusterResult:
+        """Run ``job`` on ``m``, unless cancelled or ``stop`` is set."""
         if self.cancel.is_set() or (stop is not None and stop.is_set()):
             return ClusterResult(m, NOT_STARTED)
         start = time.monotonic()
@@ -112,19 +114,22 @@ class _Run:
         return done
 
     def close(self) -> None:
+        """Close every member's context."""
         for ctx in self.contexts.values():
             ctx.close()
 
 
-def _progress(base: Context, progress: FleetProgress | None) -> FleetProgress:
+def progress_for(base: Context, progress: FleetProgress | None) -> FleetProgress:
+    """``progress``, or plain lines when none is given."""
     return progress if progress is not None else PlainFleetProgress(base)
 
 
-def _parallel(base: Context, parallel: int | None) -> int:
+def parallelism(base: Context, parallel: int | None) -> int:
+    """How many members run at once: ``parallel``, else ``fleet.parallel``."""
     return parallel if parallel is not None else base.config.fleet.parallel
 
 
-def _run_all(
+def run_all(
     base: Context,
     fleet: Sequence[Member],
     command: str,
@@ -133,12 +138,13 @@ def _run_all(
     parallel: int | None,
     progress: FleetProgress | None,
 ) -> FleetResult:
-    shown = _progress(base, progress)
-    runner = _Run(base, shown)
+    """Run ``job`` on every member (``parallel`` at a time), showing ``progress``."""
+    shown = progress_for(base, progress)
+    runner = MemberRunner(base, shown)
     start = time.monotonic()
     shown.start(fleet)
     try:
-        results = runner.each(fleet, job, parallel=_parallel(base, parallel))
+        results = runner.each(fleet, job, parallel=parallelism(base, parallel))
     finally:
         shown.stop()
         runner.close()
