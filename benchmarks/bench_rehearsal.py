@@ -39,6 +39,7 @@ if str(REPO) not in sys.path:
 from benchmarks import report  # noqa: E402
 from fracctl import config as cfg  # noqa: E402
 from fracctl.flows import backends  # noqa: E402
+from fracctl.flows.backends import access, delete_rehearsal  # noqa: E402
 from fracctl.flows.backends import argocd as argocd_backend  # noqa: E402
 from fracctl.flows.context import Context  # noqa: E402
 from fracctl.flows.render import render_desired  # noqa: E402
@@ -110,7 +111,7 @@ def round_two(
     from fracctl.flows.backends import flux_proofs
 
     steps: dict[str, Callable[[], Any]] = {
-        "round 2: finalizers and the operator": lambda: backends.check_delete(ctx, live),
+        "round 2: finalizers and the operator": lambda: delete_rehearsal.check_delete(ctx, live),
         "round 2: no other GitOps owner": lambda: rehearse.check_owners(ctx, backend, live),
         "round 2: the wait (condition, nodes, agents' tolerations)": lambda: rehearse.check_wait(
             ctx, live, desired
@@ -146,7 +147,7 @@ def proofs(
     project = client.get_application(app)["spec"]["project"]
 
     def dry_delete() -> None:  # the guard policy's refusal is the expected answer
-        backends._dry_run_delete(ctx, live["metadata"]["uid"])
+        delete_rehearsal.dry_run_delete(ctx, live["metadata"]["uid"])
 
     def rendering() -> None:
         doc = client.get_application(app)
@@ -163,12 +164,12 @@ def proofs(
 
     return {
         "before: RBAC get/watch/delete": lambda: [
-            backends.require(ctx, v, ref=t.ref, name=t.name) for v in ("get", "watch", "delete")
+            access.require(ctx, v, ref=t.ref, name=t.name) for v in ("get", "watch", "delete")
         ],
         "before: GET application": lambda: client.get_application(app),
         "before: can-i sync": lambda: client.can_i("applications", "sync", f"{project}/{app}"),
         "added: dry-run delete (uid)": dry_delete,
-        "added: operator Deployment + Lease": lambda: backends.check_operator(ctx),
+        "added: operator Deployment + Lease": lambda: delete_rehearsal.check_operator(ctx),
         "added: sync windows": lambda: client.sync_windows(app),
         "added: Argo CD rendering": rendering,
         "added: dry-run create": dry_create,

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Annotated, Literal
 import typer
 
 from fracctl.cli import _app
+from fracctl.errors import ExitCode
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -69,7 +70,7 @@ def command(
         sys.stdout.write(github(report))
     else:
         render(c.out, report)
-    raise typer.Exit(0 if report.ok else 1)
+    raise typer.Exit(ExitCode.OK if report.ok else ExitCode.FINDING)
 
 
 def github(report: DoctorReport) -> str:

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated, Literal
 import typer
 
 from fracctl.cli import _app
-from fracctl.errors import UsageError
+from fracctl.errors import ExitCode, UsageError
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -88,7 +88,7 @@ def command(
         sys.stdout.write(to_github(report))
     else:
         render(c.out, report)
-    raise typer.Exit(0 if report.ok else 1)
+    raise typer.Exit(ExitCode.OK if report.ok else ExitCode.FINDING)
 
 
 def render(out: Console, report: LintReport) -> None:

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from fracctl.cli import _app
-from fracctl.errors import UsageError
+from fracctl.errors import ExitCode, UsageError
 
 if TYPE_CHECKING:
     from fracctl.flows.context import Context
@@ -76,7 +76,7 @@ def preflight(
         c.out.print(table)
         summary = f"{len(failed)} of {len(checks)} checks failed" if failed else "all checks ok"
         c.out.print(f"preflight: {summary}", markup=False)
-    raise typer.Exit(1 if failed else 0)
+    raise typer.Exit(ExitCode.FINDING if failed else ExitCode.OK)
 
 
 # The options of `install`, named here so that its signature stays short.
@@ -209,7 +209,7 @@ def status(ctx: typer.Context, output: _app.Output = "table") -> None:
         _app.emit_json(st.to_dict())
     else:
         _render_status(c, st)
-    raise typer.Exit(0 if st.running else 1)
+    raise typer.Exit(ExitCode.OK if st.running else ExitCode.FINDING)
 
 
 def _render_status(c: Context, st: MPSStatus) -> None:
@@ -341,7 +341,7 @@ def probe_memory(
                 "limit (is this process an MPS client of a daemon with that limit?)",
                 markup=False,
             )
-    raise typer.Exit(0 if r.enforced else 1)
+    raise typer.Exit(ExitCode.OK if r.enforced else ExitCode.FINDING)
 
 
 def register(root: typer.Typer) -> None:

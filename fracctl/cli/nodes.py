@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from fracctl.cli import _app
+from fracctl.errors import ExitCode
 
 if TYPE_CHECKING:
     from fracctl.flows.context import Context
@@ -47,7 +48,7 @@ def check(ctx: typer.Context, output: _app.Output = "table") -> None:
     report = run(c)
     if output == "json":
         _app.emit_json(report.to_dict())
-        raise typer.Exit(0 if report.ok else 1)
+        raise typer.Exit(ExitCode.OK if report.ok else ExitCode.FINDING)
 
     from rich.text import Text
 
@@ -76,7 +77,7 @@ def check(ctx: typer.Context, output: _app.Output = "table") -> None:
         c.out.print(f"  fix: {f.fix}", markup=False, soft_wrap=True)
     if report.ok:
         c.out.print(f"{len(report.rows)} GPU node(s) follow the policy", markup=False)
-    raise typer.Exit(0 if report.ok else 1)
+    raise typer.Exit(ExitCode.OK if report.ok else ExitCode.FINDING)
 
 
 def _show(c: Context, report: LabelReport, output: str) -> None:

@@ -8,6 +8,7 @@ import typer
 
 from fracctl.cli import _app
 from fracctl.cli import fleet as fleet_cli
+from fracctl.errors import ExitCode
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -87,7 +88,7 @@ def command(
         _app.emit_json(report.to_dict())
     else:
         render(c.out, report)
-    raise typer.Exit(0 if report.ok else 1)
+    raise typer.Exit(ExitCode.OK if report.ok else ExitCode.FINDING)
 
 
 def render(out: Console, report: PreflightReport) -> None:

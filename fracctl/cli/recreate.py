@@ -8,7 +8,7 @@ import typer
 
 from fracctl.cli import _app
 from fracctl.core.backends import NAMES, REGISTRY, names
-from fracctl.errors import UsageError
+from fracctl.errors import ExitCode, UsageError
 
 if TYPE_CHECKING:
     from fracctl.flows.context import Context
@@ -166,7 +166,7 @@ def recreate(
     result = _one(c, restore_from, dry_run=dry_run, yes=yes, backend=backend)
     _print_result(c, result, output=output, dry_run=dry_run)
     if result.outcome == "refused":
-        raise typer.Exit(1)
+        raise typer.Exit(ExitCode.FINDING)
 
 
 def _one(

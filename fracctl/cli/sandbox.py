@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from fracctl.cli import _app
+from fracctl.errors import ExitCode
 
 if TYPE_CHECKING:
     from fracctl.flows.context import Context
@@ -185,7 +186,7 @@ def status(
                 n["ready"],
             )
         c.out.print(table)
-    raise typer.Exit(0 if st["running"] else 1)
+    raise typer.Exit(ExitCode.OK if st["running"] else ExitCode.FINDING)
 
 
 @app.command()

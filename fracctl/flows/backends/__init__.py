@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from fracctl.core.backends import NAMES, choices, entry, load
-from fracctl.errors import Conflict, ExternalError, FracctlError, Refused, UsageError
+from fracctl.errors import Conflict, ExternalError, FracctlError, UsageError
 from fracctl.flows.context import Context
 
 Obj = dict[str, Any]
@@ -107,121 +107,6 @@ def dry_run_create(ctx: Context, obj: Obj) -> None:
             raise
 
 
-def require(ctx: Context, verb: str, *, ref: Any, name: str, namespace: str | None = None) -> str:
-    """Raise unless the Kubernetes identity may ``verb`` the object; returns the evidence."""
-    allowed, reason = ctx.kube.can_i(verb, ref, name, namespace)
-    where = f"{namespace}/{name}" if namespace else name
-    if not allowed:
-        raise ExternalError(
-            f"the Kubernetes identity may not {verb} {ref.plural}.{ref.group or 'core'} "
-            f"{where}" + (f" ({reason})" if reason else ""),
-            hint=f"grant the RBAC verb {verb!r} on {ref.plural} to the identity of the "
-            "kubeconfig, or run as one that has it",
-        )
-    return f"may {verb} {ref.plural} {where}"
-
-
-def check_delete(ctx: Context, live: Obj | None = None) -> list[str]:
-    """Prove the delete that follows will pass and that the object will then go.
-
-    RBAC for read, watch and delete; a server-side dry-run delete of exactly this
-    incarnation (uid precondition), which runs authorization and every admission policy
-    and webhook; every finalizer on the object is one something releases (only the
-    operator's is known: any other refuses, named); and the operator runs and leads
-    now, whether or not its finalizer is still there: it alone clears the readiness
-    condition from the nodes the config selected.
-    """
-    from fracctl.core.rehearsal import unknown_finalizers
-
-    t = ctx.config.target
-    evidence = [require(ctx, verb, ref=t.ref, name=t.name) for verb in ("get", "watch", "delete")]
-    if live is None:
-        return evidence
-    meta = live.get("metadata") or {}
-    unknown = unknown_finalizers(live, [t.finalizer])
-    if unknown:
-        raise Refused(
-            f"{t.kind}/{t.name} carries finalizer(s) that nothing fracctl knows releases: "
-            f"{', '.join(unknown)}. A delete would leave it terminating until they go, and "
-            "the operator would already have cleared the readiness condition from every "
-            "fraction node",
-            hint="find what set them and make sure it runs (or remove them on purpose: "
-            f"kubectl patch {t.plural}.{t.group} {t.name} --type json -p "
-            '\'[{"op":"remove","path":"/metadata/finalizers/N"}]\'), then rerun',
-        )
-    evidence.append(_dry_run_delete(ctx, str(meta.get("uid") or "")))
-    held = t.finalizer in (meta.get("finalizers") or [])
-    evidence.append(
-        f"finalizer {t.finalizer} is released by the gpu-fractioning operator"
-        if held
-        else "no finalizer holds the object; the operator still clears the node conditions"
-    )
-    evidence.extend(check_operator(ctx, held=held))
-    return evidence
-
-
-def _dry_run_delete(ctx: Context, uid: str) -> str:
-    """A dry-run delete of this incarnation; the guard policy's refusal is the expected one.
-
-    Before the lock is armed, fracctl's own guard policy refuses every delete, this
-    run's included: that refusal proves the policy is installed and bound. The run arms
-    the lock after its guards and rehearses the delete again then (``recreate._arm``).
-    """
-    from fracctl.core.guard_policy import policy_name, refused_by_guard
-
-    t = ctx.config.target
-    try:
-        ctx.kube.delete(t.ref, t.name, uid=uid, dry_run=True)
-    except FracctlError as e:
-        if not refused_by_guard(t, e.message):
-            raise
-        return (
-            f"the guard policy {policy_name(t)} refuses a delete outside a recreate; this run "
-            "arms the lock for its identity after its guards and rehearses the delete then"
-        )
-    return f"a dry-run delete of {t.kind}/{t.name} (uid {uid}) passes RBAC and admission"
-
-
-def check_operator(ctx: Context, *, held: bool = True) -> list[str]:
-    """The operator runs (Deployment) and leads (Lease) now.
-
-    ``held``: its finalizer is on the object (then without it the delete never ends);
-    else without it nothing clears the node conditions of the old selection.
-    """
-    from fracctl.core.operator import deployment_available, lease_renewed
-    from fracctl.core.resources import DEPLOYMENTS, LEASES
-
-    k = ctx.config.cluster
-    t = ctx.config.target
-    ns = k.agent_namespace
-    verdicts = [
-        deployment_available(
-            ctx.kube.get_or_none(DEPLOYMENTS, k.operator_deployment, ns),
-            f"{ns}/{k.operator_deployment}",
-        )
-    ]
-    if k.operator_lease:
-        lease = ctx.kube.get_or_none(LEASES, k.operator_lease, ns)
-        verdicts.append(lease_renewed(lease, f"{ns}/{k.operator_lease}", now=ctx.clock.now()))
-    failed = [v.text for v in verdicts if not v.ok]
-    if failed:
-        why = (
-            f"The delete would leave {t.kind}/{t.name} terminating: only the gpu-fractioning "
-            f"operator releases its finalizer {t.finalizer}, and when it returns it finishes "
-            "the delete with nothing to recreate the object"
-            if held
-            else f"Nothing would clear the readiness condition from the nodes {t.kind}/"
-            f"{t.name} selects (the operator does, when the object goes), nor start the "
-            "agents on the new selection"
-        )
-        raise Refused(
-            f"{'; '.join(failed)}. {why}",
-            hint=f"start the operator (`kubectl -n {ns} get deploy,pods,lease`), then rerun; "
-            "cluster.operator_deployment and cluster.operator_lease name it",
-        )
-    return [v.text for v in verdicts]
-
-
 BACKENDS = NAMES  # every backend's name, in the registry's order
 
 
@@ -257,6 +142,8 @@ def prove(
     evidence: list[str] = []
     try:
         if deletes:
+            from fracctl.flows.backends.delete_rehearsal import check_delete
+
             evidence = check_delete(ctx, live)
             evidence += check_owners(ctx, backend.name, live)
     except UsageError:

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from fracctl.flows.backends import Obj, Proof, clean_desired, dry_run_create, require
+from fracctl.flows.backends import Obj, Proof, clean_desired, dry_run_create
+from fracctl.flows.backends.access import require
 from fracctl.flows.context import Context
 
 

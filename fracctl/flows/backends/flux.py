@@ -7,7 +7,8 @@ from typing import Any
 from fracctl.adapters.flux import commit_of
 from fracctl.core.nodes import condition, selector_of
 from fracctl.errors import ExternalError, FracctlError, NotFound, Refused, UsageError
-from fracctl.flows.backends import Obj, Proof, clean_desired, dry_run_create, require
+from fracctl.flows.backends import Obj, Proof, clean_desired, dry_run_create
+from fracctl.flows.backends.access import require
 from fracctl.flows.context import Context
 
 #: Kustomization fields that change what Flux applies beyond the source's files; fracctl
