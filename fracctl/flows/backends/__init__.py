@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from fracctl.core.backends import NAMES, choices, entry, load
-from fracctl.errors import Conflict, ExternalError, FracctlError, UsageError
+from fracctl.errors import Conflict, FracctlError, UsageError
 from fracctl.flows.context import Context
 
 Obj = dict[str, Any]
