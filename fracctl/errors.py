@@ -36,6 +36,11 @@ class FracctlError(Exception):
     def __str__(self) -> str:
         return self.message if not self.hint else f"{self.message} ({self.hint})"
 
+    def add_context(self, more: str) -> None:
+        """Say ``more`` after the message, in place: the class and exit code stay."""
+        self.message = f"{self.message}. {more}"
+        self.args = (self.message,)
+
 
 class UsageError(FracctlError):
     """Bad flags or arguments."""

@@ -112,12 +112,6 @@ def way_back(state: str, backup: str | None) -> str:
     return f"{state}. {restore}or fix the cause and resume: fracctl recreate --yes"
 
 
-def _amend(error: FracctlError, more: str) -> None:
-    """Add to an error's message in place, so its class and exit code stay as they are."""
-    error.message = f"{error.message}. {more}"
-    error.args = (error.message,)
-
-
 def _state_after_failure(ctx: Context, desired_sel: dict[str, str]) -> str:
     """One phrase for what the cluster holds now, read fresh (best effort)."""
     t = ctx.config.target
@@ -151,6 +145,7 @@ class Run:
     dry_run: bool = False
     lock: LeaseLock | NoLock = field(default_factory=NoLock)
     announce: bool = True  # say each proof as it passes (no plan will show them)
+    created: str = ""  # what the backend said when it created git's object
 
     @property
     def desired_selector(self) -> dict[str, str]:
@@ -266,14 +261,13 @@ def _recreate(run: Run) -> None:
         result.backup = latest_backup(run.ctx)
         if result.backup:
             result.notes.append(f"the backup of the original object is {result.backup}")
-    said = run.backend.recreate(run.ctx, run.desired)
-    result.notes.append(said)
-    run.ctx.info(said)
+    run.created = run.backend.recreate(run.ctx, run.desired)
+    result.notes.append(run.created)
+    run.ctx.info(run.created)
 
 
 def _verify(run: Run) -> None:
-    said = run.result.notes[-1] if run.result.notes else ""
-    run.live = verify(run.ctx, run.desired_selector, run.backend, said)
+    run.live = verify(run.ctx, run.desired_selector, run.backend, run.created)
     run.ctx.info(f"verified: live nodeSelector is {run.desired_selector}")
 
 
@@ -444,7 +438,7 @@ def _act(run: Run, steps: list[Step], lock: LeaseLock | NoLock, at: Boundary) ->
         if gone:
             said = way_back(_state_after_failure(ctx, run.desired_selector), backup_path)
             if isinstance(e, FracctlError):
-                _amend(e, said)
+                e.add_context(said)
             else:  # interrupted: the CLI only says "Interrupted.", so say the rest here
                 ctx.warn(said)
         run.entry.update(

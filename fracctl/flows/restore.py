@@ -144,8 +144,9 @@ def restore(
             if terminating and live is not None:
                 wait_gone(ctx, live["metadata"]["uid"])
             said = applier.recreate(ctx, _restorable(obj))
-            result.notes.append(f"restored from {path}: {said}")
-            ctx.info(result.notes[-1])
+            restored = f"restored from {path}: {said}"
+            result.notes.append(restored)
+            ctx.info(restored)
             verify(ctx, want, applier, said)
             result.ready = wait_ready(ctx, selector=want)
         except (FracctlError, KeyboardInterrupt) as e:

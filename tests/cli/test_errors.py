@@ -54,3 +54,14 @@ def test_hint_is_appended() -> None:
 
 def test_exit_code_values_match_the_design() -> None:
     assert [int(c) for c in ExitCode] == [0, 1, 2, 3, 4, 5, 130]
+
+
+def test_context_added_to_an_error_keeps_its_class_exit_code_and_hint() -> None:
+    e = errors.TimedOut("not every node is ready after 20s", hint="check the agents")
+    e.add_context("GpuFractioningConfig/default was deleted; restore it: fracctl recreate")
+    assert type(e) is errors.TimedOut and e.exit_code == ExitCode.TIMEOUT
+    assert e.message == (
+        "not every node is ready after 20s. GpuFractioningConfig/default was deleted; "
+        "restore it: fracctl recreate"
+    )
+    assert str(e).endswith("(check the agents)") and e.args == (e.message,)
