@@ -13,7 +13,8 @@ from fracctl import config as cfg
 from fracctl.adapters.kube import Kube
 from fracctl.sandbox import controlplane
 from fracctl.sandbox.flow import install_crd
-from tests.support.helpers import CannedServer, Cluster
+from tests.support.canned import CannedServer
+from tests.support.helpers import Cluster
 
 if TYPE_CHECKING:
     from tests.support.argocd_real import RealArgoCD

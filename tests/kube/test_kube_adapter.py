@@ -8,7 +8,7 @@ from fracctl.adapters.kube import Kube
 from fracctl.core.nodes import selector_of
 from fracctl.core.resources import NODES
 from fracctl.errors import ExitCode, ExternalError, Unreachable
-from tests.support.helpers import CannedServer, kube_at
+from tests.support.canned import CannedServer, kube_at
 
 
 def _kube(host: str) -> Kube:

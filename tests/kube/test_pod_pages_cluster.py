@@ -11,7 +11,8 @@ from fracctl.adapters import kubeproto
 from fracctl.adapters.kube import Kube
 from fracctl.core.resources import PODS
 from fracctl.errors import ApiError, ExternalError
-from tests.support.helpers import CannedServer, Cluster, kube_at
+from tests.support.canned import CannedServer, kube_at
+from tests.support.helpers import Cluster
 
 
 def _seed(cluster: Cluster) -> None:

@@ -17,8 +17,9 @@ from pathlib import Path
 from fracctl.core import drift as d
 from fracctl.core.prometheus import fleet_drift_metrics
 from fracctl.errors import ExitCode
-from tests.support.helpers import Cluster, run_cli, unavailable
+from tests.support.helpers import Cluster, run_cli
 from tests.support.metrics import RTX, plain_config
+from tests.support.real_parts import unavailable
 
 REPO = Path(__file__).resolve().parents[2]
 ALERTS = REPO / "deploy" / "alerts"

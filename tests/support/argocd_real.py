@@ -27,7 +27,8 @@ from fracctl.adapters.kube import Kube
 from fracctl.flows.argocd_sync import wait_operation
 from fracctl.sandbox import argocd_local
 from fracctl.sandbox.controlplane import ControlPlane
-from tests.support.helpers import Cluster, keep_record, live_record, unavailable, write_records
+from tests.support.helpers import Cluster
+from tests.support.real_parts import keep_record, live_record, unavailable, write_records
 from tests.support.recreate_fixtures import OLD, Incident, make_incident
 
 PROJECT = "gpu-fractioning"

@@ -27,7 +27,7 @@ from fracctl.adapters.git import git
 from fracctl.adapters.kube import Kube
 from fracctl.sandbox import flux_local
 from fracctl.sandbox.controlplane import ControlPlane
-from tests.support.helpers import keep_record, live_record, unavailable, write_records
+from tests.support.real_parts import keep_record, live_record, unavailable, write_records
 from tests.support.recreate_fixtures import Incident
 
 RECORD_FILE = os.environ.get("FRACCTL_FLUX_RECORD")

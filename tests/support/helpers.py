@@ -1,15 +1,14 @@
-"""Shared test helpers: the in-process CLI runner, the fake clock and object builders."""
+"""Shared test helpers: the in-process CLI runner, the fake clock and the cluster builders.
 
 from __future__ import annotations
 
 import contextlib
 import io
 import json
-import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any
 
 from fracctl.adapters.git import git
 from fracctl.adapters.kube import Kube
@@ -26,6 +25,7 @@ from fracctl.core.resources import (
 from fracctl.errors import Conflict, NotFound
 from fracctl.flows.probe import PROBE_LABEL
 from fracctl.sandbox.controllers import KWOK_NODE, KWOK_NODE_VALUE, wait_node_ready
+from tests.support.kubelet import report_ready
 
 SMP = "application/strategic-merge-patch+json"
 #: The tolerations the upstream chart's default config gives the agents.
@@ -98,50 +98,6 @@ class FakeClock:
     def sleep(self, seconds: float) -> None:
         self.sleeps.append(seconds)
         self.t += seconds
-
-
-#: What a kubelet reports of a healthy node, for a node whose kubelet the test plays.
-KUBELET_READY = {
-    "type": "Ready",
-    "status": "True",
-    "reason": "KubeletReady",
-    "message": "kubelet is posting ready status (written by the test, playing the kubelet)",
-    "lastHeartbeatTime": "2026-01-01T00:00:00Z",
-    "lastTransitionTime": "2026-01-01T00:00:00Z",
-}
-
-
-def report_ready(kube: Kube, name: str, *, lifecycle_controller: bool = True) -> dict[str, Any]:
-    """The node's kubelet reports Ready once; the node lifecycle controller then lifts
-    the ``node.kubernetes.io/not-ready`` taint admission put on it at registration.
-
-    ``lifecycle_controller=False`` (an API server alone): the taint is lifted here.
-    """
-    import time
-
-    from fracctl.core.clock import utc_timestamp
-
-    # The heartbeat is now: the node lifecycle controller judges a node by when its
-    # heartbeat last changed, and a node of the same name may have lived before.
-    now = utc_timestamp()
-    ready = {**KUBELET_READY, "lastHeartbeatTime": now, "lastTransitionTime": now}
-    node = kube.patch(
-        NODES, name, {"status": {"conditions": [ready]}},
-        content_type=SMP, subresource="status",
-    )  # fmt: skip
-    if not lifecycle_controller:
-        taints = (node.get("spec") or {}).get("taints") or []
-        kept = [t for t in taints if t.get("key") != "node.kubernetes.io/not-ready"]
-        return dict(kube.patch(NODES, name, {"spec": {"taints": kept}}))
-    deadline = time.monotonic() + 30
-    while True:
-        node = kube.get(NODES, name)
-        taints = (node.get("spec") or {}).get("taints") or []
-        if not any(t.get("key") == "node.kubernetes.io/not-ready" for t in taints):
-            return node
-        if time.monotonic() > deadline:
-            raise AssertionError(f"the not-ready taint stayed on {name}")
-        time.sleep(0.05)
 
 
 CLUSTER_ROLES = ResourceRef("rbac.authorization.k8s.io", "v1", "clusterroles", "ClusterRole", False)
@@ -472,48 +428,6 @@ class Cluster:
                 pass
 
 
-class CannedServer:
-    """A local HTTP server that answers every GET with one canned body: what a proxy in
-    front of the API server might send. Set ``content_type`` and ``body``; ``url``."""
-
-    def __init__(self) -> None:
-        import threading
-        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-
-        canned = self
-        self.content_type, self.body = "text/html", b"<html>login</html>"
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:  # noqa: N802 - http.server's naming
-                self.send_response(200)
-                self.send_header("Content-Type", canned.content_type)
-                self.send_header("Content-Length", str(len(canned.body)))
-                self.end_headers()
-                self.wfile.write(canned.body)
-
-            def log_message(self, *args: object) -> None:
-                pass
-
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
-        threading.Thread(target=self._server.serve_forever, daemon=True).start()
-
-    def close(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
-
-
-def kube_at(url: str, *, token: str | None = None) -> Kube:
-    """A client for ``url`` without a kubeconfig (a local stand-in server)."""
-    from kubernetes.client import Configuration
-
-    cfg = Configuration()
-    cfg.host = url
-    if token:
-        cfg.api_key = {"authorization": f"Bearer {token}"}
-    return Kube(cfg, timeout=5)
-
-
 def wait_enforced(cluster: Cluster, timeout: float = 30.0) -> None:
     """Until the guard policy refuses a delete: the API server compiles a new policy a
     moment after it is created."""
@@ -533,39 +447,3 @@ def wait_enforced(cluster: Cluster, timeout: float = 30.0) -> None:
         if time.monotonic() > deadline:
             raise AssertionError("the guard policy was never enforced")
         time.sleep(0.2)
-
-
-#: Under CI a real part that cannot run is a broken build, never a reason to skip.
-IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
-
-
-def unavailable(message: str) -> NoReturn:
-    """A real part the test needs cannot run: skip locally, fail under ``CI=true``."""
-    import pytest
-
-    if IN_CI:
-        pytest.fail(message, pytrace=False)
-    pytest.skip(message)
-
-
-def live_record(live: dict[str, Any] | None) -> dict[str, Any] | None:
-    """What a real-part record says of the live object: its uid and selector, or None."""
-    if live is None:
-        return None
-    return {
-        "uid": live["metadata"]["uid"],
-        "nodeSelector": (live.get("spec") or {}).get("nodeSelector"),
-    }
-
-
-def keep_record(records: list[dict[str, Any]], entry: dict[str, Any]) -> dict[str, Any]:
-    """Add ``entry`` to a real part's records and print it (shown with -s or on failure)."""
-    records.append(entry)
-    print(json.dumps(entry, indent=2))
-    return entry
-
-
-def write_records(path: str | None, records: list[dict[str, Any]]) -> None:
-    """Write a real part's records to ``path`` (its ``FRACCTL_*_RECORD``), if one is set."""
-    if path and records:
-        Path(path).write_text(json.dumps(records, indent=2) + "\n")
