@@ -1,4 +1,4 @@
-"""Shared test helpers: the in-process CLI runner, the fake clock and the cluster builders.
+"""Shared test helpers: the in-process CLI runner, the fake clock and the cluster builders."""
 
 from __future__ import annotations
 
