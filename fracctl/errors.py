@@ -97,6 +97,7 @@ class ApiStatus:
     reason: str = ""
     message: str = ""
     causes: list[Cause] = field(default_factory=list)
+    retry_after: int = 0  # details.retryAfterSeconds: when to ask again (429)
 
 
 class ApiError(ExternalError):

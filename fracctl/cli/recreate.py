@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -11,6 +11,7 @@ from fracctl.core.backends import NAMES, REGISTRY, names
 from fracctl.errors import ExitCode, UsageError
 
 if TYPE_CHECKING:
+    from fracctl.core.drain import DrainPlan
     from fracctl.flows.context import Context
     from fracctl.flows.fleet import Member
     from fracctl.flows.recreate import RecreateResult
@@ -44,6 +45,8 @@ def _show_plan(c: Context, result: RecreateResult, *, to_stderr: bool = False) -
         console.print(f"  {i}. {STEP_TEXT.get(step, step)}", markup=False, soft_wrap=True)
     for line in result.proofs:
         console.print(f"  proven: {line}", markup=False, soft_wrap=True)
+    if result.drain is not None:
+        _show_drain(console, result.drain)
     if report is not None:
         for effect in (Effect.RESTART, Effect.STOP, Effect.START):
             names = [n.name for n in report.blast_radius.nodes if n.effect == effect]
@@ -51,6 +54,28 @@ def _show_plan(c: Context, result: RecreateResult, *, to_stderr: bool = False) -
                 line = f"  MPS daemons {effect.value} on: {', '.join(names)}"
                 console.print(line, markup=False, soft_wrap=True)
         render(console, report)
+
+
+def _show_drain(console: Any, drain: DrainPlan) -> None:
+    """The drain's part of the plan: fence, groups with their pods and owners, budgets."""
+
+    def say(line: str) -> None:
+        console.print(line, markup=False, soft_wrap=True)
+
+    pods = drain.pods
+    say(f"  drain (run {drain.run_id}{', resumed' if drain.resumed else ''}): fence "
+        f"{len(drain.nodes)} node(s): {', '.join(drain.nodes) or 'none'}")  # fmt: skip
+    say(f"  evict {len(pods)} pod(s) in {len(drain.groups)} group(s):")
+    for g in drain.groups:
+        say(f"    {g.label}:")
+        for p in g.pods:
+            tags = "" if p.fractional else " (not fractional: a member of the group)"
+            say(f"      {p.name} on {p.node}, owner {p.owner or 'none (bare pod)'}{tags}")
+    for b in drain.budgets:
+        say(f"  budget {b.namespace}/{b.name}: allows {b.allowed}, the drain needs {b.needs}"
+            f" ({'ok' if b.ok else 'too tight'})")  # fmt: skip
+    for why in drain.refusals:
+        say(f"  drain refused: {why}")
 
 
 YesOption = Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")]
@@ -75,6 +100,28 @@ RestoreOption = Annotated[
         help="Create the object again from this backup (written by an earlier run) "
         "when it is missing; never deletes.",
         show_default=False,
+    ),
+]
+
+
+DrainOption = Annotated[
+    bool,
+    typer.Option(
+        "--drain",
+        help="Evict the fractional pods first: fence fractional scheduling (the readiness "
+        "condition set False), evict every fractional pod PodGroup by PodGroup through the "
+        "Eviction API, recreate, let the operator reopen scheduling. Resumes a journaled "
+        "drain.",
+    ),
+]
+ForceOption = Annotated[
+    bool, typer.Option("--force", help="With --drain: evict bare pods too (they are lost).")
+]
+AbortOption = Annotated[
+    bool,
+    typer.Option(
+        "--abort",
+        help="Undo a journaled drain that has not reached the delete: lift its fence.",
     ),
 ]
 
@@ -112,6 +159,9 @@ def recreate(
     output: Output = "table",
     parallel: ParallelOption = 1,
     continue_on_failure: ContinueOption = False,
+    drain: DrainOption = False,
+    force: ForceOption = False,
+    abort: AbortOption = False,
 ) -> None:
     """Delete and recreate the fractioning config from git, guarded and resumable.
 
@@ -126,6 +176,13 @@ def recreate(
 
     If a step fails after the delete, the error names the backup; --restore-from puts
     that backup back (server-side apply) when the object is missing.
+
+    On a busy cluster, --drain first fences fractional scheduling on every node where
+    KAI would place a fraction, evicts every fractional pod (whole PodGroups, within
+    their PodDisruptionBudgets), and waits until none is on a node; the plan refuses,
+    before any change, where the drain could not finish. A failure or Ctrl-C before
+    the delete lifts the fence; a rerun resumes a drain the cluster journaled;
+    --abort undoes one that has not reached the delete (runbooks/drain.md).
 
     Over a fleet (--context more than once, --all-contexts, or fleet: in
     fracctl.yaml) clusters go wave by wave, lowest first: wave 0 is the
@@ -144,7 +201,22 @@ def recreate(
         fracctl recreate --restore-from ~/.local/state/fracctl/backups/FILE.yaml --yes
         fracctl --context eu-1 --context us-1 recreate --dry-run
         fracctl recreate --yes --backend argocd --parallel 2
+        fracctl recreate --drain --dry-run
+        fracctl recreate --drain --yes
+        fracctl recreate --abort
     """
+    if abort:
+        if drain or force or dry_run or restore_from is not None:
+            raise UsageError("--abort takes none of --drain, --force, --dry-run, --restore-from")
+        from fracctl.flows.recreate import abort_drain
+
+        c = _app.context(ctx)
+        c.out.print(abort_drain(c), markup=False, soft_wrap=True)
+        return
+    if force and not drain:
+        raise UsageError("--force is for --drain: it evicts bare pods too")
+    if drain and restore_from is not None:
+        raise UsageError("--drain and --restore-from do not go together")
     if restore_from is not None and (revision is not None or backend not in (None, "apply")):
         raise UsageError(
             "--restore-from creates the backed-up object directly; it takes neither "
@@ -158,19 +230,30 @@ def recreate(
                 hint="each cluster's backups are under recreate.state_dir/clusters/NAME",
             )
         found = None  # one cluster of the fleet: restored as any single cluster
+    if found is not None and drain:
+        raise UsageError("--drain runs on one cluster at a time: give --context once")
     if found is not None:
         _fleet(ctx, found, dry_run=dry_run, yes=yes, backend=backend, parallel=parallel,
                continue_on_failure=continue_on_failure, output=output)  # fmt: skip
         return
     c = _app.context(ctx, git__revision=revision)
-    result = _one(c, restore_from, dry_run=dry_run, yes=yes, backend=backend)
+    result = _one(
+        c, restore_from, dry_run=dry_run, yes=yes, backend=backend, drain=drain, force=force
+    )
     _print_result(c, result, output=output, dry_run=dry_run)
     if result.outcome == "refused":
         raise typer.Exit(ExitCode.FINDING)
 
 
 def _one(
-    c: Context, restore_from: str | None, *, dry_run: bool, yes: bool, backend: str | None
+    c: Context,
+    restore_from: str | None,
+    *,
+    dry_run: bool,
+    yes: bool,
+    backend: str | None,
+    drain: bool = False,
+    force: bool = False,
 ) -> RecreateResult:
     """Recreate (or restore) on one cluster, asking on a terminal before any change."""
     from fracctl.flows import recreate as flow
@@ -183,7 +266,9 @@ def _one(
         from fracctl.flows.restore import restore
 
         return restore(c, restore_from, dry_run=dry_run, yes=yes, confirm=confirm)
-    return flow.recreate(c, dry_run=dry_run, yes=yes, backend=backend, confirm=confirm)
+    return flow.recreate(
+        c, dry_run=dry_run, yes=yes, backend=backend, confirm=confirm, drain=drain, force=force
+    )
 
 
 def _print_result(c: Context, result: RecreateResult, *, output: str, dry_run: bool) -> None:

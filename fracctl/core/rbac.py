@@ -13,7 +13,9 @@ Roles:
 - ``doctor``: reads only: nodes, pods, the events of pending fractional pods, the
   RuntimeClass, KAI's Config, the target, and the agents' and scheduler's workloads.
 - ``recreate``: the one target object (by name where RBAC allows it), the lock Lease in
-  its namespace, an Event, and the reads of drift and preflight it runs first.
+  its namespace, an Event, and the reads of drift and preflight it runs first; for
+  ``--drain``, evictions, the nodes' readiness condition (``nodes/status``), budgets,
+  KAI's Config and the drain's journal (a ConfigMap beside the Lease).
 - ``node-agent``: nothing. The agent talks to the MPS daemon on its node, never to the
   API server, so its pod runs without a service-account token.
 """
@@ -25,6 +27,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from fracctl.core.drain import journal_name
 from fracctl.core.resources import EVENTS_NAMESPACE
 from fracctl.core.settings import ClusterSettings, FluxSettings, LockSettings, TargetSettings
 
@@ -294,6 +297,57 @@ def _recreate_cluster(p: Params) -> list[RbacRule]:
             "check the lock Lease's namespace exists before creating the Lease",
             (p.recreate.lock_namespace,),
         ),
+        *_drain_cluster(p),
+    ]
+
+
+def _drain_cluster(p: Params) -> list[RbacRule]:
+    """``recreate --drain``: fence the nodes, evict the fractional pods, read budgets."""
+    return [
+        RbacRule(
+            ("",),
+            ("pods/eviction",),
+            ("create",),
+            "--drain: evict the fractional pods through the Eviction API",
+        ),
+        RbacRule(
+            ("",),
+            ("nodes/status",),
+            ("patch",),
+            "--drain: fence (and restore) the readiness condition KAI gates fractions on",
+        ),
+        RbacRule(
+            ("policy",),
+            ("poddisruptionbudgets",),
+            ("list",),
+            "--drain: the budgets of the fractional pods, judged before any change",
+        ),
+        RbacRule(
+            (KAI_GROUP,),
+            ("configs",),
+            ("get",),
+            "--drain: prove KAI runs in NvFractions mode (it gates fractions on the fence)",
+            (p.cluster.scheduler_config,),
+        ),
+    ]
+
+
+def _drain_journal(p: Params) -> list[RbacRule]:
+    """``recreate --drain``: its journal, a ConfigMap beside the lock Lease."""
+    return [
+        RbacRule(
+            ("",),
+            ("configmaps",),
+            ("create",),
+            "--drain: write the drain's journal (RBAC cannot name an object not yet there)",
+        ),
+        RbacRule(
+            ("",),
+            ("configmaps",),
+            ("get", "update", "delete"),
+            "--drain: read, update and clear the drain's journal",
+            (journal_name(p.recreate.lock_name),),
+        ),
     ]
 
 
@@ -314,6 +368,7 @@ def _recreate(p: Params) -> tuple[list[RbacRule], dict[str, list[RbacRule]]]:
                 "hold the lock: read, renew and release the Lease",
                 (p.recreate.lock_name,),
             ),
+            *_drain_journal(p),
         ]
     )
     namespaced.setdefault(p.events_namespace, []).append(

@@ -53,6 +53,8 @@ EVENTS = ResourceRef("", "v1", "events", "Event", namespaced=True)
 LEASES = ResourceRef("coordination.k8s.io", "v1", "leases", "Lease", namespaced=True)
 DEPLOYMENTS = ResourceRef("apps", "v1", "deployments", "Deployment", namespaced=True)
 DAEMONSETS = ResourceRef("apps", "v1", "daemonsets", "DaemonSet", namespaced=True)
+CONFIGMAPS = ResourceRef("", "v1", "configmaps", "ConfigMap", namespaced=True)
+PDBS = ResourceRef("policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget", namespaced=True)
 CRDS = ResourceRef(
     "apiextensions.k8s.io", "v1", "customresourcedefinitions", "CustomResourceDefinition", False
 )

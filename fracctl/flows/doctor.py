@@ -39,13 +39,26 @@ def _get(ctx: Context, ref: ResourceRef, name: str) -> tuple[dict[str, Any] | No
 
 
 def _guard(ctx: Context, snap: Snapshot) -> None:
-    """What keeps the guard policy from holding deletes of the target to a recreate."""
+    """What keeps the guard policy from holding deletes of the target; who holds the lock."""
+    from datetime import datetime, timezone
+
+    from fracctl.core.lock import HELD, judge_lease
+    from fracctl.core.resources import LEASES
     from fracctl.flows.policy import problems
 
     try:
         snap.guard_problems = problems(ctx)
     except Forbidden as e:
         snap.guard_unreadable = e.status.message
+    r = ctx.config.recreate
+    try:
+        lease = ctx.kube.get_or_none(LEASES, r.lock_name, r.lock_namespace)
+    except Forbidden:
+        snap.lock_holder = "(the Lease is unreadable)"  # cannot tell a fence is stale: say none
+        return
+    now = datetime.fromtimestamp(ctx.clock.now(), tz=timezone.utc)
+    judged = judge_lease(lease, me="", now=now)
+    snap.lock_holder = judged.holder if judged.state == HELD else ""
 
 
 def snapshot(ctx: Context, s: DoctorSettings) -> Snapshot:

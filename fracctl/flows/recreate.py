@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from fracctl.core import recreate_plan
 from fracctl.core.clock import utc_timestamp
+from fracctl.core.drain import DELETING
 from fracctl.core.drift import IN_SYNC, MISSING_DESIRED, REJECTED
 from fracctl.core.nodes import selector_of
 from fracctl.core.recreate_plan import Plan
@@ -40,6 +41,8 @@ from fracctl.flows.signals import interrupt_on_sigterm
 from fracctl.flows.wait import ReadyResult, wait_ready
 
 if TYPE_CHECKING:
+    from fracctl.core.drain import DrainPlan
+    from fracctl.flows.drain import Journal
     from fracctl.flows.preflight import PreflightReport
 
 Obj = dict[str, Any]
@@ -59,10 +62,13 @@ class RecreateResult:
     audit_file: str | None = None
     notes: list[str] = field(default_factory=list)
     proofs: list[str] = field(default_factory=list)
+    drain: DrainPlan | None = None  # with --drain (or a journaled drain to resume)
 
     def to_dict(self) -> dict[str, Any]:
         """Plain data for JSON output."""
+        extra = {"drain": self.drain.to_dict()} if self.drain else {}
         return {
+            **extra,
             "outcome": self.outcome,
             "backend": self.backend,
             "plan": self.plan.to_dict(STEP_TEXT),
@@ -146,6 +152,9 @@ class Run:
     lock: LeaseLock | NoLock = field(default_factory=NoLock)
     announce: bool = True  # say each proof as it passes (no plan will show them)
     created: str = ""  # what the backend said when it created git's object
+    drain: bool = False  # fence and evict the fractional pods before the delete
+    force: bool = False  # with drain: evict bare pods too
+    journal: Journal | None = None  # the drain's journal, once there is one
 
     @property
     def desired_selector(self) -> dict[str, str]:
@@ -177,12 +186,37 @@ def _guards(run: Run) -> None:
         live=run.live,
         desired=run.desired,
     )
+    if run.drain:
+        report = _drain_guards(run, report)
     run.result.guards = report
     if not report.ok:
         run.result.outcome = "refused"
         if not run.dry_run:
             lines = "; ".join(f"{c.name}: {c.evidence} -> {c.fix}" for c in report.failed)
             raise Refused(f"preflight refused, nothing changed: {lines}")
+
+
+def _drain_guards(run: Run, report: PreflightReport) -> PreflightReport:
+    """With the drain: plan it, and let its refusals stand in for the fractional-pod guard."""
+    from dataclasses import replace
+
+    from fracctl.flows import drain
+
+    if run.live is not None and not (run.journal and run.journal.phase == DELETING):
+        run.result.drain = drain.plan(
+            run.ctx, live=run.live, desired=run.desired, force=run.force, journal=run.journal
+        )
+    planned = run.result.drain
+    checks = []
+    for c in report.checks:
+        if c.name == "fractional-pods" and not c.ok:
+            n = len(planned.pods) if planned else 0
+            c = replace(c, ok=True, evidence=f"{c.evidence}; the drain evicts {n} pod(s) first")
+        checks.append(c)
+    for why in planned.refusals if planned else ():
+        checks.append(replace(report.checks[0], name="drain", ok=False, evidence=why,
+                              fix="see runbooks/drain.md"))  # fmt: skip
+    return replace(report, checks=checks)
 
 
 def _backup(run: Run) -> None:
@@ -197,11 +231,15 @@ def _delete(run: Run) -> None:
         from fracctl.flows.rehearse import guard_again
 
         t = run.ctx.config.target
-        run.ctx.info(guard_again(run.ctx, run.live, run.desired))
+        run.ctx.info(guard_again(run.ctx, run.live, run.desired, on_nodes_only=run.drain))
         # A backend may have one thing to do first (Argo CD: stop its failing auto-sync).
         for line in getattr(run.backend, "before_delete", lambda _ctx: [])(run.ctx):
             run.ctx.info(line)
         _arm(run, run.live)
+        if run.journal is not None:
+            from fracctl.flows import drain
+
+            drain.before_delete(run.ctx, run.journal)
         delete(run.ctx, run.live)
         run.ctx.info(f"deleted {t.kind}/{t.name} (uid {run.live['metadata']['uid']})")
 
@@ -320,6 +358,8 @@ STEPS = {s.name: s for s in PIPELINE}
 STEP_TEXT = {s.name: s.text for s in PIPELINE}
 # Every point where a run can be stopped, in order; tests interrupt the flow at each.
 BOUNDARIES = ("locked", "planned", *(s.boundary for s in PIPELINE))
+# With --drain, before the backup: the journal written, the fence up, the pods gone.
+DRAIN_BOUNDARIES = ("journaled", "drained")
 
 
 def recreate(
@@ -331,6 +371,8 @@ def recreate(
     confirm: Callable[[RecreateResult], bool] | None = None,
     boundary: Boundary | None = None,
     desired_objects: list[Obj] | None = None,
+    drain: bool = False,
+    force: bool = False,
 ) -> RecreateResult:
     """Run (or plan) the guarded delete → recreate → wait.
 
@@ -347,6 +389,9 @@ def recreate(
             ``yes`` on a terminal.
         boundary: called with each step boundary name (fault injection in tests).
         desired_objects: rendered manifests (default: render ``ctx.config.git``).
+        drain: fence fractional scheduling and evict the fractional pods first
+            (:mod:`fracctl.flows.drain`); resumes a journaled drain.
+        force: with ``drain``, evict bare pods too.
     """
     from fracctl.flows.render import render_desired
 
@@ -363,6 +408,12 @@ def recreate(
         run = _plan(ctx, objects, chosen, entry, dry_run=dry_run)
         run.lock = lock
         run.announce = yes and not dry_run  # otherwise the plan shown lists the proofs
+        if drain:
+            from fracctl.flows.drain import journal as journals
+
+            run.drain, run.force, run.journal = True, force, journals.read(ctx)
+            if run.journal is not None:
+                ctx.info(f"resuming the drain of run {run.journal.run_id} ({run.journal.phase})")
         at("planned")
         result = run.result
         steps = [STEPS[name] for name in result.plan.steps]
@@ -372,6 +423,8 @@ def recreate(
                 return result
             at(step.boundary)
         if not steps:
+            if run.journal is not None and not dry_run:  # done but for the journal
+                _finish_drain(run)
             return result
         if dry_run:
             result.outcome = "dry-run"
@@ -426,14 +479,17 @@ def _act(run: Run, steps: list[Step], lock: LeaseLock | NoLock, at: Boundary) ->
     # object not yet verified: a failure then must say so and how to get back.
     gone = plan.reason in (recreate_plan.RESUME_GONE, recreate_plan.RESUME_MISSING)
     try:
+        _drain(run, at)
         for step in steps:
             if step.renew_lock:
                 lock.check()
             step.run(run)
             gone = (gone or step.name == recreate_plan.DELETE) and step.name != recreate_plan.VERIFY
             at(step.boundary)
+        _finish_drain(run)
         result.outcome = "recreated" if plan.changes_cluster else "ready"
     except (FracctlError, KeyboardInterrupt) as e:
+        _undo_drain(run, e)
         backup_path = result.backup or (latest_backup(ctx) if gone else None)
         if gone:
             said = way_back(_state_after_failure(ctx, run.desired_selector), backup_path)
@@ -449,3 +505,55 @@ def _act(run: Run, steps: list[Step], lock: LeaseLock | NoLock, at: Boundary) ->
         with contextlib.suppress(Exception):
             record(ctx, live=None, entry=run.entry)
         raise
+
+
+def _drain(run: Run, at: Boundary) -> None:
+    """With --drain, before the backup: journal, fence, evict, wait (nothing once deleted)."""
+    planned = run.result.drain
+    if planned is None or run.live is None:
+        return
+    if run.journal is not None and run.journal.phase == DELETING:
+        return
+    from fracctl.flows import drain
+
+    run.journal = drain.start(run.ctx, planned, live=run.live, desired=run.desired,
+                              journal=run.journal)  # fmt: skip
+    at("journaled")
+    drain.execute(run.ctx, planned, run.journal)
+    at("drained")
+
+
+def _finish_drain(run: Run) -> None:
+    if run.journal is not None:
+        from fracctl.flows import drain
+
+        drain.finish(run.ctx, run.journal, run.desired_selector)
+        run.journal = None
+
+
+def _undo_drain(run: Run, e: BaseException) -> None:
+    """Before the delete, a failure or Ctrl-C lifts the fence; after it, forward only."""
+    if run.journal is None or run.journal.phase == DELETING:
+        return
+    from fracctl.flows import drain
+
+    try:
+        said = drain.undo(run.ctx, run.journal)
+    except FracctlError as undo_failed:
+        said = (
+            f"the fence of run {run.journal.run_id} could not be lifted ({undo_failed}); "
+            "lift it with: fracctl recreate --abort"
+        )
+    run.journal = None
+    if isinstance(e, FracctlError):
+        e.add_context(said)
+    else:
+        run.ctx.warn(said)
+
+
+def abort_drain(ctx: Context) -> str:
+    """``recreate --abort``: under the lock, undo a journaled drain not yet at the delete."""
+    from fracctl.flows import drain
+
+    with LeaseLock(ctx):
+        return drain.abort(ctx)

@@ -141,8 +141,13 @@ def _labels(node: Obj) -> dict[str, str]:
     return dict((node.get("metadata") or {}).get("labels") or {})
 
 
-def guard_again(ctx: Context, live: Obj | None, desired: Obj) -> str:
+def guard_again(
+    ctx: Context, live: Obj | None, desired: Obj, *, on_nodes_only: bool = False
+) -> str:
     """The fractional-pod guard, once more, right before the delete.
+
+    ``on_nodes_only`` (after a drain): pods waiting unscheduled do not count; they hold no
+    CUDA context, and are the evicted pods' replacements.
 
     Raises:
         Refused: a fractional pod runs now; nothing was deleted.
@@ -150,6 +155,8 @@ def guard_again(ctx: Context, live: Obj | None, desired: Obj) -> str:
     from fracctl.flows.preflight import fractional_pods_check, fractions, scan_fractional_pods
 
     scan = scan_fractional_pods(ctx, fractions(ctx, live=live, desired=desired))
+    if on_nodes_only:
+        scan.pods = [p for p in scan.pods if p.node]
     check = fractional_pods_check(ctx, scan)
     if not check.ok:
         raise Refused(

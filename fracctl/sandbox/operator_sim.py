@@ -11,7 +11,10 @@ API, on a control plane whose DaemonSet controller, scheduler and KWOK nodes are
 * sets the readiness condition on a node from the agent pods there: ``True``
   (``AllDaemonsReady``) once a Ready pod of every agent DaemonSet runs on it, else
   ``False`` with the operator's reason and message (``mpsd pod is not ready: Pending``);
-  a node no longer selected loses the condition. The real operator counts every
+  a node no longer selected loses the condition. As upstream, node conditions are
+  written only while some selected node is not ready or on the pass after the config
+  was not ready; in steady state a condition someone else wrote stands (a drain's
+  fence). The real operator counts every
   ``managed-by`` pod on the node; the simulation counts only pods of the live
   DaemonSets that are not being deleted, so a node is not ready on an old pod's word;
 * keeps the config's status conditions: ``Ready`` ``True`` (reason ``AllNodesReady``)
@@ -60,6 +63,11 @@ MICROTIME = "%Y-%m-%dT%H:%M:%S.%fZ"
 
 def _never_ready(node: dict[str, Any]) -> bool:
     return (node["metadata"].get("annotations") or {}).get(NEVER_READY) == "never-ready"
+
+
+def _ready_status(obj: dict[str, Any]) -> bool:
+    conditions = (obj.get("status") or {}).get("conditions") or []
+    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
 
 
 def _names(nodes: list[dict[str, Any]]) -> list[str]:
@@ -175,8 +183,15 @@ class OperatorSimulation:
                     self._clear(node["metadata"]["name"], cond)
             verdicts = self._verdicts(selected, live)
             ready = [name for name, v in verdicts.items() if v[0] == "True"]
+            # Node conditions are written only while a daemon is not ready everywhere, or
+            # on the pass after the config was not ready (upstream Reconcile's
+            # `needsRequeue || wasUnhealthy`): in steady state a node is left alone.
+            was_unhealthy = not _ready_status(obj)
+            needs_requeue = len(ready) < len(selected)
             # The config first: whoever sees a node ready sees the config so.
             self._set_status(obj, _names(selected), sorted(ready))
+            if not (was_unhealthy or needs_requeue):
+                return
             for node in selected:
                 verdict = verdicts.get(node["metadata"]["name"])
                 if verdict is not None:

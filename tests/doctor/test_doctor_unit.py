@@ -117,3 +117,27 @@ def test_every_gpu_resource_name_holds_its_patterns_fragment() -> None:
         assert any(f in name for f in fragments)
     assert gpu_name_fragments(["vendor.io/[ab]?gpu*"]) == ("vendor.io/",)  # the longest run
     assert gpu_name_fragments(["*"]) is None  # nothing rules a GPU out
+
+
+def test_a_fence_left_by_a_drain_that_is_not_running_is_a_finding() -> None:
+    from fracctl.core.drain import fence_condition
+
+    s = doctor_settings()
+    fence = fence_condition(s.condition, "dead0001", "GpuFractioningConfig/default", "t")
+    ready = {"type": s.condition, "status": "True", "reason": "AllDaemonsReady"}
+    nodes: list[Any] = [
+        {"metadata": {"name": "b200-0"}, "status": {"conditions": [fence]}},
+        {"metadata": {"name": "b200-1"}, "status": {"conditions": [ready]}},
+    ]
+
+    def found(holder: str) -> list[Any]:
+        report = diagnose(Snapshot(nodes=nodes, lock_holder=holder), s)
+        return [f for f in report.findings if f.check == "drain-fence"]
+
+    (f,) = found("")
+    assert f.subjects == ("b200-0",)
+    assert "fenced by fracctl drain run dead0001, which is not running" in f.symptom
+    assert "fracctl recreate --abort" in f.fix
+    assert found("alice@host pid 7 run ab12") == [], "a running drain's fence is meant"
+    nodes[0]["status"]["conditions"] = [{**fence, "reason": "Pending"}]
+    assert found("") == [], "only fracctl's own reason is a fence"

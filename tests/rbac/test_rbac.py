@@ -53,8 +53,9 @@ def test_the_configuration_names_the_lock_the_target_and_flux(tmp_path: Path) ->
     assert {"resources": ["namespaces"], "resourceNames": ["ops"]}.items() <= {
         k: v for rule in cluster if rule["resources"] == ["namespaces"] for k, v in rule.items()
     }.items()
-    (lock,) = [x for x in by_ns["ops"]["rules"] if x.get("resourceNames")]
-    assert lock["resourceNames"] == ["gfc-lock"]
+    named = {x["resources"][0]: x["resourceNames"] for x in by_ns["ops"]["rules"]
+             if x.get("resourceNames")}  # fmt: skip
+    assert named == {"leases": ["gfc-lock"], "configmaps": ["gfc-lock-drain"]}
     flux, sources = by_ns["gitops"]["rules"]
     assert flux == {
         "apiGroups": [rbac.FLUX_GROUP],

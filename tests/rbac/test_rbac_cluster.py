@@ -63,6 +63,8 @@ def classify(method: str, path: str) -> tuple[str, str] | None:
     if len(parts) <= start:
         return None
     resource, named = parts[start], len(parts) > start + 1
+    if len(parts) > start + 2:  # a subresource: pods/eviction, nodes/status
+        resource = f"{resource}/{parts[start + 2]}"
     verb = {
         "GET": "get" if named else "list",
         "POST": "create",
@@ -189,7 +191,10 @@ class Identity:
     def allowed(
         self, verb: str, group: str, resource: str, name: str | None = None, namespace: str = ""
     ) -> bool:
+        resource, _, subresource = resource.partition("/")
         attrs = {"verb": verb, "group": group, "resource": resource}
+        if subresource:
+            attrs["subresource"] = subresource
         if name:
             attrs["name"] = name
         if namespace:
@@ -232,8 +237,18 @@ def bound(
         identity.teardown()
 
 
-def assert_all_used(identity: Identity, used: set[tuple[str, str]]) -> None:
-    unused = granted(identity.roles) - used
+#: What the recreate role grants for ``--drain`` only: a run without it uses none of them.
+DRAIN_ONLY = {
+    ("create", "pods/eviction"), ("patch", "nodes/status"),
+    ("list", "poddisruptionbudgets"), ("get", "configs"), ("create", "configmaps"),
+    ("get", "configmaps"), ("update", "configmaps"), ("delete", "configmaps"),
+}  # fmt: skip
+
+
+def assert_all_used(
+    identity: Identity, used: set[tuple[str, str]], *, but: set[tuple[str, str]] = frozenset()
+) -> None:
+    unused = granted(identity.roles) - used - but
     assert not unused, f"{identity.role} grants what the run never used: {sorted(unused)}"
     assert used - BASIC <= granted(identity.roles), "the run used more than the role grants"
 
@@ -311,6 +326,30 @@ def test_recreate_runs_as_its_role_and_uses_every_grant(
     assert live is not None and live["spec"]["nodeSelector"] == NEW
     assert "could not record an Event" not in r.stderr
     assert "could not release" not in r.stderr
+    assert_all_used(who, recorded, but=DRAIN_ONLY)
+    assert not DRAIN_ONLY & recorded, "a run without --drain fences and evicts nothing"
+
+
+def test_recreate_drain_runs_as_its_role_and_uses_every_grant(
+    cluster: Cluster, control_plane: ControlPlane, recorded: set[tuple[str, str]], tmp_path: Path
+) -> None:
+    from tests.support.drain_fixtures import busy_cluster
+
+    with busy_cluster(cluster, tmp_path, groups=2, per_group=2) as busy:
+        busy.kai.kube._fracctl_record = False  # the KAI stand-in's calls are not the run's
+        config = busy.incident.config()
+        ensure_namespace(cluster.kube, config.recreate.lock_namespace)
+        with bound(cluster, control_plane, busy.incident.root, "recreate", config) as who:
+            recorded.clear()
+            r = run_cli(
+                "-c", str(busy.incident.config_file), "--kubeconfig", who.kubeconfig,
+                "recreate", "--drain", "--yes", "--backend", "apply",
+            )  # fmt: skip
+        assert r.exit_code == ExitCode.OK, r.output
+        assert "4/4 pod(s)" in r.output and busy.fences() == {} and busy.journal() is None
+        live = busy.incident.cluster.live_target()
+        assert live is not None and live["spec"]["nodeSelector"] == NEW
+    assert "forbidden" not in r.stderr.lower()
     assert_all_used(who, recorded)
 
 
@@ -340,7 +379,7 @@ def test_recreate_through_flux_runs_as_its_role(
     assert ("patch", "kustomizations") in recorded and ("get", "kustomizations") in recorded
     assert ("get", "gitrepositories") in recorded
     # Flux creates the object: this identity's create is its dry run only.
-    assert_all_used(who, recorded)
+    assert_all_used(who, recorded, but=DRAIN_ONLY)
 
 
 def test_node_agent_needs_no_api_access(tmp_path: Path) -> None:
@@ -461,6 +500,11 @@ def test_the_next_role_verbs_are_refused(
         assert not who.allowed("get", "coordination.k8s.io", "leases", "fracctl-recreate",
                                "kube-system")  # fmt: skip
         assert not who.allowed("create", "", "events", None, "kube-system")
+        assert who.allowed("create", "", "pods/eviction", "any", "team-a")
+        assert not who.allowed("delete", "", "pods", "any", "team-a")
+        assert who.allowed("patch", "", "nodes/status", "b200-0")
+        assert not who.allowed("patch", "", "nodes", "b200-0")
+        assert not who.allowed("update", "", "configmaps", "someone-else", "default")
     with bound(cluster, control_plane, tmp_path, "node-agent") as who:
         assert not who.allowed("get", "", "nodes", "b200-0")
         assert not who.allowed("patch", "", "nodes", "b200-0")

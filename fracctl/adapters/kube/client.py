@@ -10,12 +10,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from fracctl.adapters.kube.discovery import Discovery
+from fracctl.adapters.kube.evictions import Evictions
 from fracctl.adapters.kube.kubeconfig import load_configuration
 from fracctl.adapters.kube.pods import PodPager
 from fracctl.adapters.kube.watch import Watcher
 
 
-class Kube(Discovery, Watcher, PodPager):
+class Kube(Discovery, Watcher, PodPager, Evictions):
     """A small, typed-by-convention Kubernetes client returning plain dicts."""
 
     @classmethod

@@ -207,6 +207,10 @@ def status_error(body: Obj, code: int | None = None) -> ApiError:
     message = redact(str(body.get("message", "")))[:2000]
     return api_error_for(
         ApiStatus(
-            int(code or body.get("code") or 500), str(body.get("reason", "")), message, causes
+            int(code or body.get("code") or 500),
+            str(body.get("reason", "")),
+            message,
+            causes,
+            int(details.get("retryAfterSeconds") or 0),
         )
     )

@@ -119,6 +119,7 @@ class Snapshot:
     events: dict[str, list[Obj]] = field(default_factory=dict)  # "ns/pod" -> its events
     guard_problems: list[str] = field(default_factory=list)  # what keeps the guard off
     guard_unreadable: str = ""  # why the guard policy could not be read, if it could not
+    lock_holder: str = ""  # who holds the recreate lock Lease now ("" when nobody does)
 
 
 @dataclass(frozen=True)

@@ -32,6 +32,7 @@ from fracctl.core.doctor.taints import (
     gpu_pods_tolerate_gpu_taint,
 )
 from fracctl.core.doctor.target import (
+    drain_fence,
     driver_upgrade,
     fractioning_config,
     guard_policy,
@@ -50,6 +51,7 @@ CHECKS: tuple[Check, ...] = (
     fractioning_config,
     guard_policy,
     node_readiness,
+    drain_fence,
     driver_upgrade,
     opted_in_selected,
     pending_fractional_pods,

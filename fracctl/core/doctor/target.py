@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from fracctl.core.doctor.helpers import listing, name_of, target_selector, without_target
 from fracctl.core.doctor.model import DoctorSettings, Signature, Snapshot, check
+from fracctl.core.drain import FENCE_REASON, fence_run
 from fracctl.core.fractional import AnnotationMatcher
 from fracctl.core.nodes import condition, describe_condition, is_ready, labels_of, matches
 from fracctl.core.operator import DRIVER_UPGRADE_CONDITION, DRIVER_UPGRADE_LABEL, driver_upgrades
@@ -170,6 +171,32 @@ def guard_policy(snap: Snapshot, s: DoctorSettings, m: AnnotationMatcher) -> lis
             "fracctl policy apply   (see runbooks/guard-policy.md)",
             (kind,),
             tuple(snap.guard_problems),
+        )
+    ]
+
+
+@check(
+    "drain-fence",
+    "no node is fenced by a drain that is not running",
+    reads=("nodes", "lock_holder"),
+)
+def drain_fence(snap: Snapshot, s: DoctorSettings, m: AnnotationMatcher) -> list[Signature]:
+    """Nodes fenced by ``recreate --drain`` while no run holds the recreate lock."""
+    if snap.lock_holder:
+        return []  # a recreate runs: its fence is meant
+    fenced = {name_of(n): run for n in snap.nodes if (run := fence_run(condition(n, s.condition)))}
+    if not fenced:
+        return []
+    runs = ", ".join(sorted(set(fenced.values())))
+    return [
+        Signature(
+            f"{listing(sorted(fenced))} fenced by fracctl drain run {runs}, which is not "
+            f"running: KAI places no fractional pod there ({s.condition} False, reason "
+            f"{FENCE_REASON})",
+            "a recreate --drain stopped (killed, or its machine lost) before it finished",
+            "fracctl recreate --abort   (undoes a drain that has not reached the delete; "
+            "after it: fracctl recreate --drain --yes goes forward; see runbooks/drain.md)",
+            tuple(sorted(fenced)),
         )
     ]
 

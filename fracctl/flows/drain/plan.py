@@ -1,0 +1,180 @@
+"""The drain's plan, read-only.
+
+The nodes to fence, the pods and groups to evict, the budgets they take, and every
+reason the drain could not finish, found before any change.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Mapping
+from typing import Any
+
+from fracctl.core.doctor import KAI_CONFIG, SHARING_MODE
+from fracctl.core.drain import RESERVATION_PREFIX, DrainPlan, DrainPod, budgets_for, groups_of
+from fracctl.core.fractional import unfinished_selector
+from fracctl.core.nodes import condition, labels_of, matches, selector_of
+from fracctl.core.resources import NODES, PDBS, PODS
+from fracctl.errors import NotFound
+from fracctl.flows.context import Context
+from fracctl.flows.drain.journal import Journal
+
+Obj = dict[str, Any]
+
+
+def kai_mode(ctx: Context) -> str | None:
+    """Why KAI does not run in NvFractions mode (its fence would not hold), or None."""
+    name = ctx.config.cluster.scheduler_config
+    try:
+        cfg = ctx.kube.get(KAI_CONFIG, name)
+    except NotFound:
+        return (
+            f"KAI's Config {name} ({KAI_CONFIG.group}) is not there, so nothing proves KAI "
+            "honours the readiness condition the drain fences"
+        )
+    mode = ((cfg.get("spec") or {}).get("global") or {}).get("gpuSharingMode")
+    if mode != SHARING_MODE:
+        return (
+            f"KAI's Config {name} has spec.global.gpuSharingMode {mode!r}, not "
+            f"{SHARING_MODE!r}: KAI does not gate fractions on the condition the drain fences"
+        )
+    return None
+
+
+def plan(
+    ctx: Context, *, live: Obj | None, desired: Obj, force: bool, journal: Journal | None
+) -> DrainPlan:
+    """What the drain would fence and evict now, and why it would not finish.
+
+    Args:
+        ctx: the context.
+        live: the live config (None once it is gone: nothing is fenced then).
+        desired: git's config (its annotation prefix says which pods are fractional).
+        force: evict bare pods too (they are not recreated by anything).
+        journal: the journal of a drain this run resumes.
+    """
+    from fracctl.flows.preflight import fractions, scan_fractional_pods
+
+    t = ctx.config.target
+    cond_type = ctx.config.condition
+    refusals: list[str] = []
+    if (why := kai_mode(ctx)) is not None:
+        refusals.append(why)
+    nodes = ctx.kube.list(NODES)
+    by_name = {n["metadata"]["name"]: n for n in nodes}
+    fence: list[str] = sorted(journal.nodes) if journal else []
+    if live is not None:
+        sel = selector_of(live, t.selector_field) or {}
+        old = [n for n in nodes if sel and matches(sel, labels_of(n))]
+        open_now = [
+            n["metadata"]["name"]
+            for n in old
+            if str((condition(n, cond_type) or {}).get("status")) == "True"
+        ]
+        fence = sorted(set(fence) | set(open_now))
+        if old and not any(condition(n, cond_type) for n in old):
+            refusals.append(
+                f"no node {t.kind}/{t.name} selects carries the condition {cond_type}, so "
+                "fencing it would not stop KAI (is the readiness condition in fracctl.yaml "
+                "the one this cluster's operator writes?)"
+            )
+
+    scan = scan_fractional_pods(ctx, fractions(ctx, live=live, desired=desired))
+    bound = [p for p in scan.pods if p.node]
+    unfenced = sorted(
+        {
+            n
+            for p in bound
+            if (n := p.node or "") in by_name and not condition(by_name[n], cond_type)
+        }
+    )
+    if unfenced:
+        refusals.append(
+            f"fractional pods run on {', '.join(unfenced)}, which carry no {cond_type} "
+            "condition: KAI gates them on another condition, which the drain would not fence"
+        )
+    fractional = {f"{p.namespace}/{p.name}" for p in bound}
+    full: dict[str, Obj] = {}
+    for ns in sorted({p.namespace for p in bound}):
+        for pod in ctx.kube.list(PODS, namespace=ns, field_selector=unfinished_selector()):
+            full[f"{ns}/{pod['metadata']['name']}"] = pod
+    wanted_groups = {
+        (k.split("/", 1)[0], _group(full[k])) for k in fractional if k in full and _group(full[k])
+    }
+    pods: list[DrainPod] = []
+    labels: dict[str, Mapping[str, str]] = {}
+    grace = 0
+    for key, pod in full.items():
+        ns, name = key.split("/", 1)
+        on_node = bool((pod.get("spec") or {}).get("nodeName"))
+        member = (ns, _group(pod)) in wanted_groups
+        if not on_node or name.startswith(RESERVATION_PREFIX) or not (key in fractional or member):
+            continue
+        pods.append(DrainPod.of(pod, fractional=key in fractional))
+        labels[key] = labels_of(pod)
+        grace = max(grace, int((pod.get("spec") or {}).get("terminationGracePeriodSeconds") or 30))
+    bare = [p.key for p in pods if not p.owner]
+    if bare and not force:
+        refusals.append(
+            f"bare pod(s) with no controller to recreate them: {_some(bare)}; evicting deletes "
+            "them for good (--force evicts them anyway)"
+        )
+    pdbs = [
+        b for ns in sorted({p.namespace for p in pods}) for b in ctx.kube.list(PDBS, namespace=ns)
+    ]
+    budgets, doubled = budgets_for(pods, pdbs, labels)
+    if doubled:
+        refusals.append(
+            f"pod(s) selected by more than one PodDisruptionBudget, which the Eviction API "
+            f"never evicts (500): {_some(doubled)}"
+        )
+    for b in budgets:
+        if b.stale:
+            refusals.append(
+                f"PodDisruptionBudget {b.namespace}/{b.name}: its status is not computed for "
+                "its current generation, so the Eviction API refuses every eviction it covers"
+            )
+        elif not b.ok:
+            refusals.append(
+                f"PodDisruptionBudget {b.namespace}/{b.name} allows {b.allowed} disruption(s) "
+                f"and the drain needs {b.needs} at once (while fractions are fenced the "
+                "evicted pods' replacements stay Pending, so it will not recover)"
+            )
+    return DrainPlan(
+        budget_wait=_admitted_wait(ctx, pods, pdbs),
+        run_id=journal.run_id if journal else secrets.token_hex(4),
+        nodes=fence,
+        groups=groups_of(pods),
+        budgets=budgets,
+        force=force,
+        refusals=refusals,
+        resumed=journal is not None,
+        grace=grace or 30,
+    )
+
+
+def _admitted_wait(ctx: Context, pods: list[DrainPod], pdbs: list[Obj]) -> float:
+    """Seconds until no budget counts a planned pod as admitted-but-not-deleted."""
+    from fracctl.core.drain import DELETION_TIMEOUT
+    from fracctl.core.lock import parse_time
+
+    planned = {p.key for p in pods}
+    now, wait = ctx.clock.now(), 0.0
+    for pdb in pdbs:
+        ns = pdb["metadata"].get("namespace")
+        for name, stamp in ((pdb.get("status") or {}).get("disruptedPods") or {}).items():
+            when = parse_time(stamp)
+            if f"{ns}/{name}" in planned and when is not None:
+                wait = max(wait, when.timestamp() + DELETION_TIMEOUT - now)
+    return wait
+
+
+def _group(pod: Mapping[str, Any]) -> str:
+    from fracctl.core.drain import POD_GROUP
+
+    return str(((pod.get("metadata") or {}).get("annotations") or {}).get(POD_GROUP) or "")
+
+
+def _some(items: list[str], most: int = 10) -> str:
+    more = f" and {len(items) - most} more" if len(items) > most else ""
+    return ", ".join(items[:most]) + more
