@@ -5,8 +5,9 @@ How fracctl reaches the cluster (``kube``), the object it guards (``target``, wi
 fractional pods are recognised (``pods``), where the desired manifests live and who
 syncs them (``git``, ``argocd``, ``flux``), how ``recreate`` runs (``recreate``,
 ``timeouts``), where KAI and the node agents live (``cluster``), lint policy (``lint``)
-and fleets of clusters (``fleet``). A bad value raises ValueError; the loader adds
-where it came from.
+and fleets of clusters (``fleet``). A bad value raises
+:class:`~fracctl.config.values.InvalidValue` naming its key; the loader adds where it
+came from.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from fracctl.config.values import Duration, names_given
+from fracctl.config.values import Duration, InvalidValue, names_given
 from fracctl.core import backends as backend_registry
 from fracctl.core.podspec import DEFAULT_GPU_RESOURCES
 from fracctl.core.policy import product_words
@@ -68,7 +69,8 @@ class TargetConfig:
         names_given(self, "name")
         preset = NAMINGS.get(self.naming)
         if preset is None:
-            raise ValueError(f"naming must be one of {', '.join(NAMINGS)}, got {self.naming!r}")
+            known = ", ".join(NAMINGS)
+            raise InvalidValue("naming", f"must be one of {known}, got {self.naming!r}")
         for key in ("group", "kind", "plural", "finalizer"):
             if not getattr(self, key):
                 object.__setattr__(self, key, preset[key])
@@ -115,15 +117,16 @@ class LabelsConfig:
 
     def __post_init__(self) -> None:
         if "=" not in self.opt_in or self.opt_in.startswith("="):
-            raise ValueError(f"opt_in must look like key=value, got {self.opt_in!r}")
+            raise InvalidValue("opt_in", f"must look like key=value, got {self.opt_in!r}")
         both = set(self.allowed_classes) & set(self.denied_classes)
         if both:
-            raise ValueError(f"classes both allowed and denied: {', '.join(sorted(both))}")
+            # allowed_classes and denied_classes together: no one key is at fault
+            raise InvalidValue(None, f"classes both allowed and denied: {', '.join(sorted(both))}")
         if any(not k.strip() for k in self.product_keys):
-            raise ValueError("product_keys: a label key cannot be empty")
+            raise InvalidValue("product_keys", "a label key cannot be empty", sep=": ")
         for pattern in self.denied_products:
             if not product_words(pattern):
-                raise ValueError(f"denied_products: {pattern!r} names no product")
+                raise InvalidValue("denied_products", f"{pattern!r} names no product", sep=": ")
 
     @property
     def opt_in_key(self) -> str:
@@ -162,8 +165,8 @@ class GitConfig:
 
     def __post_init__(self) -> None:
         if self.renderer not in ("auto", "plain", "kustomize", "helm"):
-            raise ValueError(
-                f"renderer must be auto, plain, kustomize or helm, got {self.renderer!r}"
+            raise InvalidValue(
+                "renderer", f"must be auto, plain, kustomize or helm, got {self.renderer!r}"
             )
 
 
@@ -214,7 +217,8 @@ class RecreateConfig:
     def __post_init__(self) -> None:
         names_given(self, "lock_namespace", "lock_name")
         if self.backend not in backend_registry.names():
-            raise ValueError(f"backend must be {backend_registry.choices()}, got {self.backend!r}")
+            choices = backend_registry.choices()
+            raise InvalidValue("backend", f"must be {choices}, got {self.backend!r}")
 
 
 @dataclass(frozen=True)
@@ -232,7 +236,7 @@ class TimeoutsConfig:
         for f in dataclasses.fields(self):
             value = getattr(self, f.name)
             if value <= 0:
-                raise ValueError(f"{f.name} must be a positive duration, got {value:g}s")
+                raise InvalidValue(f.name, f"must be a positive duration, got {value:g}s")
 
 
 @dataclass(frozen=True)
@@ -264,7 +268,7 @@ class ClusterConfig:
             "scheduler_config",
         )
         if not self.gpu_taint.strip():
-            raise ValueError("gpu_taint cannot be empty")
+            raise InvalidValue("gpu_taint", "cannot be empty")
 
 
 @dataclass(frozen=True)
@@ -293,11 +297,11 @@ class FleetCluster:
         if not self.name:
             object.__setattr__(self, "name", self.context)
         if self.wave < 0:
-            raise ValueError(f"wave must be 0 or more, got {self.wave}")
+            raise InvalidValue("wave", f"must be 0 or more, got {self.wave}")
         for key in ("app", "path"):
             value = getattr(self, key)
             if value is not None and not value.strip():
-                raise ValueError(f"{key} cannot be empty")
+                raise InvalidValue(key, "cannot be empty")
 
 
 @dataclass(frozen=True)
@@ -309,9 +313,9 @@ class FleetConfig:
 
     def __post_init__(self) -> None:
         if self.parallel < 1:
-            raise ValueError(f"parallel must be 1 or more, got {self.parallel}")
+            raise InvalidValue("parallel", f"must be 1 or more, got {self.parallel}")
         seen: set[str] = set()
         for c in self.clusters:
             if c.name in seen:
-                raise ValueError(f"clusters: {c.name!r} is listed twice")
+                raise InvalidValue("clusters", f"{c.name!r} is listed twice", sep=": ")
             seen.add(c.name)

@@ -2,16 +2,17 @@
 
 Precedence is flags > environment > file > defaults. Each value keeps where it came
 from (a file line, an environment variable, a flag), so a bad one raises
-:class:`~fracctl.errors.ConfigError` naming that place. :func:`check_value` parses a
-single setting as :func:`load` would, for flags checked where they are parsed. The
-YAML library is imported only when a file is read.
+:class:`~fracctl.errors.ConfigError` naming that place: a value that does not parse is
+known by its key as it is parsed, one a section's checks refuse by the key its
+:class:`~fracctl.config.values.InvalidValue` names. :func:`check_value` parses a single
+setting as :func:`load` would, for flags checked where they are parsed. The YAML
+library is imported only when a file is read.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import os
-import re
 import types
 import typing
 from collections.abc import Mapping
@@ -19,12 +20,12 @@ from pathlib import Path
 from typing import Any, Union
 
 from fracctl.config.schema import Config
-from fracctl.config.values import Duration, parse_duration
+from fracctl.config.values import Duration, InvalidValue, parse_duration
 from fracctl.errors import ConfigError
 
 
-class _Located:
-    """A value with where it came from, so an error can name that place.
+class Located:
+    """A setting's value with where it came from, so an error can name that place.
 
     ``line`` is the line in the file (0 when not from the file); ``origin`` names a
     source other than the file: ``--timeout`` or ``environment variable FRACCTL_…``.
@@ -121,7 +122,7 @@ def sections() -> dict[str, type]:
     return found
 
 
-def _build(values: Mapping[str, Mapping[str, _Located]], file: str | None) -> Config:
+def _build(values: Mapping[str, Mapping[str, Located]], file: str | None) -> Config:
     built: dict[str, Any] = {}
     hints = sections()
     for section, items in values.items():
@@ -136,33 +137,34 @@ def _build(values: Mapping[str, Mapping[str, _Located]], file: str | None) -> Co
                 raise ConfigError(_locate(file, loc, where, str(e))) from None
         try:
             built[section] = cls(**kwargs)
-        except ValueError as e:
-            raise ConfigError(_locate(file, _blame(items, str(e)), section, str(e))) from None
+        except InvalidValue as e:
+            at_fault = items.get(e.key) if e.key is not None else None
+            where_from = at_fault or _anywhere(items)
+            raise ConfigError(_locate(file, where_from, section, str(e))) from None
+        except ValueError as e:  # a section that names no key (a backend's own, say)
+            raise ConfigError(_locate(file, _anywhere(items), section, str(e))) from None
     own = section_types(Config)
     backends = {k: v for k, v in built.items() if k not in own}
     return Config(**{k: v for k, v in built.items() if k in own}, backends=backends, source=file)
 
 
-def _blame(items: Mapping[str, _Located], message: str) -> _Located | None:
-    """The value a section's complaint is about: the first of its keys the message names."""
-    hits = []
-    for key in items:
-        m = re.search(rf"\b{re.escape(key)}\b", message)
-        if m:
-            hits.append((m.start(), key))
-    if hits:
-        return items[min(hits)[1]]
-    if all(not loc.origin for loc in items.values()):  # all from the file: its first line
+def _anywhere(items: Mapping[str, Located]) -> Located | None:
+    """Where a complaint that blames no given value points.
+
+    The section's first line in the file when every value came from there, else nowhere
+    (the values came from several places).
+    """
+    if all(not loc.origin for loc in items.values()):
         line = min((loc.line for loc in items.values() if loc.line), default=0)
-        return _Located(None, line)
+        return Located(None, line)
     return None
 
 
-def _locate(file: str | None, loc: _Located | None, where: str, message: str) -> str:
+def _locate(file: str | None, loc: Located | None, where: str, message: str) -> str:
     """``message`` prefixed with where the value came from: a flag, a variable, file:line."""
     if loc is not None and loc.origin:
         return f"{loc.origin}: {where}: {message}"
-    if loc is None:  # values from several places, none named by the message
+    if loc is None:  # values from several places, no one of them at fault
         return f"{where}: {message}"
     if file and loc.line:
         return f"{file}:{loc.line}: {where}: {message}"
@@ -171,7 +173,7 @@ def _locate(file: str | None, loc: _Located | None, where: str, message: str) ->
     return f"{where}: {message}"
 
 
-def read_file(path: Path) -> dict[str, dict[str, _Located]]:
+def read_file(path: Path) -> dict[str, dict[str, Located]]:
     """The config file's sections, each key with the line it stands on."""
     from ruamel.yaml import YAML
     from ruamel.yaml.error import YAMLError
@@ -193,7 +195,7 @@ def read_file(path: Path) -> dict[str, dict[str, _Located]]:
     if not isinstance(doc, dict):
         raise ConfigError(f"{name}:1: the top level must be a mapping of sections")
     hints = sections()
-    out: dict[str, dict[str, _Located]] = {}
+    out: dict[str, dict[str, Located]] = {}
     for section, body in doc.items():
         sline = _line_of(doc, section)
         if section not in hints:
@@ -210,7 +212,7 @@ def read_file(path: Path) -> dict[str, dict[str, _Located]]:
                 raise ConfigError(
                     f"{name}:{line}: {section}.{key}: unknown key (known: {', '.join(fields)})"
                 )
-            out.setdefault(section, {})[key] = _Located(_plain(value), line)
+            out.setdefault(section, {})[key] = Located(_plain(value), line)
     return out
 
 
@@ -229,14 +231,14 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def layer_from_env(env: Mapping[str, str]) -> dict[str, dict[str, _Located]]:
+def layer_from_env(env: Mapping[str, str]) -> dict[str, dict[str, Located]]:
     """The settings ``FRACCTL_<SECTION>_<KEY>`` variables give, as a layer of sections."""
-    out: dict[str, dict[str, _Located]] = {}
+    out: dict[str, dict[str, Located]] = {}
     for section, cls in sections().items():
         for key in section_types(cls):
             name = f"FRACCTL_{section}_{key}".upper()
             if name in env:
-                out.setdefault(section, {})[key] = _Located(
+                out.setdefault(section, {})[key] = Located(
                     env[name], 0, f"environment variable {name}"
                 )
     return out
@@ -277,9 +279,9 @@ def load(
     elif Path("fracctl.yaml").is_file():
         file = Path("fracctl.yaml")
 
-    merged: dict[str, dict[str, _Located]] = {}
+    merged: dict[str, dict[str, Located]] = {}
     layers = [read_file(file) if file else {}, layer_from_env(env)]
-    flag_layer: dict[str, dict[str, _Located]] = {}
+    flag_layer: dict[str, dict[str, Located]] = {}
     hints = sections()
     for dotted, value in (overrides or {}).items():
         if value is None:
@@ -288,7 +290,7 @@ def load(
         if section not in hints or key not in section_types(hints[section]):
             raise ConfigError(f"unknown setting {dotted!r}")  # pragma: no cover - code bug
         flag = (flags or {}).get(dotted) or "a command-line flag"
-        flag_layer.setdefault(section, {})[key] = _Located(value, 0, flag)
+        flag_layer.setdefault(section, {})[key] = Located(value, 0, flag)
     layers.append(flag_layer)
     for layer in layers:
         for section, items in layer.items():
@@ -301,8 +303,8 @@ def check_value(dotted: str, raw: Any) -> Any:
 
     For command-line flags that set a configuration key: checked where the flag is
     parsed, a bad value is reported as that flag's. The section's own checks run too,
-    with every other key at its default; a complaint that does not name this key (one
-    about a combination of keys) is left to :func:`load`, which sees them all.
+    with every other key at its default; a complaint about another key or about a
+    combination of keys is left to :func:`load`, which sees them all.
 
     Raises:
         ValueError: the value does not parse (a duration, integer, boolean…) or is out
@@ -313,8 +315,9 @@ def check_value(dotted: str, raw: Any) -> Any:
     value = _coerce(section_types(cls)[key], raw, dotted)
     try:
         cls(**{key: value})
-    except ValueError as e:
-        m = re.match(rf"^{re.escape(key)}\b:?\s*(.*)$", str(e), re.S)
-        if m:
-            raise ValueError(m.group(1)) from None
+    except InvalidValue as e:
+        if e.key == key:
+            raise ValueError(e.problem) from None
+    except ValueError:  # a section that names no key: load() says it, with the section
+        pass
     return value

@@ -2,7 +2,8 @@
 
 ``mps`` holds the MPS daemon settings ``fracctl node`` runs with on a GPU node;
 ``probe`` describes the pod ``fracctl probe`` sends at a pool. Each is validated as it
-is built; a bad value raises ValueError and the loader adds where it came from.
+is built; a bad value raises :class:`~fracctl.config.values.InvalidValue` naming its
+key, and the loader adds where it came from.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from fracctl.config.values import Duration, names_given
+from fracctl.config.values import Duration, InvalidValue, names_given
 from fracctl.core.mps.limits import parse_pinned_limits
 
 _TOLERATION = re.compile(
@@ -41,12 +42,13 @@ class ProbeConfig:
                 or not (m.group("key") or m.group("effect"))
                 or (m.group("value") is not None and not m.group("key"))
             ):
-                raise ValueError(
-                    f"tolerations: expected key[=value][:NoSchedule|PreferNoSchedule|NoExecute], "
-                    f"got {item!r}"
+                raise InvalidValue(
+                    "tolerations",
+                    f"expected key[=value][:NoSchedule|PreferNoSchedule|NoExecute], got {item!r}",
+                    sep=": ",
                 )
         if self.run_as_user <= 0:
-            raise ValueError("run_as_user must be a non-root user id (> 0)")
+            raise InvalidValue("run_as_user", "must be a non-root user id (> 0)")
 
 
 @dataclass(frozen=True)
@@ -77,18 +79,24 @@ class MPSConfig:
 
     def __post_init__(self) -> None:
         if self.protocol not in (2, 3):
-            raise ValueError(f"protocol must be 2 or 3, got {self.protocol}")
+            raise InvalidValue("protocol", f"must be 2 or 3, got {self.protocol}")
         pct = self.default_active_thread_percentage
         if pct is not None and not 1 <= pct <= 100:
-            raise ValueError(f"default_active_thread_percentage must be 1..100, got {pct}")
+            raise InvalidValue("default_active_thread_percentage", f"must be 1..100, got {pct}")
         try:
             parse_pinned_limits(self.pinned_mem_limits)
         except ValueError as e:
-            raise ValueError(f"pinned_mem_limits: {e}") from None
-        if self.max_retries < 0 or self.health_failures < 1:
-            raise ValueError("max_retries must be >= 0 and health_failures >= 1")
+            raise InvalidValue("pinned_mem_limits", str(e), sep=": ") from None
+        if self.max_retries < 0:
+            raise InvalidValue("max_retries", "must be >= 0 and health_failures >= 1")
+        if self.health_failures < 1:
+            raise InvalidValue(
+                "health_failures",
+                "must be >= 1",
+                message="max_retries must be >= 0 and health_failures >= 1",
+            )
         if not re.match(r"^[A-Za-z0-9_.@-]+\.service$", self.unit_name):
-            raise ValueError(f"unit_name must look like name.service, got {self.unit_name!r}")
+            raise InvalidValue("unit_name", f"must look like name.service, got {self.unit_name!r}")
         for name in ("health_interval", "start_timeout", "backoff", "command_timeout"):
             if getattr(self, name) <= 0:
-                raise ValueError(f"{name} must be positive")
+                raise InvalidValue(name, "must be positive")

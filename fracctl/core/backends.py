@@ -7,7 +7,9 @@ module may also declare
 
 - its own fracctl.yaml section (``section="module:Class"``, a frozen dataclass): read
   from the file, ``FRACCTL_<NAME>_<KEY>`` and checked like every built-in section, and
-  handed to the backend as ``ctx.config.section(name)``;
+  handed to the backend as ``ctx.config.section(name)``. Its checks raise
+  ``fracctl.config.InvalidValue`` naming the key at fault, so an error says where that
+  value came from; a plain ValueError is reported against the section;
 - the RBAC its recreate role needs (``rbac="module:function"``, given the role
   :class:`~fracctl.core.rbac.Params`, whose ``section(name)`` is that same section).
 """

@@ -19,6 +19,7 @@ from fracctl.core.resources import DEPLOYMENTS, LEASES
 from fracctl.errors import ExitCode
 from fracctl.sandbox import argocd_local
 from tests.support.argocd_real import RealArgoCD, configure, unchanged
+from tests.support.config_files import edit_config
 from tests.support.helpers import commit_all, run_cli
 from tests.support.recreate_fixtures import NEW, OLD, Incident
 
@@ -236,9 +237,7 @@ def test_a_dry_run_that_does_not_finish_is_terminated(
     uid = uid_of(incident)
     app = "rehearse-dry-run-timeout"
     config = configure(incident, real_argocd, app, real_argocd.token())
-    text = Path(config).read_text()
-    assert "  sync: 120s\n" in text
-    Path(config).write_text(text.replace("  sync: 120s\n", "  sync: 1ms\n"))
+    edit_config(Path(config), timeouts={"sync": "1ms"})
     with real_argocd.app(app, repo=incident.root / "gitops"), incident.operator():
         r = run_cli("-c", config, "recreate", "--yes", "--backend", "argocd")
         print(r.stderr)
@@ -262,9 +261,7 @@ def test_a_deny_window_that_opens_before_the_run_ends_refuses(
     uid = uid_of(incident)
     app = "rehearse-window-soon"
     config = configure(incident, real_argocd, app, real_argocd.token())
-    text = Path(config).read_text()
-    assert "  sync: 120s\n" in text
-    Path(config).write_text(text.replace("  sync: 120s\n", "  sync: 10m\n"))
+    edit_config(Path(config), timeouts={"sync": "10m"})
     soon = datetime.now(timezone.utc) + timedelta(minutes=3)
     window = {"kind": "deny", "schedule": f"{soon.minute} {soon.hour} * * *",
               "duration": "1h", "applications": ["*"], "manualSync": False}  # fmt: skip

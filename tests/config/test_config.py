@@ -93,6 +93,47 @@ def test_bad_files_name_file_line_and_field(tmp_path: Path, text: str, expected:
     assert "\n" not in str(e.value)
 
 
+def test_a_section_check_points_at_the_key_it_names(tmp_path: Path) -> None:
+    """The check says which key is at fault: its line, not the first key the message names."""
+    path = write(tmp_path, "mps:\n  max_retries: 5\n  health_failures: 0\n")
+    message = "mps: max_retries must be >= 0 and health_failures >= 1"
+    with pytest.raises(ConfigError) as e:
+        cfg.load(path, env={})
+    assert str(e.value) == f"{path}:3: {message}"
+    path = write(tmp_path, "mps:\n  max_retries: 5\n")
+    with pytest.raises(ConfigError) as e:
+        cfg.load(path, env={"FRACCTL_MPS_HEALTH_FAILURES": "0"})
+    assert str(e.value) == f"environment variable FRACCTL_MPS_HEALTH_FAILURES: {message}"
+
+
+def test_a_complaint_about_a_combination_blames_no_one_value(tmp_path: Path) -> None:
+    message = "labels: classes both allowed and denied: h200"
+    path = write(tmp_path, "labels:\n  opt_in: a=b\n  allowed_classes: [h200]\n")
+    with pytest.raises(ConfigError) as e:
+        cfg.load(path, env={})
+    assert str(e.value) == f"{path}:2: {message}"  # all from the file: its first line
+    with pytest.raises(ConfigError) as e:
+        cfg.load(path, env={"FRACCTL_LABELS_DENIED_CLASSES": "h200"})
+    assert str(e.value) == message  # from two places: neither is named
+
+
+def test_invalid_value_carries_its_key() -> None:
+    e = cfg.InvalidValue("protocol", "must be 2 or 3, got 5")
+    assert (e.key, e.problem) == ("protocol", "must be 2 or 3, got 5")
+    assert str(e) == "protocol must be 2 or 3, got 5"
+    assert (
+        str(cfg.InvalidValue("tolerations", "expected key", sep=": "))
+        == "tolerations: expected key"
+    )
+    assert str(cfg.InvalidValue(None, "classes both allowed and denied: a")) == (
+        "classes both allowed and denied: a"
+    )
+    with pytest.raises(cfg.InvalidValue) as caught:
+        cfg.MPSConfig(health_failures=0)
+    assert caught.value.key == "health_failures"
+    assert str(caught.value) == "max_retries must be >= 0 and health_failures >= 1"
+
+
 def test_bad_env_value_names_the_field() -> None:
     with pytest.raises(ConfigError, match="timeouts.ready: expected a duration"):
         cfg.load(env={"FRACCTL_TIMEOUTS_READY": "soon"})

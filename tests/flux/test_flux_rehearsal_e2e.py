@@ -69,9 +69,7 @@ def frozen(real_flux: RealFlux, name: str) -> Iterator[None]:
 def test_a_stopped_kustomize_controller_refuses_then_converges_once_it_runs(
     incident: Incident, real_flux: RealFlux
 ) -> None:
-    text = incident.config_file.read_text()
-    assert "  sync: 120s\n" in text
-    incident.config_file.write_text(text.replace("  sync: 120s\n", "  sync: 20s\n"))
+    incident.edit_config(timeouts={"sync": "20s"})
     with incident.operator(), real_flux.serving(incident) as served:
         config = served.configure(incident)
         with frozen(real_flux, "kustomize-controller"):

@@ -161,8 +161,7 @@ def test_a_run_killed_with_the_lock_armed_is_recovered_as_documented(guarded: In
     busy = run_cli("-c", str(guarded.config_file), "recreate", "--yes")
     assert busy.exit_code == ExitCode.LOCKED, busy.output
     time.sleep(6.5)  # past the dead holder's lease
-    text = guarded.config_file.read_text().replace("lock_lease: 30s", "lock_lease: 6s")
-    guarded.config_file.write_text(text)
+    guarded.edit_config(timeouts={"lock_lease": "6s"})
     with guarded.operator():
         r = run_cli("-c", str(guarded.config_file), "recreate", "--yes")
     assert r.exit_code == ExitCode.OK, r.output

@@ -48,11 +48,8 @@ def uid_of(incident: Incident) -> str:
 
 
 def argocd_args(incident: Incident, argo: ArgoCDStandIn, app: str | None = None) -> list[str]:
-    config = incident.root / "argocd.yaml"
-    config.write_text(
-        incident.config_file.read_text()
-        + f"argocd:\n  server: {argo.url}\n  app: {app or argo.app_name}\n"
-    )
+    argocd = {"server": argo.url, "app": app or argo.app_name}
+    config = incident.edit_config(to=incident.root / "argocd.yaml", argocd=argocd)
     return ["-c", str(config)]
 
 
@@ -237,9 +234,8 @@ def test_failure_after_the_delete_says_so_and_restore_brings_it_back(
 
 def test_cli_error_line_itself_says_the_object_is_gone(incident: Incident) -> None:
     """Through the CLI: the final `Error:` line, not only progress lines, says it."""
-    config = incident.root / "broken.yaml"
     # Proven (apply backend, admin), deleted, then the finalizer is never released.
-    config.write_text(incident.config_file.read_text().replace("delete: 20s", "delete: 2s"))
+    config = incident.edit_config(to=incident.root / "broken.yaml", timeouts={"delete": "2s"})
     r = run_cli("-c", str(config), "recreate", "--yes")
     assert r.exit_code == ExitCode.TIMEOUT, r.output
     error = [line for line in r.stderr.splitlines() if line.startswith("Error:")]

@@ -82,8 +82,7 @@ def test_another_gitops_owner_refuses(incident: Incident) -> None:
     marks = {"kustomize.toolkit.fluxcd.io/name": "platform",
              "kustomize.toolkit.fluxcd.io/namespace": "flux-system"}  # fmt: skip
     cluster.kube.patch(ref_for(cluster.config), "default", {"metadata": {"labels": marks}})
-    text = incident.config_file.read_text().replace("backend: apply", "backend: flux")
-    incident.config_file.write_text(text + "flux:\n  kustomization: gpu-fractioning\n")
+    incident.edit_config(recreate={"backend": "flux"}, flux={"kustomization": "gpu-fractioning"})
     said = refuses(incident, "Flux Kustomization flux-system/platform")
     assert "not the configured Flux Kustomization flux-system/gpu-fractioning" in said
     assert "two owners would undo each other" in said
@@ -122,8 +121,7 @@ def test_a_taint_the_agents_do_not_tolerate_refuses(incident: Incident) -> None:
 
 
 def test_a_readiness_condition_nobody_writes_refuses(incident: Incident) -> None:
-    text = incident.config_file.read_text()
-    incident.config_file.write_text(text + "readiness:\n  condition: example.org/Ready\n")
+    incident.edit_config(readiness={"condition": "example.org/Ready"})
     said = refuses(incident, "carries the readiness condition example.org/Ready")
     assert "they carry gpu-fractioning.nvidia.com/Ready" in said
 

@@ -63,15 +63,14 @@ class RealArgoCD:
         """fracctl's own client, as ``account`` (or with an explicit token)."""
         return ArgoCD(self.local.address, token or self.token(account), plaintext=True)
 
-    def config_section(self, app: str, token_file: Path | str) -> str:
+    def config_section(self, app: str, token_file: Path | str) -> dict[str, Any]:
         """The ``argocd:`` section of a fracctl.yaml that points at this server."""
-        return (
-            "argocd:\n"
-            f"  server: {self.local.address}\n"
-            "  plaintext: true\n"
-            f"  app: {app}\n"
-            f"  token_file: {token_file}\n"
-        )
+        return {
+            "server": self.local.address,
+            "plaintext": True,
+            "app": app,
+            "token_file": str(token_file),
+        }
 
     @contextmanager
     def app(
@@ -241,17 +240,16 @@ def start_session(cp: ControlPlane, state_dir: Path) -> Iterator[RealArgoCD]:
 # --- the incident against the real Argo CD (shared by the e2e modules) ---------------------
 
 
+#: The incident's timeouts against the real controllers (slower than a stand-in).
+REAL_TIMEOUTS = {"ready": "90s", "delete": "60s", "sync": "120s"}
+
+
 def real_incident(cluster: Cluster, tmp_path: Path) -> Incident:
     """The incident with timeouts for the real controller (slower than a stand-in).
 
     The e2e modules get it as their ``incident`` fixture (conftest.py).
     """
-    inc = make_incident(cluster, tmp_path)
-    text = inc.config_file.read_text()
-    for key, value in (("ready", "90s"), ("delete", "60s"), ("sync", "120s")):
-        text = text.replace(f"  {key}: 20s\n", f"  {key}: {value}\n")
-    inc.config_file.write_text(text)
-    return inc
+    return make_incident(cluster, tmp_path, timeouts=REAL_TIMEOUTS)
 
 
 def configure(incident: Incident, argocd: RealArgoCD, app: str, token: str) -> str:
@@ -260,8 +258,7 @@ def configure(incident: Incident, argocd: RealArgoCD, app: str, token: str) -> s
     token_file.write_text(token + "\n")
     token_file.chmod(0o600)
     path = incident.root / f"fracctl-{app}.yaml"
-    path.write_text(incident.config_file.read_text() + argocd.config_section(app, token_file))
-    return str(path)
+    return str(incident.edit_config(to=path, argocd=argocd.config_section(app, token_file)))
 
 
 def unchanged(incident: Incident, uid: str) -> None:

@@ -57,18 +57,19 @@ class Served:
     def namespace(self) -> str:
         return flux_local.NAMESPACE
 
-    def config_section(self) -> str:
+    def config_section(self) -> dict[str, Any]:
         """The ``flux:`` section of a fracctl.yaml pointing at this Kustomization."""
         # No leader election out of a cluster: the controller proves itself by handling
         # a reconcile request (flux.leases empty).
-        return f"flux:\n  namespace: {self.namespace}\n  kustomization: {self.name}\n  leases: []\n"
+        return {"namespace": self.namespace, "kustomization": self.name, "leases": []}
 
     def configure(self, incident: Incident) -> str:
         """A fracctl.yaml for the flux backend: the incident's, plus :meth:`config_section`."""
         path = incident.root / f"fracctl-{self.name}.yaml"
-        text = incident.config_file.read_text().replace("backend: apply", "backend: flux")
-        path.write_text(text + self.config_section())
-        return str(path)
+        written = incident.edit_config(
+            to=path, recreate={"backend": "flux"}, flux=self.config_section()
+        )
+        return str(written)
 
     def kustomization(self) -> Obj:
         return self.flux.kube.get(flux_local.KUSTOMIZATIONS, self.name, self.namespace)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -11,6 +12,7 @@ from fracctl import config as cfg
 from fracctl.adapters.git import init_repo
 from fracctl.flows.context import Context
 from fracctl.sandbox.operator_sim import LEASE_DURATION, OperatorSimulation, SimulationThread
+from tests.support.config_files import edit_config, merged, write_config
 from tests.support.helpers import Cluster
 
 REPO = Path(__file__).resolve().parents[2]
@@ -23,6 +25,11 @@ class Incident:
     cluster: Cluster
     root: Path
     config_file: Path
+
+    def edit_config(self, *, to: Path | None = None, **changes: Mapping[str, Any]) -> Path:
+        """The incident's fracctl.yaml with ``changes`` merged in, section by section
+        (``timeouts={"delete": "2s"}``), written to ``to`` or back in place."""
+        return edit_config(self.config_file, to=to, **changes)
 
     def config(self, **overrides: Any) -> cfg.Config:
         flags = {k.replace("__", "."): v for k, v in overrides.items()}
@@ -54,7 +61,14 @@ class Incident:
         return render_desired(self.context())
 
 
-def make_incident(cluster: Cluster, root: Path, *, label_b200: bool = True) -> Incident:
+def make_incident(
+    cluster: Cluster, root: Path, *, label_b200: bool = True, **settings: Mapping[str, Any]
+) -> Incident:
+    """The incident on ``cluster``, its git repo and fracctl.yaml under ``root``.
+
+    The file uses the apply backend and short timeouts; ``settings`` are merged into it,
+    section by section (``timeouts={"ready": "90s"}``).
+    """
     cluster.node("rtx-pro-6000-0", gpu_class="rtx-pro-6000", opt_in=True, ready=True)
     cluster.node("b200-0", gpu_class="b200", opt_in=label_b200)
     cluster.node("h200-0", gpu_class="h200")
@@ -67,14 +81,17 @@ def make_incident(cluster: Cluster, root: Path, *, label_b200: bool = True) -> I
     gitops = root / "gitops"
     shutil.copytree(REPO / "examples" / "gitops", gitops)
     init_repo(gitops, message="desired")
-    config_file = root / "fracctl.yaml"
-    config_file.write_text(
-        f"kube:\n  kubeconfig: {cluster.kubeconfig}\n"
-        f"git:\n  repo: {gitops}\n  path: gpu-fractioning\n"
-        "recreate:\n  backend: apply\n  lock_namespace: fracctl-test\n"
-        f"  state_dir: {root / 'state'}\n"
-        "timeouts:\n  ready: 20s\n  delete: 20s\n  sync: 20s\n  lock_lease: 30s\n"
-    )
+    base: dict[str, dict[str, Any]] = {
+        "kube": {"kubeconfig": cluster.kubeconfig},
+        "git": {"repo": gitops, "path": "gpu-fractioning"},
+        "recreate": {
+            "backend": "apply",
+            "lock_namespace": "fracctl-test",
+            "state_dir": root / "state",
+        },
+        "timeouts": {"ready": "20s", "delete": "20s", "sync": "20s", "lock_lease": "30s"},
+    }
+    config_file = write_config(root / "fracctl.yaml", merged(base, settings))
     return Incident(cluster, root, config_file)
 
 
