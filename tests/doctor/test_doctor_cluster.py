@@ -466,8 +466,22 @@ def misbind_guard(s: Setup) -> None:
     )
 
 
+def left_fence(setup: Setup) -> None:
+    """A drain's fence that no run holds the lock for (on a node the config no longer
+    selects, so that no other check sees the condition)."""
+    from fracctl.core.drain import fence_condition
+
+    cond = fence_condition(setup.cluster.config.condition, "dead0001",
+                           "GpuFractioningConfig/default", "2026-01-01T00:00:00Z")  # fmt: skip
+    setup.kube.patch(NODES, "h200-0", {"status": {"conditions": [cond]}},
+                     content_type=SMP, subresource="status")  # fmt: skip
+
+
 FAULTS: dict[str, Fault] = {
     # check id: (arguments to healthy(), extra planting, a subject, words in the symptom)
+    "drain-fence": (
+        {}, left_fence, "h200-0", "fenced by fracctl drain run dead0001, which is not running"
+    ),
     "guard-policy": (
         {"skip": ("guard",)},
         None,
