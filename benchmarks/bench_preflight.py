@@ -44,8 +44,8 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 from benchmarks import report  # noqa: E402
-from fracctl.adapters import kubeproto  # noqa: E402
-from fracctl.adapters.kube import METADATA_LIST, POD_LIST, Kube  # noqa: E402
+from fracctl.adapters.kube import METADATA_LIST, POD_LIST, Kube, podpage  # noqa: E402
+from fracctl.adapters.kube.wire import MAGIC, PROTOBUF  # noqa: E402
 from fracctl.config import Config  # noqa: E402
 from fracctl.core.fractional import (  # noqa: E402
     AnnotationMatcher,
@@ -522,8 +522,8 @@ def wire(kube: Kube, accept: str, limit: int) -> dict[str, int]:
             total += len(chunk)
         resp.release_conn()
         pages += 1
-        if head.startswith(kubeproto.MAGIC):
-            token = kubeproto.continue_token(head)
+        if head.startswith(MAGIC):
+            token = podpage.continue_token(head)
         else:
             m = _JSON_TOKEN.search(head[:4096])
             token = m.group(1).decode() if m else ""
@@ -568,7 +568,7 @@ def _walk(kube: Kube, accept: str, limit: int, gets: bool) -> int:
     hits = []
     while True:
         resp = _list(kube, accept, limit, token)
-        page = kubeproto.pod_page(resp.read())
+        page = podpage.scan_page(resp.read())
         resp.release_conn()
         for pod in page.pods:
             verdict = classify_pod(pod.namespace, pod.annotations, m,
@@ -596,7 +596,7 @@ def _pod_pages(kube: Kube, limit: int) -> int:
 def levers(kubeconfig: str, want: int, page_sizes: list[int]) -> list[dict[str, Any]]:
     """Each way of reading the pods once, wall and CPU seconds, in this process."""
     kube = Kube.connect(kubeconfig=kubeconfig, timeout=300)
-    pb_meta = f"{kubeproto.PROTOBUF};as=PartialObjectMetadataList;g=meta.k8s.io;v=v1"
+    pb_meta = f"{PROTOBUF};as=PartialObjectMetadataList;g=meta.k8s.io;v=v1"
     cases: list[tuple[str, str, int, Callable[[], Any]]] = [
         ("wire", "JSON metadata-only", 500, lambda: wire(kube, METADATA_LIST, 500)),
         ("wire", "protobuf metadata-only", 500, lambda: wire(kube, pb_meta, 500)),

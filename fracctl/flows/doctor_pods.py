@@ -21,7 +21,7 @@ from collections.abc import Iterator, Mapping
 from functools import cache
 from typing import Any
 
-from fracctl.adapters import kubepick
+from fracctl.adapters.kube import podpage
 from fracctl.core.doctor import DoctorSettings, Snapshot, gpu_nodes, model
 from fracctl.core.doctor.helpers import fractional, name_of
 from fracctl.core.doctor.model import NAMESPACE_POD_FIELDS, SCAN_POD_FIELDS
@@ -52,8 +52,8 @@ _CONTAINERS_AT = ("containers@", "initContainers@")
 
 
 @cache
-def _pick(paths: tuple[str, ...]) -> kubepick.Pick:
-    return kubepick.compile_pod(paths)
+def _pick(paths: tuple[str, ...]) -> podpage.Pick:
+    return podpage.compile_pod(paths)
 
 
 class StrayPod(Mapping[str, Any]):
@@ -139,27 +139,27 @@ def read_pods(ctx: Context, s: DoctorSettings, snap: Snapshot, m: AnnotationMatc
     fragments = gpu_name_fragments(s.cluster.gpu_resources)
     needles = None if fragments is None else tuple(f.encode() for f in fragments)
 
-    def judge(pod: dict[str, Any], body: bytes | None, start: int, end: int) -> kubepick.Verdict:
+    def judge(pod: dict[str, Any], body: bytes | None, start: int, end: int) -> podpage.Verdict:
         """Each pod judged once, on its metadata and node: what the page keeps of it."""
         if (pod.get("metadata") or {}).get("namespace") == reservation_ns:
             return None  # read from its namespace already
         if fractional(pod, m, s):
-            return kubepick.REREAD
+            return podpage.REREAD
         if strays and not (pod.get("spec") or {}).get("nodeName"):
             # Waiting for a node: kept when it asks for a GPU (its containers say).
-            return kubepick.REREAD if _names_gpu(pod, body, needles) else None
+            return podpage.REREAD if _names_gpu(pod, body, needles) else None
         if not (strays and unexpected_on_gpu_node(pod, gpus, s)):
             return None  # kept by no check, whatever its containers say
         # On a GPU node: whether it asks for a GPU. A pod whose containers' bytes name
         # no GPU resource asks for none, and its containers need not be decoded.
-        return kubepick.REREAD if _names_gpu(pod, body, needles) else StrayPod.of(pod)
+        return podpage.REREAD if _names_gpu(pod, body, needles) else StrayPod.of(pod)
 
     kept = 0  # StrayPods in snap.pods
     for page in ctx.kube.picked_pod_pages(
         _pick(FIRST_POD_FIELDS),
         field_selector=unfinished_selector(),
         limit=ctx.config.pods.page_size,
-        refine=kubepick.Refine(_pick(SCAN_POD_FIELDS), judge),
+        refine=podpage.Refine(_pick(SCAN_POD_FIELDS), judge),
     ):
         for pod in page.pods:
             if not isinstance(pod, StrayPod):  # read again: its containers are there

@@ -15,8 +15,7 @@ from typing import Any
 import pytest
 
 from fracctl import config as cfg
-from fracctl.adapters import kubepick
-from fracctl.adapters.kube import Kube
+from fracctl.adapters.kube import Kube, podpage
 from fracctl.core.doctor import DAEMONSETS, Snapshot, diagnose, gpu_nodes, model
 from fracctl.core.doctor.helpers import fractions_of
 from fracctl.core.doctor.model import NAMESPACE_POD_FIELDS, SCAN_POD_FIELDS
@@ -246,7 +245,7 @@ def test_each_pods_picked_fields_are_its_json_cut_to_them(
     cluster: Cluster, paths: tuple[str, ...]
 ) -> None:
     _seed(cluster)
-    pick = kubepick.compile_pod(paths)
+    pick = podpage.compile_pod(paths)
     whole = {f"{p['metadata']['namespace']}/{p['metadata']['name']}": p
              for p in cluster.kube.list(PODS)}  # fmt: skip
     picked = {
@@ -256,7 +255,7 @@ def test_each_pods_picked_fields_are_its_json_cut_to_them(
     }
     assert picked.keys() == whole.keys()
     for key, pod in picked.items():
-        assert pod == kubepick.prune(whole[key], pick), key
+        assert pod == podpage.prune(whole[key], pick), key
     # What the checks read is there, with the JSON's types.
     assert picked[f"{ML}/frac-root"]["spec"]["containers"][0]["securityContext"] == {"runAsUser": 0}
     assert picked[f"{ML}/frac-root"]["spec"]["initContainers"][0]["securityContext"] == {
@@ -273,9 +272,9 @@ def test_each_pods_picked_fields_are_its_json_cut_to_them(
 
 def test_a_json_answer_is_cut_to_the_same_fields(cluster: Cluster) -> None:
     _seed(cluster)
-    pick = kubepick.compile_pod(NAMESPACE_POD_FIELDS)
+    pick = podpage.compile_pod(NAMESPACE_POD_FIELDS)
     page = cluster.kube.request("GET", PODS.path(namespace=RESERVATION))
-    from_json = kubepick.pod_page_json(page, pick).pods
+    from_json = podpage.pod_page_json(page, pick).pods
     walked = [
         p for pg in cluster.kube.picked_pod_pages(pick, namespace=RESERVATION) for p in pg.pods
     ]

@@ -7,8 +7,7 @@ import threading
 
 import pytest
 
-from fracctl.adapters import kubeproto
-from fracctl.adapters.kube import Kube
+from fracctl.adapters.kube import Kube, podpage, wire
 from fracctl.core.resources import PODS
 from fracctl.errors import ApiError, ExternalError
 from tests.support.canned import CannedServer, kube_at
@@ -22,10 +21,10 @@ def _seed(cluster: Cluster) -> None:
     cluster.pod("pp-b", "unscheduled", containers=["main", "sidecar"])
 
 
-def _by_json(cluster: Cluster, namespace: str | None = None) -> dict[str, kubeproto.PodFields]:
+def _by_json(cluster: Cluster, namespace: str | None = None) -> dict[str, podpage.PodFields]:
     out = {}
     for item in cluster.kube.list(PODS, namespace=namespace):
-        pod = kubeproto.pod_page_json({"items": [item]}).pods[0]
+        pod = podpage.scan_page_json({"items": [item]}).pods[0]
         out[f"{pod.namespace}/{pod.name}"] = pod
     return out
 
@@ -76,7 +75,7 @@ def test_a_refused_list_keeps_the_servers_words(cluster: Cluster) -> None:
     ("content_type", "body", "why"),
     [
         ("text/html", b"<html>login</html>", "text/html body"),
-        ("application/vnd.kubernetes.protobuf", kubeproto.MAGIC + b"\x12\x05ab", "runs past"),
+        ("application/vnd.kubernetes.protobuf", wire.MAGIC + b"\x12\x05ab", "runs past"),
         ("application/vnd.kubernetes.protobuf", b"<html>", "not a Kubernetes protobuf"),
         ("application/json", b"[1, 2]", "not a list"),
     ],
@@ -101,5 +100,5 @@ def test_a_json_answer_is_read_as_json(canned_server: CannedServer) -> None:
     )
     kube = kube_at(canned_server.url)
     (page,) = list(kube.pod_pages())
-    assert page.pods == [kubeproto.PodFields("a", "n", {"gpu-fraction": "1"}, "x", "Running")]
+    assert page.pods == [podpage.PodFields("a", "n", {"gpu-fraction": "1"}, "x", "Running")]
     kube.close()

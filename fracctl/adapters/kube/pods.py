@@ -1,9 +1,8 @@
 """The pod pager: pages of pods walked from protobuf, the next page fetched meanwhile.
 
 Listing every pod of a large cluster is the slowest read fracctl makes, so pods come as
-protobuf and are walked, not decoded (:mod:`fracctl.adapters.kubeproto`), and a second
-thread asks for the next page while this one is read. A server that answers JSON is read
-as JSON.
+protobuf and are walked, not decoded (:mod:`.podpage`), and a second thread asks for the
+next page while this one is read. A server that answers JSON is read as JSON.
 """
 
 from __future__ import annotations
@@ -15,8 +14,9 @@ from collections.abc import Generator, Iterator
 from contextlib import closing
 from typing import Any
 
-from fracctl.adapters import kubepick, kubeproto
+from fracctl.adapters.kube import podpage
 from fracctl.adapters.kube.transport import POD_LIST, Transport
+from fracctl.adapters.kube.wire import PROTOBUF, ProtoError
 from fracctl.core.resources import PODS
 
 
@@ -30,10 +30,10 @@ class PodPager(Transport):
         label_selector: str | None = None,
         field_selector: str | None = None,
         limit: int = 500,
-    ) -> Iterator[kubeproto.PodPage]:
+    ) -> Iterator[podpage.PodPage]:
         """Yield pages of pods, each cut down to name, namespace, annotations, node, phase.
 
-        The pods come as protobuf and are walked, not decoded (:mod:`kubeproto`): most
+        The pods come as protobuf and are walked, not decoded (:mod:`.podpage`): most
         of a pod is stepped over by its length. A server that answers JSON is read as
         JSON. A second thread asks for the next page (its ``continue`` token is at the
         head of this one) while this one is decoded, so the wire and the decoding
@@ -44,39 +44,37 @@ class PodPager(Transport):
             for kind, page in bodies:
                 try:
                     yield (
-                        kubeproto.pod_page(page)
-                        if kind == "proto"
-                        else kubeproto.pod_page_json(page)
+                        podpage.scan_page(page) if kind == "proto" else podpage.scan_page_json(page)
                     )
-                except kubeproto.ProtoError as e:
+                except ProtoError as e:
                     raise self._unreadable("GET pods", str(e)) from None
 
     def picked_pod_pages(
         self,
-        pick: kubepick.Pick,
+        pick: podpage.Pick,
         *,
         namespace: str | None = None,
         label_selector: str | None = None,
         field_selector: str | None = None,
         limit: int = 500,
-        refine: kubepick.Refine | None = None,
-    ) -> Iterator[kubepick.PickedPage]:
+        refine: podpage.Refine | None = None,
+    ) -> Iterator[podpage.PickedPage]:
         """:meth:`pod_pages`, each pod cut down to the fields ``pick`` names instead.
 
         Each pod is a plain dict shaped like its JSON, holding only those fields
-        (:func:`kubepick.compile_pod`), whether the server sent protobuf or JSON; the
-        pods ``refine`` wants are read with its wider pick (:class:`kubepick.Refine`).
+        (:func:`podpage.compile_pod`), whether the server sent protobuf or JSON; the
+        pods ``refine`` wants are read with its wider pick (:class:`podpage.Refine`).
         """
         bodies = self._pod_bodies(namespace, label_selector, field_selector, limit)
         with closing(bodies):
             for kind, page in bodies:
                 try:
                     yield (
-                        kubepick.pod_page(page, pick, refine)
+                        podpage.pod_page(page, pick, refine)
                         if kind == "proto"
-                        else kubepick.pod_page_json(page, pick, refine)
+                        else podpage.pod_page_json(page, pick, refine)
                     )
-                except kubeproto.ProtoError as e:
+                except ProtoError as e:
                     raise self._unreadable("GET pods", str(e)) from None
 
     def _pod_bodies(
@@ -121,7 +119,7 @@ class PodPager(Transport):
                     )
                     kind, page = self._pod_list_body(resp)
                     token = (
-                        kubeproto.continue_token(page)
+                        podpage.continue_token(page)
                         if kind == "proto"
                         else str((page.get("metadata") or {}).get("continue") or "")
                     )
@@ -129,7 +127,7 @@ class PodPager(Transport):
                     if not token:
                         break
                 hand_over(None)
-            except kubeproto.ProtoError as e:
+            except ProtoError as e:
                 hand_over(self._unreadable("GET pods", str(e)))
             except BaseException as e:  # noqa: BLE001 - handed to the consumer, raised there
                 hand_over(e)
@@ -150,7 +148,7 @@ class PodPager(Transport):
     def _pod_list_body(self, resp: Any) -> tuple[str, Any]:
         """("proto", bytes) or ("json", decoded dict) by the response's Content-Type."""
         content_type = str(resp.headers.get("Content-Type") or "")
-        if content_type.startswith(kubeproto.PROTOBUF):
+        if content_type.startswith(PROTOBUF):
             return "proto", resp.data
         try:
             page = json.loads(resp.data)

@@ -15,7 +15,7 @@ from collections import Counter
 from collections.abc import Mapping
 from typing import Any
 
-from fracctl.adapters import kubeproto
+from fracctl.adapters.kube import wire
 from fracctl.adapters.kube.kubeconfig import credential_parts, first_line, register_credentials
 from fracctl.errors import (
     ApiError,
@@ -33,7 +33,7 @@ MERGE_PATCH = "application/merge-patch+json"
 JSON_PATCH = "application/json-patch+json"
 APPLY_PATCH = "application/apply-patch+yaml"
 METADATA_LIST = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1," + JSON
-POD_LIST = f"{kubeproto.PROTOBUF}, {JSON}"
+POD_LIST = f"{wire.PROTOBUF}, {JSON}"
 
 Obj = dict[str, Any]
 
@@ -188,7 +188,7 @@ def protocol_errors() -> tuple[type[BaseException], ...]:
 
 def _api_error(code: int, raw: bytes) -> ApiError:
     try:
-        body = kubeproto.status(raw) if raw.startswith(kubeproto.MAGIC) else json.loads(raw)
+        body = wire.status(raw) if raw.startswith(wire.MAGIC) else json.loads(raw)
     except (ValueError, TypeError):  # ProtoError is a ValueError
         body = None
     if isinstance(body, dict) and body.get("kind") == "Status":

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import pytest
 
-from fracctl.adapters import kubepick, kubeproto
-from fracctl.adapters.kubeproto import ProtoError
-from tests.kube.test_kubeproto import envelope, field
+from fracctl.adapters.kube import podpage, wire
+from fracctl.adapters.kube.wire import ProtoError
+from tests.kube.test_podpage_scan import envelope, field
 
 PATHS = (
     "metadata.name",
@@ -54,7 +54,7 @@ def _page(*pods: bytes, token: str = "") -> bytes:
 
 
 def test_the_named_fields_are_read_in_the_shape_of_the_json() -> None:
-    page = kubepick.pod_page(_page(_pod(), token="next"), kubepick.compile_pod(PATHS))
+    page = podpage.pod_page(_page(_pod(), token="next"), podpage.compile_pod(PATHS))
     assert (page.continue_token, page.remaining) == ("next", 12)
     assert page.pods == [
         {
@@ -84,7 +84,7 @@ def test_the_named_fields_are_read_in_the_shape_of_the_json() -> None:
 
 
 def test_json_is_cut_to_the_same_fields() -> None:
-    pick = kubepick.compile_pod(PATHS)
+    pick = podpage.compile_pod(PATHS)
     whole = {
         "metadata": {"name": "w", "namespace": "ml", "labels": {"app": "x"}, "uid": "u",
                      "annotations": {"gpu-fraction": "0.5", "empty": ""},
@@ -98,19 +98,17 @@ def test_json_is_cut_to_the_same_fields() -> None:
                    "containerStatuses": [{"name": "main", "state": {
                        "terminated": {"exitCode": 0, "reason": "Completed"}}}]},
     }  # fmt: skip
-    walked = kubepick.pod_page(_page(_pod()), pick).pods
-    assert kubepick.pod_page_json({"items": [whole]}, pick).pods == walked
+    walked = podpage.pod_page(_page(_pod()), pick).pods
+    assert podpage.pod_page_json({"items": [whole]}, pick).pods == walked
 
 
 def test_absent_and_empty_fields_are_left_out_and_empty_messages_kept() -> None:
-    pick = kubepick.compile_pod(
-        ("metadata.name", "spec.nodeName", "spec.securityContext.runAsUser")
-    )
+    pick = podpage.compile_pod(("metadata.name", "spec.nodeName", "spec.securityContext.runAsUser"))
     pod = field(1, field(1, "x")) + field(2, field(10, "") + field(14, b""))
-    assert kubepick.pod_page(_page(pod), pick).pods == [
+    assert podpage.pod_page(_page(pod), pick).pods == [
         {"metadata": {"name": "x"}, "spec": {"securityContext": {}}}
     ]
-    assert kubepick.prune({"metadata": {"name": "x"}, "spec": {"nodeName": "",
+    assert podpage.prune({"metadata": {"name": "x"}, "spec": {"nodeName": "",
                            "securityContext": {}, "containers": []}}, pick) == {
         "metadata": {"name": "x"}, "spec": {"securityContext": {}}}  # fmt: skip
 
@@ -125,34 +123,34 @@ def test_absent_and_empty_fields_are_left_out_and_empty_messages_kept() -> None:
 )
 def test_a_path_it_cannot_read_is_refused(path: str, message: str) -> None:
     with pytest.raises(ValueError, match=message):
-        kubepick.compile_pod((path,))
+        podpage.compile_pod((path,))
 
 
 def test_a_broken_body_is_a_proto_error() -> None:
-    pick = kubepick.compile_pod(PATHS)
+    pick = podpage.compile_pod(PATHS)
     body = _page(_pod())
     with pytest.raises(ProtoError):
-        kubepick.pod_page(body[:-7], pick)
+        podpage.pod_page(body[:-7], pick)
     with pytest.raises(ProtoError):
-        kubepick.pod_page(b"{}", pick)
+        podpage.pod_page(b"{}", pick)
 
 
 def test_a_refine_judges_each_pod_once_and_reads_again_only_those_it_asks_for() -> None:
-    narrow = kubepick.compile_pod(("metadata.name", "spec.nodeName"))
-    wide = kubepick.compile_pod(PATHS)
+    narrow = podpage.compile_pod(("metadata.name", "spec.nodeName"))
+    wide = podpage.compile_pod(PATHS)
     seen: list[tuple[str, bool]] = []
 
-    def judge(pod: dict[str, object], body: bytes | None, start: int, end: int) -> kubepick.Verdict:
+    def judge(pod: dict[str, object], body: bytes | None, start: int, end: int) -> podpage.Verdict:
         assert body is not None and start < end
         has_gpu = body.find(b"nvidia.com/gpu", start, end) >= 0
         seen.append((str(pod), has_gpu))
         if pod["metadata"] == {"name": "dropped"}:
             return None
-        return kubepick.REREAD if has_gpu else {"kept": pod["metadata"]}
+        return podpage.REREAD if has_gpu else {"kept": pod["metadata"]}
 
     other = field(1, field(1, "cpu-only")) + field(2, field(10, "gpu-0"))
     dropped = field(1, field(1, "dropped"))
-    page = kubepick.pod_page(_page(_pod(), dropped, other), narrow, kubepick.Refine(wide, judge))
+    page = podpage.pod_page(_page(_pod(), dropped, other), narrow, podpage.Refine(wide, judge))
     assert page.pods[0]["metadata"]["name"] == "w"
     assert page.pods[0]["status"] == {"phase": "Running", "containerStatuses": [
         {"state": {"terminated": {"exitCode": 0}}}]}  # fmt: skip
@@ -161,51 +159,51 @@ def test_a_refine_judges_each_pod_once_and_reads_again_only_those_it_asks_for() 
 
 
 def test_a_json_page_is_refined_without_its_bytes() -> None:
-    narrow = kubepick.compile_pod(("metadata.name",))
-    wide = kubepick.compile_pod(("metadata.name", "spec.nodeName"))
+    narrow = podpage.compile_pod(("metadata.name",))
+    wide = podpage.compile_pod(("metadata.name", "spec.nodeName"))
     asked: list[object] = []
 
-    def judge(pod: dict[str, object], body: bytes | None, start: int, end: int) -> kubepick.Verdict:
+    def judge(pod: dict[str, object], body: bytes | None, start: int, end: int) -> podpage.Verdict:
         asked.append(body)
         name = pod["metadata"]
-        return kubepick.REREAD if name == {"name": "a"} else None if name == {"name": "c"} else pod
+        return podpage.REREAD if name == {"name": "a"} else None if name == {"name": "c"} else pod
 
     items = [{"metadata": {"name": n}, "spec": {"nodeName": "gpu-0"}} for n in ("a", "b", "c")]
-    page = kubepick.pod_page_json({"items": items}, narrow, kubepick.Refine(wide, judge))
+    page = podpage.pod_page_json({"items": items}, narrow, podpage.Refine(wide, judge))
     assert page.pods == [
         {"metadata": {"name": "a"}, "spec": {"nodeName": "gpu-0"}},
         {"metadata": {"name": "b"}},
     ]
     assert asked == [None, None, None]
-    assert repr(kubepick.REREAD) == "REREAD"
+    assert repr(podpage.REREAD) == "REREAD"
 
 
 def test_where_the_containers_lie_holds_them_and_nothing_else_of_the_pod() -> None:
-    pick = kubepick.compile_pod(("spec.nodeName", "spec.containers@", "spec.initContainers@"))
+    pick = podpage.compile_pod(("spec.nodeName", "spec.containers@", "spec.initContainers@"))
     init = field(1, "warm") + field(8, field(1, _quantity_entry("cpu", "1")))
     toleration = field(22, field(1, "nvidia.com/gpu"))  # spec.tolerations: outside
     spec = field(2, field(1, "main")) + field(10, "gpu-0") + field(20, init) + toleration
     body = _page(field(1, field(1, "p")) + field(2, spec))
-    (pod,) = kubepick.pod_page(body, pick).pods
-    buf = kubeproto.unwrap(body)[0]
+    (pod,) = podpage.pod_page(body, pick).pods
+    buf = wire.unwrap(body)[0]
     found = [buf[s:e] for at in ("containers@", "initContainers@") for s, e in pod["spec"][at]]
     assert found == [field(1, "main"), init]
     assert pod["spec"]["nodeName"] == "gpu-0"
     assert not any(b"nvidia.com/gpu" in c for c in found)
     assert b"nvidia.com/gpu" in buf  # the toleration alone names it
-    (whole,) = kubepick.pod_page(_page(_pod()), pick).pods
+    (whole,) = podpage.pod_page(_page(_pod()), pick).pods
     assert "containers@" in whole["spec"]
     # A JSON answer has no bytes to point into.
     json_pod = {"spec": {"nodeName": "n", "containers": [{"name": "main"}]}}
-    assert kubepick.prune(json_pod, pick) == {"spec": {"nodeName": "n"}}
+    assert podpage.prune(json_pod, pick) == {"spec": {"nodeName": "n"}}
 
 
 def test_a_walk_stops_past_the_last_field_it_wants() -> None:
     # The API server writes fields in the order of their numbers; a field numbered past
     # the last one picked is never read, so a pod's status costs nothing to a spec pick.
-    pick = kubepick.compile_pod(("metadata.name", "spec.nodeName"))
+    pick = podpage.compile_pod(("metadata.name", "spec.nodeName"))
     broken_status = field(3, b"\xff\xff")  # not a valid message: never walked
-    (pod,) = kubepick.pod_page(_page(field(1, field(1, "p")) + field(2, field(10, "n"))
+    (pod,) = podpage.pod_page(_page(field(1, field(1, "p")) + field(2, field(10, "n"))
                                      + broken_status), pick).pods  # fmt: skip
     assert pod == {"metadata": {"name": "p"}, "spec": {"nodeName": "n"}}
     assert pick.last == 2 and pick.proto[2][2] is not None and pick.proto[2][2].last == 10
@@ -223,4 +221,4 @@ def test_where_a_field_lies_is_picked_for_messages_alone(
     paths: tuple[str, ...], message: str
 ) -> None:
     with pytest.raises(ValueError, match=message):
-        kubepick.compile_pod(paths)
+        podpage.compile_pod(paths)

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from fracctl.adapters import kubeproto
-from fracctl.adapters.kubeproto import PodFields, ProtoError
+from fracctl.adapters.kube import podpage, wire
+from fracctl.adapters.kube.podpage import PodFields
+from fracctl.adapters.kube.wire import ProtoError
 
 
 def varint(n: int) -> bytes:
@@ -32,7 +33,7 @@ def envelope(raw: bytes, *, encoding: str = "") -> bytes:
     body = field(1, type_meta) + field(2, raw)
     if encoding:
         body += field(3, encoding)
-    return kubeproto.MAGIC + body + field(4, "application/vnd.kubernetes.protobuf")
+    return wire.MAGIC + body + field(4, "application/vnd.kubernetes.protobuf")
 
 
 def pod(
@@ -69,40 +70,40 @@ def test_reads_name_namespace_annotations_node_and_phase() -> None:
         token="next-please",
         remaining=7,
     )
-    got = kubeproto.pod_page(body)
+    got = podpage.scan_page(body)
     assert got.pods == [
         PodFields("a", "team-a", {"gpu-fraction": "0.5", "x": ""}, "node-1", "Running"),
         PodFields("b", "team-b", {}, "", ""),
     ]
     assert (got.continue_token, got.remaining) == ("next-please", 7)
-    assert kubeproto.continue_token(body) == "next-please"
+    assert podpage.continue_token(body) == "next-please"
 
 
 def test_the_token_is_read_from_the_head_of_a_body_still_arriving() -> None:
     body = page(*(pod(f"p{i}", "ns") for i in range(50)), token="t-1")
-    assert kubeproto.continue_token(body[:80]) == "t-1"
+    assert podpage.continue_token(body[:80]) == "t-1"
     with pytest.raises(ProtoError, match="list's metadata"):
-        kubeproto.continue_token(body[:30])
+        podpage.continue_token(body[:30])
     # items before the list's metadata: the whole body is walked
     odd = envelope(field(2, pod("a", "ns")) + field(1, field(3, "t-2")))
-    assert kubeproto.continue_token(odd) == "t-2"
-    assert kubeproto.continue_token(envelope(b"")) == ""
-    for bad, why in ((b"{}", "not a Kubernetes"), (kubeproto.MAGIC, "holds no object"),
-                     (kubeproto.MAGIC + b"\x12", "truncated")):  # fmt: skip
+    assert podpage.continue_token(odd) == "t-2"
+    assert podpage.continue_token(envelope(b"")) == ""
+    for bad, why in ((b"{}", "not a Kubernetes"), (wire.MAGIC, "holds no object"),
+                     (wire.MAGIC + b"\x12", "truncated")):  # fmt: skip
         with pytest.raises(ProtoError, match=why):
-            kubeproto.continue_token(bad)
+            podpage.continue_token(bad)
 
 
 def test_the_last_page_has_no_token() -> None:
     body = page(pod("a", "ns"))
-    assert kubeproto.pod_page(body).continue_token == ""
-    assert kubeproto.pod_page(body).remaining is None
-    assert kubeproto.continue_token(body) == ""
+    assert podpage.scan_page(body).continue_token == ""
+    assert podpage.scan_page(body).remaining is None
+    assert podpage.continue_token(body) == ""
 
 
 def test_long_fields_and_multibyte_lengths() -> None:
     value = "é" * 300  # a two-byte length, and UTF-8 that is not ASCII
-    got = kubeproto.pod_page(page(pod("a" * 200, "ns", {"k": value}, "n" * 253)))
+    got = podpage.scan_page(page(pod("a" * 200, "ns", {"k": value}, "n" * 253)))
     assert got.pods[0].annotations == {"k": value}
     assert got.pods[0].name == "a" * 200 and got.pods[0].node == "n" * 253
 
@@ -111,7 +112,7 @@ def test_fixed_width_fields_are_stepped_over() -> None:
     fixed64 = varint(20 << 3 | 1) + b"\x00" * 8
     fixed32 = varint(21 << 3 | 5) + b"\x00" * 4
     body = page(pod("a", "ns") + fixed64 + fixed32)
-    assert kubeproto.pod_page(body).pods[0].name == "a"
+    assert podpage.scan_page(body).pods[0].name == "a"
 
 
 @pytest.mark.parametrize(
@@ -119,7 +120,7 @@ def test_fixed_width_fields_are_stepped_over() -> None:
     [
         (b'{"kind":"PodList"}', "not a Kubernetes protobuf body"),
         (b"", "not a Kubernetes protobuf body"),
-        (kubeproto.MAGIC + field(1, field(1, "v1")), "holds no object"),
+        (wire.MAGIC + field(1, field(1, "v1")), "holds no object"),
         (envelope(b"", encoding="gzip"), "content encoding"),
         (page(pod("a", "ns"))[:-40], "runs past|ends inside"),
         (envelope(field(2, field(1, field(1, b"\xff\xfe")))), "not UTF-8"),
@@ -130,7 +131,7 @@ def test_fixed_width_fields_are_stepped_over() -> None:
 )
 def test_a_malformed_body_is_a_proto_error(body: bytes, why: str) -> None:
     with pytest.raises(ProtoError, match=why):
-        kubeproto.pod_page(body)
+        podpage.scan_page(body)
 
 
 def test_status_reads_an_error_like_its_json_form() -> None:
@@ -142,7 +143,7 @@ def test_status_reads_an_error_like_its_json_form() -> None:
         + field(5, field(1, "x") + field(4, cause))
         + field(6, 403)
     )
-    assert kubeproto.status(envelope(raw)) == {
+    assert wire.status(envelope(raw)) == {
         "kind": "Status",
         "message": 'pods "x" is forbidden',
         "reason": "Forbidden",
@@ -153,7 +154,7 @@ def test_status_reads_an_error_like_its_json_form() -> None:
 
 
 def test_a_json_page_reads_the_same() -> None:
-    got = kubeproto.pod_page_json(
+    got = podpage.scan_page_json(
         {
             "metadata": {"continue": "t", "remainingItemCount": 3},
             "items": [
@@ -168,4 +169,4 @@ def test_a_json_page_reads_the_same() -> None:
     )
     assert got.pods == [PodFields("a", "ns", {"k": "v"}, "n1", "Pending"), PodFields("b", "ns")]
     assert (got.continue_token, got.remaining) == ("t", 3)
-    assert kubeproto.pod_page_json({"items": None}).pods == []
+    assert podpage.scan_page_json({"items": None}).pods == []
