@@ -62,6 +62,8 @@ from fracctl.sandbox.seed import install_kai_config_crd  # noqa: E402
 
 SELECTOR = {"example.org/gpu-fractions": "enabled"}
 NAMESPACE_COUNT = 10
+#: The API server's limit: the figure the drain is held to (goal: within 1.3x).
+LIMIT = "bare, 16 at once"
 SMP = "application/strategic-merge-patch+json"
 KUBECTL_REQUEST = re.compile(
     r'verb="(GET|POST|PUT|PATCH|DELETE)"|\b(GET|POST|PUT|PATCH|DELETE) https'
@@ -216,9 +218,12 @@ def trial_fracctl(bench: Bench) -> tuple[float, int]:
         p = drain.plan(ctx, live=live, desired=live, force=True, journal=None)
         if p.refusals:
             raise SystemExit(f"bench_drain: the plan refuses: {p.refusals}")
+        planned = time.monotonic()
         journal = drain.start(ctx, p, live=live, desired=live, journal=None)
         drain.execute(ctx, p, journal)
         wall, calls = time.monotonic() - start, counting.calls
+        rest = wall - (planned - start)
+        print(f"fracctl drain: plan {planned - start:.2f} s, the rest {rest:.2f} s")
     finally:
         counting.restore()
     drain.undo(ctx, journal)
@@ -269,7 +274,8 @@ def trial_kubectl(bench: Bench, kubectl: str) -> tuple[float, int]:
 
 def section(data: dict[str, Any]) -> str:
     rows = data["rows"]
-    bare = statistics.median(rows["bare, one by one"]["wall"])
+    base = LIMIT if LIMIT in rows else next(iter(rows))
+    bare = statistics.median(rows[base]["wall"])
     lines = [
         "## drain: `recreate --drain`'s evictions against bare evictions and `kubectl drain`",
         "",
@@ -281,7 +287,7 @@ def section(data: dict[str, Any]) -> str:
         "fracctl's figure is the plan, the journal, the fence, the evictions group by group "
         "and the wait (the recreate that follows is not in it).",
         "",
-        "| how | wall: median (range) | requests | / bare, one by one |",
+        f"| how | wall: median (range) | requests | / {base} |",
         "|---|---|---:|---:|",
     ]
     for name, r in rows.items():
@@ -297,6 +303,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--runs", type=int, default=1)
+    ap.add_argument("--only", default="", help="the ways to run, separated by ';' (default: all)")
     args, _ = ap.parse_known_args(argv)
     nodes, pods, groups = (20, 200, 50) if args.quick else (100, 1000, 250)
     kubectl = shutil.which("kubectl")
@@ -314,6 +321,8 @@ def main(argv: list[str] | None = None) -> int:
             }
             if kubectl:
                 ways["kubectl drain"] = lambda: trial_kubectl(bench, kubectl)
+            if args.only:
+                ways = {k: v for k, v in ways.items() if k in args.only.split(";")}
             rows: dict[str, dict[str, list[float]]] = {k: {"wall": [], "calls": []} for k in ways}
             for _ in range(args.runs):
                 for name, trial in ways.items():

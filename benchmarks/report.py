@@ -401,6 +401,14 @@ def fleet_section(runs: list[Any]) -> list[str]:
     return [*lines, ""]
 
 
+def drain_section(data: Any) -> list[str]:
+    if not data:
+        return ["## drain", "", "Not run.", ""]
+    from benchmarks.bench_drain import section
+
+    return section(data).splitlines() + [""]
+
+
 # --- plots ------------------------------------------------------------------------------
 
 
@@ -521,6 +529,7 @@ def main(argv: list[str] | None = None) -> int:
             ("apply", load("rehearsal-apply")),
         ),
         *fleet_section(fleet),
+        *drain_section(load("drain")),
     ]
     Path(args.out).write_text("\n".join(lines).rstrip() + "\n")
     written = plots(preflight, wait, load("readers"))
