@@ -86,9 +86,10 @@ def context(
         g.built = Context.build(cfg.load(g.config, env=env, overrides=values, flags=names))
         ctx.find_root().call_on_close(g.built.close)  # its clients, however the command ends
         if g.built.err.is_terminal:
-            from fracctl.cli.progress import LiveNodeTable
+            from fracctl.cli.progress import LiveDrainTable, LiveNodeTable
 
             g.built.node_progress = LiveNodeTable
+            g.built.drain_progress = LiveDrainTable
     return g.built
 
 

@@ -39,6 +39,36 @@ class LiveNodeTable:
         self.live.stop()
 
 
+class LiveDrainTable:
+    """The drain's evictions: totals, and a row per PodGroup still to go, redrawn."""
+
+    def __init__(self, ctx: Context) -> None:
+        from rich.live import Live
+
+        self.live = Live(console=ctx.err, refresh_per_second=4, transient=False)
+        self.live.start()
+
+    def show(self, rows: list[tuple[str, int, int]], more: int, totals: str) -> None:
+        """Redraw: ``rows`` are (PodGroup, pods, evicted so far)."""
+        from rich.console import Group
+        from rich.table import Table
+        from rich.text import Text
+
+        table = Table()
+        table.add_column("PodGroup")
+        table.add_column("pods", justify="right")
+        table.add_column("evicted", justify="right")
+        for label, pods, evicted in rows:
+            table.add_row(label, str(pods), str(evicted))
+        if more:
+            table.add_row(f"… and {more} more PodGroup(s) to go", "", "")
+        self.live.update(Group(Text(totals), table), refresh=True)
+
+    def stop(self) -> None:
+        """Leave the last table on screen."""
+        self.live.stop()
+
+
 class LiveFleetTable:
     """One row per cluster (state, nodes ready, last message), redrawn as they move."""
 

@@ -35,6 +35,16 @@ class NodeProgress(Protocol):
         """The wait ended."""
 
 
+class DrainProgress(Protocol):
+    """Shows how the drain's evictions stand while they run."""
+
+    def show(self, rows: list[tuple[str, int, int]], more: int, totals: str) -> None:
+        """The PodGroups not yet gone (label, pods, evicted), how many more, the totals."""
+
+    def stop(self) -> None:
+        """The evictions ended."""
+
+
 @dataclass
 class Context:
     """Everything a flow needs from the outside."""
@@ -47,6 +57,8 @@ class Context:
     argocd_factory: Callable[[], ArgoCD] | None = None
     # Shows nodes' readiness while waiting: (context, condition type) -> progress.
     node_progress: Callable[[Context, str], NodeProgress] | None = None
+    # Shows the drain's evictions while they run: (context) -> progress.
+    drain_progress: Callable[[Context], DrainProgress] | None = None
     _kube: Kube | None = None
     _argocd: ArgoCD | None = None
     _host: Host | None = None

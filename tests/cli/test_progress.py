@@ -75,3 +75,21 @@ def test_wait_uses_the_progress_the_cli_chose(cluster: Cluster) -> None:
     result = wait_ready(ctx, selector={"example.org/progress": "x"}, timeout=10)
     assert list(result.nodes) == ["p-0"]
     assert seen == [["p-0"], ["stopped"]]
+
+
+def test_the_live_drain_table_shows_totals_groups_to_go_and_how_many_more(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from fracctl.cli.progress import LiveDrainTable
+
+    monkeypatch.setenv("TERM", "xterm")
+    buf = io.StringIO()
+    console = Console(file=buf, force_terminal=True, width=120, color_system=None)
+    table = LiveDrainTable(context_on(console))
+    table.show([("PodGroup ml/g0", 4, 1), ("PodGroup ml/g1", 4, 0)], 3, "evicted 1/20 pod(s)")
+    table.show([], 0, "evicted 20/20 pod(s), 5/5 PodGroup(s) gone")
+    table.stop()
+    out = buf.getvalue()
+    assert "evicted 1/20 pod(s)" in out and "PodGroup ml/g0" in out
+    assert "and 3 more PodGroup(s) to go" in out
+    assert "evicted 20/20 pod(s), 5/5 PodGroup(s) gone" in out

@@ -265,8 +265,26 @@ def test_a_failure_before_the_delete_lifts_the_fence_and_the_error_says_so(
             if step == "drained":
                 raise ExternalError("injected: the API server went away")
 
+        frames: list[tuple[Any, ...]] = []
+
+        class Table:  # the live table the CLI shows on a terminal
+            def __init__(self, ctx: Any) -> None:
+                frames.append(("started",))
+
+            def show(self, rows: list[tuple[str, int, int]], more: int, totals: str) -> None:
+                frames.append((rows, more, totals))
+
+            def stop(self) -> None:
+                frames.append(("stopped",))
+
+        ctx = busy.incident.context()
+        ctx.drain_progress = Table
         with pytest.raises(ExternalError) as failed:
-            recreate(busy.incident.context(), yes=True, drain=True, boundary=fail_at)
+            recreate(ctx, yes=True, drain=True, boundary=fail_at)
+        assert frames[0] == ("started",) and frames[-1] == ("stopped",)
+        assert frames[1] == ([(f"PodGroup {busy.ns}/g0", 2, 0)], 0, "evicted 0/2 pod(s), "
+                             "0/1 PodGroup(s) gone")  # fmt: skip
+        assert frames[-2] == ([], 0, "evicted 2/2 pod(s), 1/1 PodGroup(s) gone")
         assert "injected" in failed.value.message
         assert "was undone: the condition is restored on" in failed.value.message
         assert "2 pod(s) were evicted" in failed.value.message

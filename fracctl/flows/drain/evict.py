@@ -27,6 +27,8 @@ POLL = 0.5
 #: (a conflicting one is retried server-side); more senders than this gain nothing on
 #: a control plane of one API server (``benchmarks/bench_drain.py``).
 WORKERS = 16
+#: PodGroups the live table shows at once (the first still to go).
+TABLE_ROWS = 12
 #: Seconds between looks at the fence while evictions run.
 WATCH_EVERY = 1.0
 #: Seconds between writes of the journal's evicted pods while evictions run.
@@ -42,6 +44,13 @@ class Progress:
     evicted: int = 0
     groups_done: int = 0
     refenced: list[str] = field(default_factory=list)
+
+    def totals(self) -> str:
+        """Where the evictions stand, in one line."""
+        return (
+            f"evicted {self.evicted}/{self.pods} pod(s), "
+            f"{self.groups_done}/{self.groups} PodGroup(s) gone"
+        )
 
     def line(self, group: Group) -> str:
         """One row: the group just evicted and the totals."""
@@ -73,6 +82,20 @@ def evict_groups(ctx: Context, plan: DrainPlan, journal: Journal, *, deadline: f
     progress = Progress(groups=len(plan.groups), pods=len(plan.pods))
     done = set(journal.evicted)
     left: dict[int, int] = {}
+    table = ctx.drain_progress(ctx) if ctx.drain_progress else None
+
+    def report(index: int) -> None:  # a group is gone
+        progress.groups_done += 1
+        if table is None:
+            ctx.info(progress.line(plan.groups[index]))
+
+    def redraw() -> None:
+        if table is not None:
+            going = [i for i in range(len(plan.groups)) if left[i]]
+            rows = [(plan.groups[i].label, len(plan.groups[i].pods),
+                     len(plan.groups[i].pods) - left[i]) for i in going[:TABLE_ROWS]]  # fmt: skip
+            table.show(rows, max(0, len(going) - TABLE_ROWS), progress.totals())
+
     stop = threading.Event()
     pool = ThreadPoolExecutor(max_workers=WORKERS, thread_name_prefix="evict")
     running: dict[Future[str], tuple[int, DrainPod]] = {}
@@ -85,11 +108,11 @@ def evict_groups(ctx: Context, plan: DrainPlan, journal: Journal, *, deadline: f
                     continue
                 left[index] += 1
                 running[pool.submit(_evict_one, ctx, pod, deadline, stop)] = (index, pod)
-        for index, group in enumerate(plan.groups):
+        for index in range(len(plan.groups)):
             if not left[index]:
-                progress.groups_done += 1
-                ctx.info(progress.line(group))
+                report(index)
         written = ctx.clock.monotonic()
+        redraw()
         while running:
             finished, _ = wait(running, timeout=WATCH_EVERY, return_when=FIRST_COMPLETED)
             for future in finished:
@@ -99,8 +122,8 @@ def evict_groups(ctx: Context, plan: DrainPlan, journal: Journal, *, deadline: f
                 progress.evicted += 1
                 left[index] -= 1
                 if not left[index]:
-                    progress.groups_done += 1
-                    ctx.info(progress.line(plan.groups[index]))
+                    report(index)
+            redraw()
             if ctx.clock.monotonic() - written >= JOURNAL_EVERY:
                 journals.write(ctx, journal)
                 written = ctx.clock.monotonic()
@@ -108,6 +131,9 @@ def evict_groups(ctx: Context, plan: DrainPlan, journal: Journal, *, deadline: f
     finally:
         stop.set()
         pool.shutdown(wait=True, cancel_futures=True)
+        if table is not None:
+            table.stop()
+            ctx.info(progress.totals())
         with contextlib.suppress(FracctlError):  # an error on the way out says more
             journals.write(ctx, journal)
     return progress
