@@ -22,6 +22,7 @@ import typer
 from typer.core import TyperArgument, TyperCommand, TyperGroup, TyperOption
 
 from fracctl import __version__
+from fracctl.errors import ExitCode
 
 if TYPE_CHECKING:
     from typer import _click
@@ -36,7 +37,7 @@ SETTINGS: dict[str, Any] = {
 def _version(value: bool) -> None:
     if value:
         print(f"fracctl {__version__}")
-        raise typer.Exit()
+        raise typer.Exit(ExitCode.OK)
 
 
 def _globals(

@@ -11,7 +11,7 @@ import typer
 from fracctl.cli import _app
 from fracctl.cli import fleet as fleet_cli
 from fracctl.cli.render import PathOption, RendererOption, RepoOption, RevisionOption
-from fracctl.errors import UsageError
+from fracctl.errors import ExitCode, UsageError
 from fracctl.redact import redact
 
 if TYPE_CHECKING:
@@ -180,7 +180,7 @@ def _run(
     output: DriftFormat | None,
     files: dict[str, Path | None],
     parallel: int | None,
-) -> int:
+) -> ExitCode:
     """Check one cluster or a fleet, write the report; the exit code."""
     from fracctl.flows import drift as flow
 
@@ -194,7 +194,7 @@ def _run(
         fleet_cli.drift(c, result, fmt, files["junit"])
         if files["metrics"] is not None:
             write_metrics(files["metrics"], fleet_cli.drift_metrics(c, result))
-        return int(result.exit_code)
+        return ExitCode(result.exit_code)
     c = _app.context(ctx)
     fmt = output or _default_format(c.env)
     start = c.clock.monotonic()

@@ -181,7 +181,7 @@ def recreate(
     show_plan: Callable[[Context, Any], None],
 ) -> None:
     """``fracctl recreate`` over a fleet: the plans (dry run), then the wave summary."""
-    from fracctl.flows.fleet import NOT_STARTED
+    from fracctl.core.outcome import Outcome
 
     if fmt == "json":
         _app.emit_json(result.to_dict())
@@ -207,9 +207,9 @@ def recreate(
     done = [
         r.name
         for r in result.results
-        if r.exit_code == 0 and r.state not in (NOT_STARTED, "dry-run")
+        if r.exit_code == 0 and r.state not in (Outcome.NOT_STARTED, Outcome.DRY_RUN)
     ]
-    waiting = [r.name for r in result.results if r.state == NOT_STARTED]
+    waiting = [r.name for r in result.results if r.state is Outcome.NOT_STARTED]
     c.out.print(f"done: {', '.join(done) or 'none'}", markup=False)
     if result.stopped:
         c.out.print(f"stopped: {result.stopped}", markup=False, soft_wrap=True)

@@ -8,7 +8,8 @@ import typer
 
 from fracctl.cli import _app
 from fracctl.core.backends import NAMES, REGISTRY, names
-from fracctl.errors import ExitCode, UsageError
+from fracctl.core.outcome import Outcome
+from fracctl.errors import UsageError
 
 if TYPE_CHECKING:
     from fracctl.core.drain import DrainPlan
@@ -241,8 +242,8 @@ def recreate(
         c, restore_from, dry_run=dry_run, yes=yes, backend=backend, drain=drain, force=force
     )
     _print_result(c, result, output=output, dry_run=dry_run)
-    if result.outcome == "refused":
-        raise typer.Exit(ExitCode.FINDING)
+    if result.outcome is Outcome.REFUSED:
+        raise typer.Exit(result.outcome.exit_code)
 
 
 def _one(

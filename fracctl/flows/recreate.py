@@ -19,6 +19,7 @@ from fracctl.core.clock import utc_timestamp
 from fracctl.core.drain import DELETING
 from fracctl.core.drift import IN_SYNC, MISSING_DESIRED, REJECTED
 from fracctl.core.nodes import selector_of
+from fracctl.core.outcome import Outcome
 from fracctl.core.recreate_plan import Plan
 from fracctl.errors import (
     FracctlError,
@@ -54,7 +55,7 @@ class RecreateResult:
     """What ``recreate`` did (or, with ``--dry-run``, would do)."""
 
     plan: Plan
-    outcome: str
+    outcome: Outcome
     backend: str
     guards: PreflightReport | None = None
     backup: str | None = None
@@ -90,6 +91,16 @@ def require_confirmation(
             f"refusing to {action} without confirmation: stdin is not a terminal",
             hint="review the plan with --dry-run, then pass --yes",
         )
+
+
+def initial_outcome(plan: Plan) -> Outcome:
+    """The outcome of ``plan`` before any step runs: final when it has no steps."""
+    if plan.steps:
+        return Outcome.PLANNED
+    return {
+        recreate_plan.NOTHING_TO_DO: Outcome.NOTHING_TO_DO,
+        recreate_plan.IN_PLACE: Outcome.APPLIES_IN_PLACE,
+    }.get(plan.reason, Outcome.PLANNED)
 
 
 def check_backend(ctx: Context, backend: str) -> Backend:
@@ -190,7 +201,7 @@ def _guards(run: Run) -> None:
         report = _drain_guards(run, report)
     run.result.guards = report
     if not report.ok:
-        run.result.outcome = "refused"
+        run.result.outcome = Outcome.REFUSED
         if not run.dry_run:
             lines = "; ".join(f"{c.name}: {c.evidence} -> {c.fix}" for c in report.failed)
             raise Refused(f"preflight refused, nothing changed: {lines}")
@@ -320,7 +331,7 @@ def _record(run: Run) -> None:
     done = {
         **run.entry,
         "time": utc_timestamp(),
-        "outcome": "recreated" if result.plan.changes_cluster else "ready",
+        "outcome": Outcome.RECREATED if result.plan.changes_cluster else Outcome.READY,
         "backup": result.backup,
     }
     result.audit_file = record(run.ctx, live=final, entry=done)
@@ -419,7 +430,7 @@ def recreate(
         steps = [STEPS[name] for name in result.plan.steps]
         for step in (s for s in steps if not s.acts):
             step.run(run)
-            if result.outcome == "refused":
+            if result.outcome is Outcome.REFUSED:
                 return result
             at(step.boundary)
         if not steps:
@@ -427,7 +438,7 @@ def recreate(
                 _finish_drain(run)
             return result
         if dry_run:
-            result.outcome = "dry-run"
+            result.outcome = Outcome.DRY_RUN
             return result
         if not yes and confirm is not None and not confirm(result):
             raise Refused("not confirmed; nothing changed")
@@ -467,7 +478,7 @@ def _plan(ctx: Context, objects: list[Obj], chosen: Backend, entry: dict[str, An
         unready_nodes=unready_nodes(ctx, live_sel) if drift.verdict == IN_SYNC else [],
     )
     entry.update(before=live_sel, after=desired_sel or {})
-    result = RecreateResult(plan=plan, outcome=plan.reason, backend=chosen.name)
+    result = RecreateResult(plan=plan, outcome=initial_outcome(plan), backend=chosen.name)
     return Run(ctx, result, chosen, live, desired, entry, dry_run=dry_run)
 
 
@@ -487,7 +498,7 @@ def _act(run: Run, steps: list[Step], lock: LeaseLock | NoLock, at: Boundary) ->
             gone = (gone or step.name == recreate_plan.DELETE) and step.name != recreate_plan.VERIFY
             at(step.boundary)
         _finish_drain(run)
-        result.outcome = "recreated" if plan.changes_cluster else "ready"
+        result.outcome = Outcome.RECREATED if plan.changes_cluster else Outcome.READY
     except (FracctlError, KeyboardInterrupt) as e:
         _undo_drain(run, e)
         backup_path = result.backup or (latest_backup(ctx) if gone else None)
@@ -498,7 +509,9 @@ def _act(run: Run, steps: list[Step], lock: LeaseLock | NoLock, at: Boundary) ->
             else:  # interrupted: the CLI only says "Interrupted.", so say the rest here
                 ctx.warn(said)
         run.entry.update(
-            outcome=f"failed: {e}" if isinstance(e, FracctlError) else "interrupted",
+            outcome=f"{Outcome.FAILED}: {e}"
+            if isinstance(e, FracctlError)
+            else Outcome.INTERRUPTED,
             time=utc_timestamp(),
             backup=backup_path,
         )

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from fracctl.core.clock import utc_timestamp
+from fracctl.core.outcome import Outcome
 from fracctl.core.resources import EVENTS, EVENTS_NAMESPACE
 from fracctl.errors import ExternalError, FracctlError
 from fracctl.flows.context import Context
@@ -115,7 +116,9 @@ def record(ctx: Context, *, live: Obj | None, entry: dict[str, Any]) -> str:
                         "name": meta["name"],
                         "uid": meta["uid"],
                     },
-                    "reason": "Recreated" if entry["outcome"] == "recreated" else "RecreateChecked",
+                    "reason": "Recreated"
+                    if entry["outcome"] == Outcome.RECREATED
+                    else "RecreateChecked",
                     "message": redact(
                         f"fracctl ({entry['who']}): {entry['outcome']}; nodeSelector "
                         f"{entry['before']} -> {entry['after']}"

@@ -16,13 +16,14 @@ from typing import Any
 from fracctl.core import recreate_plan
 from fracctl.core.clock import utc_timestamp
 from fracctl.core.nodes import field_at, selector_of
+from fracctl.core.outcome import Outcome
 from fracctl.core.recreate_plan import Plan
 from fracctl.errors import ConfigError, FracctlError, Refused, UsageError
 from fracctl.flows import backends
 from fracctl.flows.context import Context
 from fracctl.flows.live_object import verify, wait_gone
 from fracctl.flows.lock import LeaseLock, NoLock
-from fracctl.flows.recreate import RecreateResult, require_confirmation
+from fracctl.flows.recreate import RecreateResult, initial_outcome, require_confirmation
 from fracctl.flows.recreate_state import audit_entry, record
 from fracctl.flows.signals import interrupt_on_sigterm
 from fracctl.flows.wait import wait_ready
@@ -30,7 +31,6 @@ from fracctl.flows.wait import wait_ready
 Obj = dict[str, Any]
 
 RESTORE = "restore"
-RESTORED = "restored"
 
 
 def read_backup(ctx: Context, path: str) -> Obj:
@@ -117,7 +117,7 @@ def restore(
                     live_sel,
                     want,
                 )
-                return RecreateResult(plan=plan, outcome=plan.reason, backend="apply")
+                return RecreateResult(plan=plan, outcome=initial_outcome(plan), backend="apply")
             raise Refused(
                 f"{t.kind}/{t.name} exists with nodeSelector {live_sel}; --restore-from only "
                 f"creates a missing object and never deletes one (the backup has {want})",
@@ -132,11 +132,13 @@ def restore(
             live_sel,
             want,
         )
-        result = RecreateResult(plan=plan, outcome=plan.reason, backend="apply", backup=path)
+        result = RecreateResult(
+            plan=plan, outcome=initial_outcome(plan), backend="apply", backup=path
+        )
         applier = backends.get("apply")
         result.proofs = backends.prove(ctx, applier, _restorable(obj), deletes=False).evidence
         if dry_run:
-            result.outcome = "dry-run"
+            result.outcome = Outcome.DRY_RUN
             return result
         if not yes and confirm is not None and not confirm(result):
             raise Refused("not confirmed; nothing changed")
@@ -150,11 +152,14 @@ def restore(
             verify(ctx, want, applier, said)
             result.ready = wait_ready(ctx, selector=want)
         except (FracctlError, KeyboardInterrupt) as e:
-            entry.update(time=utc_timestamp(), outcome=f"failed: {e}" if str(e) else "interrupted")
+            entry.update(
+                time=utc_timestamp(),
+                outcome=f"{Outcome.FAILED}: {e}" if str(e) else Outcome.INTERRUPTED,
+            )
             with contextlib.suppress(Exception):
                 record(ctx, live=None, entry=entry)
             raise
-        result.outcome = RESTORED
+        result.outcome = Outcome.RESTORED
         final = ctx.kube.get_or_none(t.ref, t.name)
-        result.audit_file = record(ctx, live=final, entry={**entry, "outcome": RESTORED})
+        result.audit_file = record(ctx, live=final, entry={**entry, "outcome": Outcome.RESTORED})
         return result

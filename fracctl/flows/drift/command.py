@@ -9,7 +9,7 @@ report ends the command.
 from __future__ import annotations
 
 from fracctl.core import drift as d
-from fracctl.errors import UsageError
+from fracctl.errors import ExitCode, UsageError
 from fracctl.flows.context import Context
 from fracctl.flows.drift.argocd import annotate_with_argocd, check_app
 from fracctl.flows.drift.checks import check_objects, target_report
@@ -105,9 +105,9 @@ def _from_flux(ctx: Context) -> tuple[str, str, dict[str, str]]:
     return commit_of(revision), path, said
 
 
-def exit_code(report: d.DriftReport) -> int:
+def exit_code(report: d.DriftReport) -> ExitCode:
     """0 when everything is in sync, 1 when anything drifted."""
-    return 1 if report.drifted else 0
+    return ExitCode.FINDING if report.drifted else ExitCode.OK
 
 
 def summary_line(report: d.DriftReport) -> str:

@@ -20,24 +20,11 @@ from fracctl.flows.fleet.checks import drift, preflight
 from fracctl.flows.fleet.contexts import member_config, member_context
 from fracctl.flows.fleet.membership import Member, members
 from fracctl.flows.fleet.progress import FleetProgress, PlainFleetProgress
-from fracctl.flows.fleet.results import (
-    FAILED,
-    INTERRUPTED,
-    NOT_STARTED,
-    REFUSED,
-    UNREACHABLE,
-    ClusterResult,
-    FleetResult,
-)
+from fracctl.flows.fleet.results import ClusterResult, FleetResult
 from fracctl.flows.fleet.rollout import recreate, resume_command, waves
 from fracctl.flows.fleet.runner import Job, MemberRunner
 
 __all__ = [
-    "FAILED",
-    "INTERRUPTED",
-    "NOT_STARTED",
-    "REFUSED",
-    "UNREACHABLE",
     "ClusterResult",
     "FleetProgress",
     "FleetResult",

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from fracctl.core.outcome import Outcome
 from fracctl.flows.context import Context
 from fracctl.flows.fleet.membership import Member
 from fracctl.flows.fleet.progress import FleetProgress
@@ -28,10 +29,10 @@ def drift(
     """``fracctl drift`` on every cluster at once; ``options`` as for :func:`drift.run`."""
     from fracctl.flows import drift as flow
 
-    def job(ctx: Context, m: Member, step: Callable[[str], None]) -> tuple[str, int, Any]:
+    def job(ctx: Context, m: Member, step: Callable[[str], None]) -> tuple[Outcome, int, Any]:
         report = flow.run(ctx, **options)
-        code = flow.exit_code(report)
-        return ("drifted" if code else "in-sync"), code, report
+        state = Outcome.DRIFTED if report.drifted else Outcome.IN_SYNC
+        return state, int(state.exit_code), report
 
     return run_all(base, fleet, "drift", job, parallel=parallel, progress=progress)
 
@@ -47,8 +48,9 @@ def preflight(
     """``fracctl preflight`` on every cluster at once: each cluster's own guards."""
     from fracctl.flows.preflight import preflight as flow
 
-    def job(ctx: Context, m: Member, step: Callable[[str], None]) -> tuple[str, int, Any]:
+    def job(ctx: Context, m: Member, step: Callable[[str], None]) -> tuple[Outcome, int, Any]:
         report = flow(ctx, selector=selector)
-        return ("passed", 0, report) if report.ok else ("refused", 1, report)
+        state = Outcome.PASSED if report.ok else Outcome.REFUSED
+        return state, int(state.exit_code), report
 
     return run_all(base, fleet, "preflight", job, parallel=parallel, progress=progress)

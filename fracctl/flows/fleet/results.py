@@ -12,15 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from fracctl.core.outcome import Outcome
 from fracctl.errors import ExitCode
 from fracctl.flows.fleet.membership import Member
-
-# Cluster states, as the summary shows them.
-NOT_STARTED = "not-started"
-INTERRUPTED = "interrupted"
-UNREACHABLE = "unreachable"
-FAILED = "failed"
-REFUSED = "refused"
 
 
 @dataclass
@@ -28,7 +22,7 @@ class ClusterResult:
     """What one cluster's run gave: a state, its exit code, and the flow's own result."""
 
     member: Member
-    state: str
+    state: Outcome
     exit_code: int = 0
     value: Any = None  # DriftReport, PreflightReport or RecreateResult
     error: str | None = None

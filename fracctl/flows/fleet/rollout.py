@@ -17,11 +17,12 @@ from functools import partial
 from typing import Any
 
 from fracctl.core.clock import utc_timestamp
+from fracctl.core.outcome import Outcome
 from fracctl.errors import Refused
 from fracctl.flows.context import Context
 from fracctl.flows.fleet.membership import Member
 from fracctl.flows.fleet.progress import FleetProgress
-from fracctl.flows.fleet.results import NOT_STARTED, ClusterResult, FleetResult
+from fracctl.flows.fleet.results import ClusterResult, FleetResult
 from fracctl.flows.fleet.runner import Job, MemberRunner, parallelism, progress_for
 from fracctl.flows.signals import interrupt_on_sigterm
 
@@ -101,7 +102,7 @@ def recreate(
                 raise Refused("not confirmed; nothing changed")
             shown.start(fleet)
         _waves(base, runner, to_run, job(False), done, parallel, continue_on_failure)
-        out.results = [done.get(m.name) or ClusterResult(m, NOT_STARTED) for m in fleet]
+        out.results = [done.get(m.name) or ClusterResult(m, Outcome.NOT_STARTED) for m in fleet]
     finally:
         shown.stop()
         runner.close()
@@ -117,14 +118,14 @@ def _job(dry: bool, *, backend: str | None, boundary: Callable[[str, str], None]
     """One cluster's recreate: planned only when ``dry``; ``boundary`` sees each step end."""
     from fracctl.flows import recreate as flow
 
-    def run(ctx: Context, m: Member, step: Callable[[str], None]) -> tuple[str, int, Any]:
+    def run(ctx: Context, m: Member, step: Callable[[str], None]) -> tuple[Outcome, int, Any]:
         def at(name: str) -> None:
             step(name)
             if boundary is not None:
                 boundary(m.name, name)
 
         result = flow.recreate(ctx, dry_run=dry, yes=True, backend=backend, boundary=at)
-        return result.outcome, (1 if result.outcome == "refused" else 0), result
+        return result.outcome, int(result.outcome.exit_code), result
 
     return run
 
@@ -163,7 +164,7 @@ def _summarise(
 ) -> None:
     """Where the rollout stopped, and the command that resumes it."""
     failed = [r for r in out.results if r.exit_code != 0]
-    waiting = [r for r in out.results if r.state == NOT_STARTED]
+    waiting = [r for r in out.results if r.state is Outcome.NOT_STARTED]
     if failed or waiting:
         first = failed[0] if failed else None
         out.stopped = (

@@ -14,23 +14,16 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
-from fracctl.errors import ExitCode, FracctlError, Refused, Unreachable
+from fracctl.core.outcome import Outcome
+from fracctl.errors import FracctlError, Refused, Unreachable
 from fracctl.flows.context import Context
 from fracctl.flows.fleet.contexts import member_context
 from fracctl.flows.fleet.membership import Member
 from fracctl.flows.fleet.progress import FleetProgress, PlainFleetProgress
-from fracctl.flows.fleet.results import (
-    FAILED,
-    INTERRUPTED,
-    NOT_STARTED,
-    REFUSED,
-    UNREACHABLE,
-    ClusterResult,
-    FleetResult,
-)
+from fracctl.flows.fleet.results import ClusterResult, FleetResult
 
 # (context, member, step) -> (state, exit code, the flow's result)
-Job = Callable[[Context, Member, Callable[[str], None]], tuple[str, int, Any]]
+Job = Callable[[Context, Member, Callable[[str], None]], tuple[Outcome, int, Any]]
 
 
 class MemberRunner:
@@ -53,7 +46,7 @@ class MemberRunner:
     def one(self, m: Member, job: Job, stop: threading.Event | None) -> ClusterResult:
         """Run ``job`` on ``m``, unless cancelled or ``stop`` is set."""
         if self.cancel.is_set() or (stop is not None and stop.is_set()):
-            return ClusterResult(m, NOT_STARTED)
+            return ClusterResult(m, Outcome.NOT_STARTED)
         start = time.monotonic()
 
         def step(name: str) -> None:
@@ -68,17 +61,20 @@ class MemberRunner:
             state, code, value = job(ctx, m, step)
             result = ClusterResult(m, state, code, value)
         except Unreachable as e:
-            result = ClusterResult(m, UNREACHABLE, int(e.exit_code), error=str(e))
+            result = ClusterResult(m, Outcome.UNREACHABLE, int(e.exit_code), error=str(e))
         except Refused as e:  # a guard said no; nothing changed there
-            result = ClusterResult(m, REFUSED, int(e.exit_code), error=str(e))
+            result = ClusterResult(m, Outcome.REFUSED, int(e.exit_code), error=str(e))
         except FracctlError as e:
-            result = ClusterResult(m, FAILED, int(e.exit_code), error=str(e))
+            result = ClusterResult(m, Outcome.FAILED, int(e.exit_code), error=str(e))
         except KeyboardInterrupt:
             self.cancel.set()  # no other cluster starts after Ctrl-C
-            result = ClusterResult(m, INTERRUPTED, int(ExitCode.INTERRUPTED))
+            result = ClusterResult(m, Outcome.INTERRUPTED, int(Outcome.INTERRUPTED.exit_code))
         except Exception as e:  # one cluster's bug must not hide the others' results
             result = ClusterResult(
-                m, FAILED, int(ExitCode.EXTERNAL), error=f"unexpected {type(e).__name__}: {e}"
+                m,
+                Outcome.FAILED,
+                int(Outcome.FAILED.exit_code),
+                error=f"unexpected {type(e).__name__}: {e}",
             )
         result.seconds = time.monotonic() - start
         if stop is not None and result.exit_code != 0:
