@@ -44,7 +44,7 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 from benchmarks import report  # noqa: E402
-from fracctl.adapters.kube import METADATA_LIST, POD_LIST, Kube, podpage  # noqa: E402
+from fracctl.adapters.kube import METADATA_LIST, POD_LIST, Kube, podpage, podscan  # noqa: E402
 from fracctl.adapters.kube.wire import MAGIC, PROTOBUF  # noqa: E402
 from fracctl.config import Config  # noqa: E402
 from fracctl.core.fractional import (  # noqa: E402
@@ -568,7 +568,7 @@ def _walk(kube: Kube, accept: str, limit: int, gets: bool) -> int:
     hits = []
     while True:
         resp = _list(kube, accept, limit, token)
-        page = podpage.scan_page(resp.read())
+        page = podscan.scan_page(resp.read())
         resp.release_conn()
         for pod in page.pods:
             verdict = classify_pod(pod.namespace, pod.annotations, m,

@@ -214,25 +214,9 @@ def recreate(
         c = _app.context(ctx)
         c.out.print(abort_drain(c), markup=False, soft_wrap=True)
         return
-    if force and not drain:
-        raise UsageError("--force is for --drain: it evicts bare pods too")
-    if drain and restore_from is not None:
-        raise UsageError("--drain and --restore-from do not go together")
-    if restore_from is not None and (revision is not None or backend not in (None, "apply")):
-        raise UsageError(
-            "--restore-from creates the backed-up object directly; it takes neither "
-            "--revision nor a --backend other than apply"
-        )
-    found = _app.fleet(ctx, git__revision=revision)
-    if found is not None and restore_from is not None:
-        if len(found[1]) > 1 or ctx.find_root().obj.context is None:
-            raise UsageError(
-                "--restore-from restores one cluster: give --context once",
-                hint="each cluster's backups are under recreate.state_dir/clusters/NAME",
-            )
-        found = None  # one cluster of the fleet: restored as any single cluster
-    if found is not None and drain:
-        raise UsageError("--drain runs on one cluster at a time: give --context once")
+    _check_flags(drain=drain, force=force, restore_from=restore_from, revision=revision,
+                 backend=backend)  # fmt: skip
+    found = _fleet_of(ctx, revision=revision, restore_from=restore_from, drain=drain)
     if found is not None:
         _fleet(ctx, found, dry_run=dry_run, yes=yes, backend=backend, parallel=parallel,
                continue_on_failure=continue_on_failure, output=output)  # fmt: skip
@@ -244,6 +228,39 @@ def recreate(
     _print_result(c, result, output=output, dry_run=dry_run)
     if result.outcome is Outcome.REFUSED:
         raise typer.Exit(result.outcome.exit_code)
+
+
+def _fleet_of(
+    ctx: typer.Context, *, revision: str | None, restore_from: str | None, drain: bool
+) -> tuple[Context, list[Member]] | None:
+    """The fleet this run goes over, or None for one cluster."""
+    found = _app.fleet(ctx, git__revision=revision)
+    if found is not None and restore_from is not None:
+        if len(found[1]) > 1 or ctx.find_root().obj.context is None:
+            raise UsageError(
+                "--restore-from restores one cluster: give --context once",
+                hint="each cluster's backups are under recreate.state_dir/clusters/NAME",
+            )
+        return None  # one cluster of the fleet: restored as any single cluster
+    if found is not None and drain:
+        raise UsageError("--drain runs on one cluster at a time: give --context once")
+    return found
+
+
+def _check_flags(
+    *, drain: bool, force: bool, restore_from: str | None, revision: str | None,
+    backend: str | None,
+) -> None:  # fmt: skip
+    """Flags that do not go together: a usage error before anything is read."""
+    if force and not drain:
+        raise UsageError("--force is for --drain: it evicts bare pods too")
+    if drain and restore_from is not None:
+        raise UsageError("--drain and --restore-from do not go together")
+    if restore_from is not None and (revision is not None or backend not in (None, "apply")):
+        raise UsageError(
+            "--restore-from creates the backed-up object directly; it takes neither "
+            "--revision nor a --backend other than apply"
+        )
 
 
 def _one(

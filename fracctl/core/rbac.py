@@ -27,7 +27,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from fracctl.core.drain import journal_name
+from fracctl.core.drain import drain_grants, journal_grants
 from fracctl.core.resources import EVENTS_NAMESPACE
 from fracctl.core.settings import ClusterSettings, FluxSettings, LockSettings, TargetSettings
 
@@ -297,57 +297,7 @@ def _recreate_cluster(p: Params) -> list[RbacRule]:
             "check the lock Lease's namespace exists before creating the Lease",
             (p.recreate.lock_namespace,),
         ),
-        *_drain_cluster(p),
-    ]
-
-
-def _drain_cluster(p: Params) -> list[RbacRule]:
-    """``recreate --drain``: fence the nodes, evict the fractional pods, read budgets."""
-    return [
-        RbacRule(
-            ("",),
-            ("pods/eviction",),
-            ("create",),
-            "--drain: evict the fractional pods through the Eviction API",
-        ),
-        RbacRule(
-            ("",),
-            ("nodes/status",),
-            ("patch",),
-            "--drain: fence (and restore) the readiness condition KAI gates fractions on",
-        ),
-        RbacRule(
-            ("policy",),
-            ("poddisruptionbudgets",),
-            ("list",),
-            "--drain: the budgets of the fractional pods, judged before any change",
-        ),
-        RbacRule(
-            (KAI_GROUP,),
-            ("configs",),
-            ("get",),
-            "--drain: prove KAI runs in NvFractions mode (it gates fractions on the fence)",
-            (p.cluster.scheduler_config,),
-        ),
-    ]
-
-
-def _drain_journal(p: Params) -> list[RbacRule]:
-    """``recreate --drain``: its journal, a ConfigMap beside the lock Lease."""
-    return [
-        RbacRule(
-            ("",),
-            ("configmaps",),
-            ("create",),
-            "--drain: write the drain's journal (RBAC cannot name an object not yet there)",
-        ),
-        RbacRule(
-            ("",),
-            ("configmaps",),
-            ("get", "update", "delete"),
-            "--drain: read, update and clear the drain's journal",
-            (journal_name(p.recreate.lock_name),),
-        ),
+        *(RbacRule(*g) for g in drain_grants(p.cluster.scheduler_config)),
     ]
 
 
@@ -368,7 +318,7 @@ def _recreate(p: Params) -> tuple[list[RbacRule], dict[str, list[RbacRule]]]:
                 "hold the lock: read, renew and release the Lease",
                 (p.recreate.lock_name,),
             ),
-            *_drain_journal(p),
+            *(RbacRule(*g) for g in journal_grants(p.recreate.lock_name)),
         ]
     )
     namespaced.setdefault(p.events_namespace, []).append(

@@ -23,11 +23,11 @@ from fracctl.core.outcome import Outcome
 from fracctl.core.recreate_plan import Plan
 from fracctl.errors import (
     FracctlError,
-    NotFound,
     Refused,
     UsageError,
 )
 from fracctl.flows import backends
+from fracctl.flows.arming import arm
 from fracctl.flows.backends import Backend
 from fracctl.flows.context import Context
 from fracctl.flows.live_object import delete, unready_nodes, verify, wait_gone
@@ -37,6 +37,8 @@ from fracctl.flows.recreate_state import (
     backup,
     latest_backup,
     record,
+    state_after_failure,
+    way_back,
 )
 from fracctl.flows.signals import interrupt_on_sigterm
 from fracctl.flows.wait import ReadyResult, wait_ready
@@ -110,43 +112,10 @@ def check_backend(ctx: Context, backend: str) -> Backend:
     return chosen
 
 
-# How long the guard policy may take to see the Lease armed (its parameter cache).
-ARMED_WITHIN = 10.0
-
 # --- steps ---------------------------------------------------------------------------
 
 
 # --- the flow ------------------------------------------------------------------------
-
-
-def way_back(state: str, backup: str | None) -> str:
-    """What to tell after a failure that left the original deleted: state, backup, commands."""
-    restore = (
-        f"restore the original: fracctl recreate --restore-from {backup} --yes; "
-        if backup
-        else "no backup of the original was found under recreate.state_dir; "
-    )
-    return f"{state}. {restore}or fix the cause and resume: fracctl recreate --yes"
-
-
-def _state_after_failure(ctx: Context, desired_sel: dict[str, str]) -> str:
-    """One phrase for what the cluster holds now, read fresh (best effort)."""
-    t = ctx.config.target
-    try:
-        live = ctx.kube.get_or_none(t.ref, t.name)
-    except FracctlError:
-        return f"{t.kind}/{t.name} was deleted and may not have been recreated"
-    if live is None:
-        return (
-            f"{t.kind}/{t.name} WAS DELETED and is not recreated: the cluster has none, "
-            "so no node gets MPS daemons"
-        )
-    if live["metadata"].get("deletionTimestamp"):
-        return f"{t.kind}/{t.name} WAS DELETED and is still terminating"
-    got = selector_of(live, t.selector_field)
-    if got != desired_sel:
-        return f"{t.kind}/{t.name} WAS DELETED and came back with nodeSelector {got}, not git's"
-    return f"{t.kind}/{t.name} was deleted and recreated with git's nodeSelector"
 
 
 @dataclass
@@ -246,55 +215,13 @@ def _delete(run: Run) -> None:
         # A backend may have one thing to do first (Argo CD: stop its failing auto-sync).
         for line in getattr(run.backend, "before_delete", lambda _ctx: [])(run.ctx):
             run.ctx.info(line)
-        _arm(run, run.live)
+        arm(run.ctx, run.lock, run.live)
         if run.journal is not None:
             from fracctl.flows import drain
 
             drain.before_delete(run.ctx, run.journal)
         delete(run.ctx, run.live)
         run.ctx.info(f"deleted {t.kind}/{t.name} (uid {run.live['metadata']['uid']})")
-
-
-def _arm(run: Run, live: Obj) -> None:
-    """Arm the lock Lease for this identity, then rehearse the delete once more.
-
-    The guard policy lets the delete through only for the identity armed on the Lease,
-    so the dry-run delete now runs the same admission the real one will: a policy bound
-    wrongly refuses here, before anything is deleted.
-    """
-    t = run.ctx.config.target
-    who = run.lock.arm()
-    refused = _armed_dry_run_delete(run.ctx, live["metadata"]["uid"])
-    if refused is not None:
-        raise Refused(
-            f"the delete of {t.kind}/{t.name}, rehearsed again with the lock armed for "
-            f"{who or 'this identity'}, was refused, so nothing was deleted: {refused.message}",
-            hint="see whether the guard policy is bound to the lock Lease (fracctl doctor, "
-            "fracctl policy print), then rerun",
-        )
-    run.ctx.info(f"armed the lock for {who}: a dry-run delete passes the admission policies")
-
-
-def _armed_dry_run_delete(ctx: Context, uid: str) -> FracctlError | None:
-    """A dry-run delete of this incarnation; the refusal, if it stays refused.
-
-    Admission reads the Lease from its own cache, so the guard policy sees the armed Lease
-    a moment after it was written: its refusal is retried for :data:`ARMED_WITHIN`.
-    """
-    from fracctl.core.guard_policy import refused_by_guard
-
-    t = ctx.config.target
-    deadline = ctx.clock.monotonic() + ARMED_WITHIN
-    while True:
-        try:
-            ctx.kube.delete(t.ref, t.name, uid=uid, dry_run=True)
-            return None
-        except NotFound:
-            return None  # gone already: the delete that follows says so
-        except FracctlError as e:
-            if not refused_by_guard(t, e.message) or ctx.clock.monotonic() >= deadline:
-                return e
-            ctx.clock.sleep(0.2)
 
 
 def _wait_gone(run: Run) -> None:
@@ -503,7 +430,7 @@ def _act(run: Run, steps: list[Step], lock: LeaseLock | NoLock, at: Boundary) ->
         _undo_drain(run, e)
         backup_path = result.backup or (latest_backup(ctx) if gone else None)
         if gone:
-            said = way_back(_state_after_failure(ctx, run.desired_selector), backup_path)
+            said = way_back(state_after_failure(ctx, run.desired_selector), backup_path)
             if isinstance(e, FracctlError):
                 e.add_context(said)
             else:  # interrupted: the CLI only says "Interrupted.", so say the rest here

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from fracctl.core.clock import utc_timestamp
+from fracctl.core.nodes import selector_of
 from fracctl.core.outcome import Outcome
 from fracctl.core.resources import EVENTS, EVENTS_NAMESPACE
 from fracctl.errors import ExternalError, FracctlError
@@ -135,3 +136,33 @@ def record(ctx: Context, *, live: Obj | None, entry: dict[str, Any]) -> str:
         except FracctlError as e:
             ctx.warn(f"could not record an Event: {e}")
     return str(path)
+
+
+def way_back(state: str, backup: str | None) -> str:
+    """What to tell after a failure that left the original deleted: state, backup, commands."""
+    restore = (
+        f"restore the original: fracctl recreate --restore-from {backup} --yes; "
+        if backup
+        else "no backup of the original was found under recreate.state_dir; "
+    )
+    return f"{state}. {restore}or fix the cause and resume: fracctl recreate --yes"
+
+
+def state_after_failure(ctx: Context, desired_sel: dict[str, str]) -> str:
+    """One phrase for what the cluster holds now, read fresh (best effort)."""
+    t = ctx.config.target
+    try:
+        live = ctx.kube.get_or_none(t.ref, t.name)
+    except FracctlError:
+        return f"{t.kind}/{t.name} was deleted and may not have been recreated"
+    if live is None:
+        return (
+            f"{t.kind}/{t.name} WAS DELETED and is not recreated: the cluster has none, "
+            "so no node gets MPS daemons"
+        )
+    if live["metadata"].get("deletionTimestamp"):
+        return f"{t.kind}/{t.name} WAS DELETED and is still terminating"
+    got = selector_of(live, t.selector_field)
+    if got != desired_sel:
+        return f"{t.kind}/{t.name} WAS DELETED and came back with nodeSelector {got}, not git's"
+    return f"{t.kind}/{t.name} was deleted and recreated with git's nodeSelector"

@@ -80,6 +80,25 @@ def _restorable(obj: Obj) -> Obj:
     return body
 
 
+def _already_there(ctx: Context, live_sel: Any, want: dict[str, str]) -> RecreateResult:
+    """The object exists: nothing to do when it has the backup's selector, else refuse."""
+    t = ctx.config.target
+    if live_sel == want:
+        plan = Plan(
+            recreate_plan.NOTHING_TO_DO,
+            [],
+            "the live object already has the backup's nodeSelector",
+            live_sel,
+            want,
+        )
+        return RecreateResult(plan=plan, outcome=initial_outcome(plan), backend="apply")
+    raise Refused(
+        f"{t.kind}/{t.name} exists with nodeSelector {live_sel}; --restore-from only "
+        f"creates a missing object and never deletes one (the backup has {want})",
+        hint="to change the live object, change git and run fracctl recreate",
+    )
+
+
 def restore(
     ctx: Context,
     path: str,
@@ -109,20 +128,7 @@ def restore(
         terminating = bool(live and live["metadata"].get("deletionTimestamp"))
         entry.update(before=live_sel, after=want)
         if live is not None and not terminating:
-            if live_sel == want:
-                plan = Plan(
-                    recreate_plan.NOTHING_TO_DO,
-                    [],
-                    "the live object already has the backup's nodeSelector",
-                    live_sel,
-                    want,
-                )
-                return RecreateResult(plan=plan, outcome=initial_outcome(plan), backend="apply")
-            raise Refused(
-                f"{t.kind}/{t.name} exists with nodeSelector {live_sel}; --restore-from only "
-                f"creates a missing object and never deletes one (the backup has {want})",
-                hint="to change the live object, change git and run fracctl recreate",
-            )
+            return _already_there(ctx, live_sel, want)
         steps = [recreate_plan.WAIT_GONE] if terminating else []
         steps += [RESTORE, recreate_plan.VERIFY, recreate_plan.WAIT_READY, recreate_plan.RECORD]
         plan = Plan(

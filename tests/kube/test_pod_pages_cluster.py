@@ -7,7 +7,7 @@ import threading
 
 import pytest
 
-from fracctl.adapters.kube import Kube, podpage, wire
+from fracctl.adapters.kube import Kube, podscan, wire
 from fracctl.core.resources import PODS
 from fracctl.errors import ApiError, ExternalError
 from tests.support.canned import CannedServer, kube_at
@@ -21,10 +21,10 @@ def _seed(cluster: Cluster) -> None:
     cluster.pod("pp-b", "unscheduled", containers=["main", "sidecar"])
 
 
-def _by_json(cluster: Cluster, namespace: str | None = None) -> dict[str, podpage.PodFields]:
+def _by_json(cluster: Cluster, namespace: str | None = None) -> dict[str, podscan.PodFields]:
     out = {}
     for item in cluster.kube.list(PODS, namespace=namespace):
-        pod = podpage.scan_page_json({"items": [item]}).pods[0]
+        pod = podscan.scan_page_json({"items": [item]}).pods[0]
         out[f"{pod.namespace}/{pod.name}"] = pod
     return out
 
@@ -100,5 +100,5 @@ def test_a_json_answer_is_read_as_json(canned_server: CannedServer) -> None:
     )
     kube = kube_at(canned_server.url)
     (page,) = list(kube.pod_pages())
-    assert page.pods == [podpage.PodFields("a", "n", {"gpu-fraction": "1"}, "x", "Running")]
+    assert page.pods == [podscan.PodFields("a", "n", {"gpu-fraction": "1"}, "x", "Running")]
     kube.close()

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from fracctl.adapters.kube import podpage, wire
-from fracctl.adapters.kube.podpage import PodFields
+from fracctl.adapters.kube import podpage, podscan, wire
+from fracctl.adapters.kube.podscan import PodFields
 from fracctl.adapters.kube.wire import ProtoError
 
 
@@ -70,7 +70,7 @@ def test_reads_name_namespace_annotations_node_and_phase() -> None:
         token="next-please",
         remaining=7,
     )
-    got = podpage.scan_page(body)
+    got = podscan.scan_page(body)
     assert got.pods == [
         PodFields("a", "team-a", {"gpu-fraction": "0.5", "x": ""}, "node-1", "Running"),
         PodFields("b", "team-b", {}, "", ""),
@@ -96,14 +96,14 @@ def test_the_token_is_read_from_the_head_of_a_body_still_arriving() -> None:
 
 def test_the_last_page_has_no_token() -> None:
     body = page(pod("a", "ns"))
-    assert podpage.scan_page(body).continue_token == ""
-    assert podpage.scan_page(body).remaining is None
+    assert podscan.scan_page(body).continue_token == ""
+    assert podscan.scan_page(body).remaining is None
     assert podpage.continue_token(body) == ""
 
 
 def test_long_fields_and_multibyte_lengths() -> None:
     value = "é" * 300  # a two-byte length, and UTF-8 that is not ASCII
-    got = podpage.scan_page(page(pod("a" * 200, "ns", {"k": value}, "n" * 253)))
+    got = podscan.scan_page(page(pod("a" * 200, "ns", {"k": value}, "n" * 253)))
     assert got.pods[0].annotations == {"k": value}
     assert got.pods[0].name == "a" * 200 and got.pods[0].node == "n" * 253
 
@@ -112,7 +112,7 @@ def test_fixed_width_fields_are_stepped_over() -> None:
     fixed64 = varint(20 << 3 | 1) + b"\x00" * 8
     fixed32 = varint(21 << 3 | 5) + b"\x00" * 4
     body = page(pod("a", "ns") + fixed64 + fixed32)
-    assert podpage.scan_page(body).pods[0].name == "a"
+    assert podscan.scan_page(body).pods[0].name == "a"
 
 
 @pytest.mark.parametrize(
@@ -131,7 +131,7 @@ def test_fixed_width_fields_are_stepped_over() -> None:
 )
 def test_a_malformed_body_is_a_proto_error(body: bytes, why: str) -> None:
     with pytest.raises(ProtoError, match=why):
-        podpage.scan_page(body)
+        podscan.scan_page(body)
 
 
 def test_status_reads_an_error_like_its_json_form() -> None:
@@ -154,7 +154,7 @@ def test_status_reads_an_error_like_its_json_form() -> None:
 
 
 def test_a_json_page_reads_the_same() -> None:
-    got = podpage.scan_page_json(
+    got = podscan.scan_page_json(
         {
             "metadata": {"continue": "t", "remainingItemCount": 3},
             "items": [
@@ -169,4 +169,4 @@ def test_a_json_page_reads_the_same() -> None:
     )
     assert got.pods == [PodFields("a", "ns", {"k": "v"}, "n1", "Pending"), PodFields("b", "ns")]
     assert (got.continue_token, got.remaining) == ("t", 3)
-    assert podpage.scan_page_json({"items": None}).pods == []
+    assert podscan.scan_page_json({"items": None}).pods == []

@@ -14,7 +14,7 @@ from collections.abc import Generator, Iterator
 from contextlib import closing
 from typing import Any
 
-from fracctl.adapters.kube import podpage
+from fracctl.adapters.kube import podpage, podscan
 from fracctl.adapters.kube.transport import POD_LIST, Transport
 from fracctl.adapters.kube.wire import PROTOBUF, ProtoError
 from fracctl.core.resources import PODS
@@ -30,7 +30,7 @@ class PodPager(Transport):
         label_selector: str | None = None,
         field_selector: str | None = None,
         limit: int = 500,
-    ) -> Iterator[podpage.PodPage]:
+    ) -> Iterator[podscan.PodPage]:
         """Yield pages of pods, each cut down to name, namespace, annotations, node, phase.
 
         The pods come as protobuf and are walked, not decoded (:mod:`.podpage`): most
@@ -44,7 +44,7 @@ class PodPager(Transport):
             for kind, page in bodies:
                 try:
                     yield (
-                        podpage.scan_page(page) if kind == "proto" else podpage.scan_page_json(page)
+                        podscan.scan_page(page) if kind == "proto" else podscan.scan_page_json(page)
                     )
                 except ProtoError as e:
                     raise self._unreadable("GET pods", str(e)) from None

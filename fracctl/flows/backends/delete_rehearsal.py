@@ -62,7 +62,7 @@ def dry_run_delete(ctx: Context, uid: str) -> str:
 
     Before the lock is armed, fracctl's own guard policy refuses every delete, this
     run's included: that refusal proves the policy is installed and bound. The run arms
-    the lock after its guards and rehearses the delete again then (``recreate._arm``).
+    the lock after its guards and rehearses the delete again then (``arming.arm``).
     """
     from fracctl.core.guard_policy import policy_name, refused_by_guard
 

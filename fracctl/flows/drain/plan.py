@@ -11,7 +11,14 @@ from collections.abc import Mapping
 from typing import Any
 
 from fracctl.core.doctor import KAI_CONFIG, SHARING_MODE
-from fracctl.core.drain import RESERVATION_PREFIX, DrainPlan, DrainPod, budgets_for, groups_of
+from fracctl.core.drain import (
+    RESERVATION_PREFIX,
+    Budget,
+    DrainPlan,
+    DrainPod,
+    budgets_for,
+    groups_of,
+)
 from fracctl.core.fractional import unfinished_selector
 from fracctl.core.nodes import condition, labels_of, matches, selector_of
 from fracctl.core.resources import NODES, PDBS, PODS
@@ -46,38 +53,19 @@ def plan(
 ) -> DrainPlan:
     """What the drain would fence and evict now, and why it would not finish.
 
-    Args:
-        ctx: the context.
-        live: the live config (None once it is gone: nothing is fenced then).
-        desired: git's config (its annotation prefix says which pods are fractional).
-        force: evict bare pods too (they are not recreated by anything).
-        journal: the journal of a drain this run resumes.
+    ``live`` is None once the config is gone (nothing is fenced then); ``desired``'s
+    annotation prefix says which pods are fractional; ``force`` evicts bare pods too;
+    ``journal`` is that of a drain this run resumes.
     """
     from fracctl.flows.preflight import fractions, scan_fractional_pods
 
-    t = ctx.config.target
     cond_type = ctx.config.condition
     refusals: list[str] = []
     if (why := kai_mode(ctx)) is not None:
         refusals.append(why)
     nodes = ctx.kube.list(NODES)
     by_name = {n["metadata"]["name"]: n for n in nodes}
-    fence: list[str] = sorted(journal.nodes) if journal else []
-    if live is not None:
-        sel = selector_of(live, t.selector_field) or {}
-        old = [n for n in nodes if sel and matches(sel, labels_of(n))]
-        open_now = [
-            n["metadata"]["name"]
-            for n in old
-            if str((condition(n, cond_type) or {}).get("status")) == "True"
-        ]
-        fence = sorted(set(fence) | set(open_now))
-        if old and not any(condition(n, cond_type) for n in old):
-            refusals.append(
-                f"no node {t.kind}/{t.name} selects carries the condition {cond_type}, so "
-                "fencing it would not stop KAI (is the readiness condition in fracctl.yaml "
-                "the one this cluster's operator writes?)"
-            )
+    fence = _fence(ctx, nodes, live, journal, refusals)
 
     scan = scan_fractional_pods(ctx, fractions(ctx, live=live, desired=desired))
     bound = [p for p in scan.pods if p.node]
@@ -128,6 +116,46 @@ def plan(
             f"pod(s) selected by more than one PodDisruptionBudget, which the Eviction API "
             f"never evicts (500): {_some(doubled)}"
         )
+    refusals += _budget_refusals(budgets)
+    return DrainPlan(
+        budget_wait=_admitted_wait(ctx, pods, pdbs),
+        run_id=journal.run_id if journal else secrets.token_hex(4),
+        nodes=fence,
+        groups=groups_of(pods),
+        budgets=budgets,
+        force=force,
+        refusals=refusals,
+        resumed=journal is not None,
+        grace=grace or 30,
+    )
+
+
+def _fence(
+    ctx: Context, nodes: list[Obj], live: Obj | None, journal: Journal | None, refusals: list[str]
+) -> list[str]:
+    """The nodes to fence: the journal's, and the old selection's that are open now."""
+    t, cond_type = ctx.config.target, ctx.config.condition
+    fence: list[str] = sorted(journal.nodes) if journal else []
+    if live is None:
+        return fence
+    sel = selector_of(live, t.selector_field) or {}
+    old = [n for n in nodes if sel and matches(sel, labels_of(n))]
+    open_now = [
+        n["metadata"]["name"]
+        for n in old
+        if str((condition(n, cond_type) or {}).get("status")) == "True"
+    ]
+    if old and not any(condition(n, cond_type) for n in old):
+        refusals.append(
+            f"no node {t.kind}/{t.name} selects carries the condition {cond_type}, so "
+            "fencing it would not stop KAI (is the readiness condition in fracctl.yaml "
+            "the one this cluster's operator writes?)"
+        )
+    return sorted(set(fence) | set(open_now))
+
+
+def _budget_refusals(budgets: list[Budget]) -> list[str]:
+    refusals = []
     for b in budgets:
         if b.stale:
             refusals.append(
@@ -140,17 +168,7 @@ def plan(
                 f"and the drain needs {b.needs} at once (while fractions are fenced the "
                 "evicted pods' replacements stay Pending, so it will not recover)"
             )
-    return DrainPlan(
-        budget_wait=_admitted_wait(ctx, pods, pdbs),
-        run_id=journal.run_id if journal else secrets.token_hex(4),
-        nodes=fence,
-        groups=groups_of(pods),
-        budgets=budgets,
-        force=force,
-        refusals=refusals,
-        resumed=journal is not None,
-        grace=grace or 30,
-    )
+    return refusals
 
 
 def _admitted_wait(ctx: Context, pods: list[DrainPod], pdbs: list[Obj]) -> float:
