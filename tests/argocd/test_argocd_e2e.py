@@ -140,8 +140,10 @@ def test_force_replace_deletes_and_recreates_with_no_guard(
     assert live is not None
     assert live["spec"]["nodeSelector"] == NEW
     assert entry["recreated"], "Argo CD deleted the object and created a new incarnation"
-    # No guard: the fractional pod was running the whole time and still is.
-    assert running["status"]["phase"] == "Running"
+    # No guard: the fractional pod was there the whole time and still is (its phase is
+    # what KWOK, its kubelet, reports).
+    assert running["metadata"]["uid"] == pod["metadata"]["uid"]
+    assert not running["metadata"].get("deletionTimestamp")
     assert r.exit_code == ExitCode.OK, r.output
     assert r.json["objects"][0]["verdict"] == "in-sync"
 

@@ -7,6 +7,7 @@ budgets, evictions, garbage collection, Deployments and pods are the real parts'
 from __future__ import annotations
 
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -167,13 +168,13 @@ def test_no_fraction_lands_on_a_fenced_node_and_an_overwritten_fence_is_raised_a
     with busy_cluster(cluster, tmp_path, groups=2, per_group=2) as busy:
         kube, ns = busy.kube, busy.ns
         cond = cluster.config.condition
-        # One group whose pods ignore SIGTERM for their 20 s of grace: the drain waits on
-        # them, and the late pod and the operator's overwrite come meanwhile.
+        # One group whose pods ignore SIGTERM for their 120 s of grace: the drain waits on
+        # them while the late pod and the operator's overwrite come; then they are let go.
         slow = deployment(
             "slow", {"app": "slowfrac"}, 2, schedulerName="kai-scheduler",
             annotations={"gpu-fraction": "0.25", POD_GROUP: "slow", SLOW_DELETE: "1h"},
             nodeSelector={"kubernetes.io/hostname": FRACTION_NODES[1]},
-            terminationGracePeriodSeconds=20,
+            terminationGracePeriodSeconds=120,
         )  # fmt: skip
         kube.create(DEPLOYMENTS, slow, namespace=ns)
         until("the slow group placed", lambda: len(ready_pods(kube, ns, "app=slowfrac")) == 2)
@@ -205,6 +206,25 @@ def test_no_fraction_lands_on_a_fenced_node_and_an_overwritten_fence_is_raised_a
                        if p["spec"].get("nodeName") == FRACTION_NODES[1]
                        and "mpsd" in p["metadata"]["name"]]  # fmt: skip
             kube.delete(PODS, mpsd["metadata"]["name"], agents_ns, grace_period=0)
+
+            def refenced() -> bool:  # the operator wrote True over the fence; fenced again
+                c = condition(kube.get(NODES, FRACTION_NODES[0]), cond) or {}
+                return "True" in seen.get("written", "") and c.get("reason") == "FracctlDrain"
+
+            def watch_node() -> None:
+                while "done" not in seen:
+                    c = condition(kube.get(NODES, FRACTION_NODES[0]), cond) or {}
+                    if c.get("status") == "True":
+                        seen["written"] = "True"
+                    time.sleep(0.05)
+
+            threading.Thread(target=watch_node, daemon=True).start()
+            try:
+                until("the operator's True is fenced again", refenced, timeout=60)
+            finally:
+                seen["done"] = "yes"
+                for p in kube.list(PODS, namespace=ns, label_selector="app=slowfrac"):
+                    kube.delete(PODS, p["metadata"]["name"], ns, grace_period=0)
 
         helper = threading.Thread(target=meanwhile, daemon=True)
         helper.start()
