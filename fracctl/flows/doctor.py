@@ -46,19 +46,20 @@ def _guard(ctx: Context, snap: Snapshot) -> None:
     from fracctl.core.resources import LEASES
     from fracctl.flows.policy import problems
 
-    try:
-        snap.guard_problems = problems(ctx)
-    except Forbidden as e:
-        snap.guard_unreadable = e.status.message
     r = ctx.config.recreate
     try:
         lease = ctx.kube.get_or_none(LEASES, r.lock_name, r.lock_namespace)
-    except Forbidden:
+    except Forbidden as e:
+        snap.guard_unreadable = e.status.message
         snap.lock_holder = "(the Lease is unreadable)"  # cannot tell a fence is stale: say none
         return
     now = datetime.fromtimestamp(ctx.clock.now(), tz=timezone.utc)
     judged = judge_lease(lease, me="", now=now)
     snap.lock_holder = judged.holder if judged.state == HELD else ""
+    try:
+        snap.guard_problems = problems(ctx, lease)
+    except Forbidden as e:
+        snap.guard_unreadable = e.status.message
 
 
 def snapshot(ctx: Context, s: DoctorSettings) -> Snapshot:

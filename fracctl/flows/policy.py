@@ -72,11 +72,13 @@ def apply(ctx: Context, *, dry_run: bool = False) -> list[str]:
     return [f"{line} (dry run)" if dry_run else line for line in lines]
 
 
-def problems(ctx: Context) -> list[str]:
-    """What keeps the installed policy from guarding the target (empty: it guards it)."""
+def problems(ctx: Context, lease: Obj | None) -> list[str]:
+    """What keeps the installed policy from guarding the target (empty: it guards it).
+
+    ``lease`` is the lock Lease as the caller read it (None: there is none).
+    """
     t, r = ctx.config.target, ctx.config.recreate
     name = guard_policy.policy_name(t)
-    lease = ctx.kube.get_or_none(LEASES, r.lock_name, r.lock_namespace)
     found = guard_policy.binding_problems(
         ctx.kube.get_or_none(POLICIES, name), ctx.kube.get_or_none(BINDINGS, name), t, r
     )

@@ -30,6 +30,7 @@ def _target(ctx: Context) -> str:
 
 
 def _write(ctx: Context, node: str, cond: Obj) -> None:
+    """Merge ``cond`` into the node's conditions by type (``$patch: delete`` removes it)."""
     ctx.kube.patch(NODES, node, {"status": {"conditions": [cond]}},
                    content_type=SMP, subresource="status")  # fmt: skip
 
@@ -91,10 +92,8 @@ def restore(ctx: Context, journal: Journal) -> list[str]:
         node = nodes.get(name)
         if node is None or fence_run(condition(node, cond_type)) != journal.run_id:
             continue
-        if before is None:
-            patch: Obj = {"type": cond_type, "$patch": "delete"}
-            ctx.kube.patch(NODES, name, {"status": {"conditions": [patch]}},
-                           content_type=SMP, subresource="status")  # fmt: skip
+        if before is None:  # it had none: the snapshot is its absence
+            _write(ctx, name, {"type": cond_type, "$patch": "delete"})
         else:
             _write(ctx, name, {**before, "lastHeartbeatTime": utc_timestamp()})
         restored.append(name)
@@ -119,8 +118,6 @@ def lift_outside(ctx: Context, journal: Journal, selector: dict[str, str]) -> li
             continue
         if selector and matches(selector, labels_of(node)):
             continue
-        patch: Obj = {"type": cond_type, "$patch": "delete"}
-        ctx.kube.patch(NODES, name, {"status": {"conditions": [patch]}},
-                       content_type=SMP, subresource="status")  # fmt: skip
+        _write(ctx, name, {"type": cond_type, "$patch": "delete"})
         lifted.append(name)
     return lifted

@@ -12,6 +12,7 @@ from typing import Any
 
 from fracctl.core.doctor import KAI_CONFIG, SHARING_MODE
 from fracctl.core.drain import (
+    POD_GROUP,
     RESERVATION_PREFIX,
     Budget,
     DrainPlan,
@@ -188,8 +189,6 @@ def _admitted_wait(ctx: Context, pods: list[DrainPod], pdbs: list[Obj]) -> float
 
 
 def _group(pod: Mapping[str, Any]) -> str:
-    from fracctl.core.drain import POD_GROUP
-
     return str(((pod.get("metadata") or {}).get("annotations") or {}).get(POD_GROUP) or "")
 
 
