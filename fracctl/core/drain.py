@@ -29,6 +29,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from fracctl.core.labels import selector_matches
+
 Obj = dict[str, Any]
 
 #: The reason of a fence written by fracctl; its message names the run.
@@ -116,27 +118,6 @@ def fence_run(cond: Mapping[str, Any] | None) -> str | None:
     if marker not in message:
         return None
     return message.split(marker, 1)[1].split(":", 1)[0].strip() or None
-
-
-def selector_matches(selector: Mapping[str, Any] | None, labels: Mapping[str, str]) -> bool:
-    """Whether a ``metav1.LabelSelector`` selects ``labels`` (a null selector: nothing)."""
-    if selector is None:
-        return False
-    for key, value in (selector.get("matchLabels") or {}).items():
-        if labels.get(key) != value:
-            return False
-    for expr in selector.get("matchExpressions") or []:
-        key, op = expr.get("key", ""), expr.get("operator", "")
-        values = expr.get("values") or []
-        if op == "In" and labels.get(key) not in values:
-            return False
-        if op == "NotIn" and key in labels and labels[key] in values:
-            return False
-        if op == "Exists" and key not in labels:
-            return False
-        if op == "DoesNotExist" and key in labels:
-            return False
-    return True
 
 
 def _ready(pod: Mapping[str, Any]) -> bool:

@@ -14,8 +14,8 @@ from fracctl.core.drain import (
     fence_condition,
     fence_run,
     groups_of,
-    selector_matches,
 )
+from fracctl.core.labels import selector_matches
 
 
 def pod(
