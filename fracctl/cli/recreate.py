@@ -150,8 +150,34 @@ ContinueOption = Annotated[
 ]
 
 
+ObjectArgument = Annotated[
+    str | None,
+    typer.Argument(
+        metavar="[KIND/NAME]",
+        help="A built-in object to recreate by its kind's safe procedure (StatefulSet, "
+        "Deployment, DaemonSet, Job, RoleBinding, ClusterRoleBinding, Service); default "
+        "the fractioning config.",
+        show_default=False,
+    ),
+]
+NamespaceOption = Annotated[
+    str | None,
+    typer.Option("--namespace", "-n", help="The object's namespace.", show_default=False),
+]
+AllowActiveOption = Annotated[
+    bool, typer.Option("--allow-active", help="Recreate a running Job (its pods are killed).")
+]
+AllowNewIpOption = Annotated[
+    bool, typer.Option("--allow-new-ip", help="Let a recreated Service get a new cluster IP.")
+]
+
+
 def recreate(
     ctx: typer.Context,
+    obj: ObjectArgument = None,
+    namespace: NamespaceOption = None,
+    allow_active: AllowActiveOption = False,
+    allow_new_ip: AllowNewIpOption = False,
     yes: YesOption = False,
     dry_run: DryRunOption = False,
     backend: BackendOption = None,
@@ -175,8 +201,8 @@ def recreate(
     delete, the operator that releases the finalizer, the backend's own rendering and
     dry run); --dry-run runs the same rehearsal.
 
-    If a step fails after the delete, the error names the backup; --restore-from puts
-    that backup back (server-side apply) when the object is missing.
+    If a step fails after the delete, the error names the backup; --restore-from puts it
+    back (server-side apply) when the object is missing.
 
     On a busy cluster, --drain first fences fractional scheduling on every node where
     KAI would place a fraction, evicts every fractional pod (whole PodGroups, within
@@ -185,34 +211,33 @@ def recreate(
     the delete lifts the fence; a rerun resumes a drain the cluster journaled;
     --abort undoes one that has not reached the delete (runbooks/drain.md).
 
-    Over a fleet (--context more than once, --all-contexts, or fleet: in
-    fracctl.yaml) clusters go wave by wave, lowest first: wave 0 is the
-    canary. Within a wave they run one at a time (--parallel N at a time),
-    each with its own lock, guards, backup and audit line. The first
-    cluster that is refused or fails stops the rollout before any other
-    cluster starts (--continue-on-failure goes on); the summary names the
-    clusters done, those not started, and the command that resumes.
-    Clusters already done plan nothing-to-do on the rerun. --dry-run plans
-    every cluster.
+    Over a fleet (--context more than once, --all-contexts, or fleet: in fracctl.yaml)
+    clusters go wave by wave, lowest first (wave 0 is the canary), one at a time within
+    a wave (--parallel N), each with its own lock, guards, backup and audit line. The
+    first cluster refused or failed stops the rollout (--continue-on-failure goes on);
+    the summary names the clusters done, those not started, and the command that
+    resumes. Clusters already done plan nothing-to-do on the rerun.
+
+    KIND/NAME recreates a built-in object by its kind's safe procedure instead, or
+    refuses with the reason and the fix (runbooks/recreate-kinds.md).
 
     Examples:
         fracctl recreate --dry-run
         fracctl recreate --yes --backend apply
+        fracctl recreate StatefulSet/db -n shop --backend apply --dry-run
         fracctl recreate --yes --backend argocd
         fracctl recreate --restore-from ~/.local/state/fracctl/backups/FILE.yaml --yes
         fracctl --context eu-1 --context us-1 recreate --dry-run
-        fracctl recreate --yes --backend argocd --parallel 2
         fracctl recreate --drain --dry-run
         fracctl recreate --drain --yes
         fracctl recreate --abort
     """
+    if _another_object(ctx, obj, namespace, allow_active, allow_new_ip, yes=yes,
+                       dry_run=dry_run, backend=backend, revision=revision, output=output,
+                       others=drain or force or abort or bool(restore_from)):  # fmt: skip
+        return
     if abort:
-        if drain or force or dry_run or restore_from is not None:
-            raise UsageError("--abort takes none of --drain, --force, --dry-run, --restore-from")
-        from fracctl.flows.recreate import abort_drain
-
-        c = _app.context(ctx)
-        c.out.print(abort_drain(c), markup=False, soft_wrap=True)
+        _abort(ctx, others=drain or force or dry_run or restore_from is not None)
         return
     _check_flags(drain=drain, force=force, restore_from=restore_from, revision=revision,
                  backend=backend)  # fmt: skip
@@ -222,12 +247,44 @@ def recreate(
                continue_on_failure=continue_on_failure, output=output)  # fmt: skip
         return
     c = _app.context(ctx, git__revision=revision)
-    result = _one(
-        c, restore_from, dry_run=dry_run, yes=yes, backend=backend, drain=drain, force=force
-    )
+    result = _one(c, restore_from, dry_run=dry_run, yes=yes, backend=backend, drain=drain,
+                  force=force)  # fmt: skip
     _print_result(c, result, output=output, dry_run=dry_run)
     if result.outcome is Outcome.REFUSED:
         raise typer.Exit(result.outcome.exit_code)
+
+
+def _another_object(
+    ctx: typer.Context, obj: str | None, namespace: str | None, allow_active: bool,
+    allow_new_ip: bool, **how: Any,
+) -> bool:  # fmt: skip
+    """Run ``recreate KIND/NAME`` when it names an object other than the config."""
+    if obj is not None and not _is_target(ctx, obj):
+        from fracctl.cli.recreate_object import recreate_object
+
+        recreate_object(ctx, obj, namespace=namespace, allow_active=allow_active,
+                        allow_new_ip=allow_new_ip, **how)  # fmt: skip
+        return True
+    if namespace is not None or allow_active or allow_new_ip:
+        raise UsageError("-n, --allow-active and --allow-new-ip go with KIND/NAME")
+    return False
+
+
+def _abort(ctx: typer.Context, *, others: bool) -> None:
+    """``recreate --abort``: undo a journaled drain."""
+    if others:
+        raise UsageError("--abort takes none of --drain, --force, --dry-run, --restore-from")
+    from fracctl.flows.recreate import abort_drain
+
+    c = _app.context(ctx)
+    c.out.print(abort_drain(c), markup=False, soft_wrap=True)
+
+
+def _is_target(ctx: typer.Context, obj: str) -> bool:
+    """Whether ``KIND/NAME`` names the fractioning config (its own guarded flow)."""
+    t = _app.context(ctx).config.target
+    kind, _, name = obj.partition("/")
+    return kind.lower() in (t.kind.lower(), t.plural.lower()) and name == t.name
 
 
 def _fleet_of(

@@ -1,0 +1,70 @@
+"""``fracctl recreate KIND/NAME``: the plan, the confirmation and the result on screen."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import typer
+
+from fracctl.cli import _app
+from fracctl.errors import UsageError
+
+if TYPE_CHECKING:
+    from fracctl.flows.context import Context
+    from fracctl.flows.kinds import ObjectResult
+
+
+def recreate_object(
+    ctx: typer.Context, obj: str, *, namespace: str | None, yes: bool, dry_run: bool,
+    backend: str | None, revision: str | None, output: str, allow_active: bool,
+    allow_new_ip: bool, others: bool,
+) -> None:  # fmt: skip
+    """Run (or plan) one object's procedure and print what it did."""
+    from fracctl.flows.kinds import recreate_object as flow
+
+    if others:
+        raise UsageError("KIND/NAME takes none of --drain, --force, --abort, --restore-from")
+    if _app.fleet(ctx, git__revision=revision) is not None:
+        raise UsageError("KIND/NAME recreates on one cluster: give --context once")
+    c = _app.context(ctx, git__revision=revision)
+
+    def confirm(planned: ObjectResult) -> bool:
+        show(c, planned, to_stderr=True)
+        return typer.confirm("Proceed?", default=False, err=True)
+
+    result = flow(
+        c, obj, namespace=namespace, dry_run=dry_run, yes=yes, backend=backend,
+        allow_active=allow_active, allow_new_ip=allow_new_ip, confirm=confirm,
+    )  # fmt: skip
+    if output == "json":
+        _app.emit_json(result.to_dict())
+        return
+    if dry_run or result.procedure is None:
+        show(c, result)
+    for line in result.notes:
+        c.out.print(line, markup=False, soft_wrap=True)
+    if result.backup:
+        c.out.print(f"backup: {result.backup}", markup=False)
+    c.out.print(f"outcome: {result.outcome}", markup=False)
+
+
+def show(c: Context, result: ObjectResult, *, to_stderr: bool = False) -> None:
+    """The plan: the procedure's steps, what it costs, and the proofs."""
+    console = c.err if to_stderr else c.out
+
+    def say(line: str) -> None:
+        console.print(line, markup=False, soft_wrap=True)
+
+    proc = result.procedure
+    if proc is None:
+        say(f"Plan for {result.key}: {result.outcome}")
+        return
+    resumed = " (resumed)" if result.resumed else ""
+    say(f"Plan for {result.key}: the {proc.name} procedure{resumed}")
+    for i, step in enumerate(proc.steps, 1):
+        say(f"  {i}. {step}")
+    say(f"  it costs: {proc.loses or 'nothing: no pod restarts, no access is lost'}")
+    for note in proc.notes:
+        say(f"  note: {note}")
+    for line in result.proofs:
+        say(f"  proven: {line}")

@@ -1,0 +1,116 @@
+"""``fracctl recreate KIND/NAME``: a built-in object by its kind's safe procedure.
+
+The object is judged against git as ``drift`` judges it; its kind's procedure (or
+refusal) is chosen by :mod:`fracctl.core.procedures`; every call the procedure will make
+is rehearsed read-only (permissions, and the API server's own dry run of each delete,
+create and patch); only then, under the same lock as every recreate, with a backup and
+a journal, does it run. A rerun after any failure reads the journal and the cluster and
+goes on from where the cluster is.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from fracctl.core.clock import utc_timestamp
+from fracctl.core.outcome import Outcome
+from fracctl.errors import Refused, UsageError
+from fracctl.flows.context import Context
+from fracctl.flows.kinds import journal as journals
+from fracctl.flows.kinds.plan import Planned, find_desired, plan, prove
+from fracctl.flows.kinds.result import ObjectResult
+from fracctl.flows.lock import LeaseLock, NoLock
+from fracctl.flows.recreate_state import audit_entry, record
+from fracctl.flows.signals import interrupt_on_sigterm
+
+Obj = dict[str, Any]
+Boundary = Callable[[str], None]
+SUPPORTED_BACKENDS = ("apply",)
+
+__all__ = ["ObjectResult", "recreate_object"]
+
+
+def recreate_object(
+    ctx: Context,
+    spec: str,
+    *,
+    namespace: str | None = None,
+    dry_run: bool = False,
+    yes: bool = False,
+    backend: str | None = None,
+    allow_active: bool = False,
+    allow_new_ip: bool = False,
+    confirm: Callable[[ObjectResult], bool] | None = None,
+    boundary: Boundary | None = None,
+    desired_objects: list[Obj] | None = None,
+) -> ObjectResult:
+    """Plan, prove and run the procedure for the object ``spec`` (``Kind/name``).
+
+    Raises:
+        UsageError: a bad ``spec``, an unsupported backend, or no confirmation.
+        Refused: the kind's rules refuse this change (nothing changed).
+    """
+    from fracctl.flows.recreate import require_confirmation
+    from fracctl.flows.render import render_desired
+
+    at = boundary or (lambda _step: None)
+    backend = backend or ctx.config.recreate.backend
+    if backend not in SUPPORTED_BACKENDS:
+        raise UsageError(
+            f"recreate {spec} runs through the apply backend only; the {backend} backend "
+            f"recreates {ctx.config.target.kind}/{ctx.config.target.name}",
+            hint="pass --backend apply",
+        )
+    require_confirmation(ctx, f"recreate {spec}", dry_run=dry_run, yes=yes, confirm=confirm)
+    objects = desired_objects if desired_objects is not None else render_desired(ctx)
+    desired = find_desired(ctx, objects, spec, namespace)
+    lock: LeaseLock | NoLock = NoLock() if dry_run else LeaseLock(ctx)
+    entry = audit_entry(ctx, "recreate", who=lock.me, backend=backend)
+    with interrupt_on_sigterm(), lock:
+        at("locked")
+        p = plan(ctx, desired, allow_active=allow_active, allow_new_ip=allow_new_ip)
+        result = ObjectResult(p.key, p.outcome, p.procedure, p.refusal, resumed=p.resumed)
+        entry["object"] = p.key
+        if p.refusal is not None:
+            raise Refused(f"{p.key}: {p.refusal.reason}; nothing changed", hint=p.refusal.fix)
+        if p.procedure is None:
+            return result
+        result.proofs = prove(ctx, p)
+        at("proven")
+        if dry_run:
+            result.outcome = Outcome.DRY_RUN
+            return result
+        if p.procedure.loses and not yes and (confirm is None or not confirm(result)):
+            raise Refused(f"not confirmed ({p.procedure.loses}); nothing changed")
+        _run(ctx, p, result, lock, at, entry)
+        return result
+
+
+def _run(
+    ctx: Context, p: Planned, result: ObjectResult, lock: LeaseLock | NoLock, at: Boundary,
+    entry: dict[str, Any],
+) -> None:  # fmt: skip
+    from fracctl.flows.kinds.run import execute
+
+    try:
+        execute(ctx, p, result, lock, at)
+        result.outcome = Outcome.RECREATED
+        entry.update(outcome=Outcome.RECREATED, procedure=p.procedure and p.procedure.name)
+    except BaseException as e:
+        where = journals.path_for(ctx, p.key)
+        said = (
+            f"{p.key}: the {p.procedure and p.procedure.name} procedure stopped; "
+            f"its journal is {where}"
+            + (f", the backup {p.journal.backup}" if p.journal and p.journal.backup else "")
+            + f"; rerun `fracctl recreate {p.spec}` to resume"
+        )
+        if isinstance(e, Refused | UsageError) or not hasattr(e, "add_context"):
+            ctx.warn(said)
+        else:
+            e.add_context(said)
+        entry.update(outcome=f"{Outcome.FAILED}: {e}" if str(e) else Outcome.INTERRUPTED)
+        raise
+    finally:
+        entry["time"] = utc_timestamp()
+        record(ctx, live=None, entry=entry)

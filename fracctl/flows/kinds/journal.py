@@ -1,0 +1,76 @@
+"""What a procedure must remember across a crash: written before its first change.
+
+One JSON file per object under ``recreate.state_dir``/objects, beside the backups: the
+procedure, the old object's uid, and what it owned (each pod's uid and restart count,
+the Deployment's ReplicaSets, the claims, the bridge). A rerun reads it to know that the
+object it finds missing (or new) is its own work, and what the new object must adopt.
+It is removed once the procedure ends.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from fracctl.errors import ExternalError
+from fracctl.flows.context import Context
+from fracctl.flows.recreate_state import state_dir
+
+
+@dataclass
+class ObjectJournal:
+    """One object's procedure in progress."""
+
+    key: str  # Kind/namespace/name
+    procedure: str
+    uid: str  # the original object's
+    pods: dict[str, int] = field(default_factory=dict)  # uid -> restart count
+    pod_names: dict[str, str] = field(default_factory=dict)  # uid -> name, for messages
+    replicasets: list[str] = field(default_factory=list)
+    claims: list[str] = field(default_factory=list)
+    bridge: str = ""
+    backup: str = ""
+    phase: str = ""  # the last step done: deleted, created, adopted, released
+
+
+def path_for(ctx: Context, key: str) -> Path:
+    """The journal file of ``key`` (``Kind/namespace/name``)."""
+    return state_dir(ctx) / "objects" / (key.replace("/", "_") + ".json")
+
+
+def read(ctx: Context, key: str) -> ObjectJournal | None:
+    """The journal of ``key``, or None."""
+    path = path_for(ctx, key)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as e:
+        raise ExternalError(
+            f"cannot read the journal {path}: {e}",
+            hint="inspect it; remove it only once the object and its pods are as they should be",
+        ) from None
+    return ObjectJournal(**data)
+
+
+def write(ctx: Context, journal: ObjectJournal) -> str:
+    """Write the journal whole (a temporary file renamed over it); its path."""
+    path = path_for(ctx, journal.key)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(asdict(journal), indent=1, sort_keys=True), encoding="utf-8")
+        os.replace(tmp, path)
+    except OSError as e:
+        raise ExternalError(
+            f"cannot write the journal {path}: {e.strerror}; nothing was changed",
+            hint="fix recreate.state_dir or its permissions",
+        ) from None
+    return str(path)
+
+
+def remove(ctx: Context, key: str) -> None:
+    """Remove the journal of ``key`` (gone already is fine)."""
+    path_for(ctx, key).unlink(missing_ok=True)

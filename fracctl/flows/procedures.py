@@ -1,0 +1,61 @@
+"""Reading what a procedure's choice depends on, then choosing (see :mod:`fracctl.core.procedures`).
+
+Only the kinds that need them read more: a workload's pods (one LIST by its live
+selector's labels), a StatefulSet's claims and the StorageClasses (one LIST each).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fracctl.core.drift import ObjectDrift
+from fracctl.core.labels import selector_matches
+from fracctl.core.procedures import Choice, Facts, choose
+from fracctl.core.resources import PODS, ResourceRef
+from fracctl.flows.context import Context
+
+Obj = dict[str, Any]
+
+PVCS = ResourceRef("", "v1", "persistentvolumeclaims", "PersistentVolumeClaim", namespaced=True)
+STORAGE_CLASSES = ResourceRef("storage.k8s.io", "v1", "storageclasses", "StorageClass", False)
+DEFAULT_CLASS = "storageclass.kubernetes.io/is-default-class"
+WORKLOADS = {("apps", "StatefulSet"), ("apps", "Deployment"), ("apps", "DaemonSet")}
+
+
+def facts_for(
+    ctx: Context, o: ObjectDrift, *, allow_active: bool = False, allow_new_ip: bool = False
+) -> Facts:
+    """What the cluster holds around ``o`` that its kind's choice reads."""
+    facts = Facts(allow_active=allow_active, allow_new_ip=allow_new_ip)
+    if (o.group, o.kind) in WORKLOADS and o.live is not None:
+        facts.pods = selected_pods(ctx, o.live)
+    if (o.group, o.kind) == ("apps", "StatefulSet"):
+        claims = ctx.kube.list(PVCS, namespace=o.namespace)
+        facts.claims = {c["metadata"]["name"]: c for c in claims}
+        classes = ctx.kube.list(STORAGE_CLASSES)
+        facts.storage_classes = {c["metadata"]["name"]: c for c in classes}
+        facts.default_class = next(
+            (
+                name
+                for name, c in facts.storage_classes.items()
+                if ((c.get("metadata") or {}).get("annotations") or {}).get(DEFAULT_CLASS) == "true"
+            ),
+            "",
+        )
+    return facts
+
+
+def selected_pods(ctx: Context, live: Obj) -> list[Obj]:
+    """The pods in the object's namespace that its live selector selects."""
+    selector = (live.get("spec") or {}).get("selector")
+    labels = (selector or {}).get("matchLabels") or {}
+    query = ",".join(f"{k}={v}" for k, v in sorted(labels.items())) or None
+    namespace = live["metadata"].get("namespace")
+    pods = ctx.kube.list(PODS, namespace=namespace, label_selector=query)
+    return [p for p in pods if selector_matches(selector, p["metadata"].get("labels") or {})]
+
+
+def procedure_for(ctx: Context, o: ObjectDrift, **options: bool) -> Choice:
+    """The procedure (or refusal) for a ``needs-recreate`` object, from the cluster now."""
+    t = ctx.config.target
+    return choose(o, facts_for(ctx, o, **options), target=(t.group, t.kind, t.name))

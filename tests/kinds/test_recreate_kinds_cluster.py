@@ -1,0 +1,267 @@
+"""``fracctl recreate KIND/NAME`` on the real controllers: each procedure converges, nothing lost.
+
+The StatefulSet, Deployment, garbage collector, Job controllers and the scheduler are the
+real ones; KWOK plays the kubelets (pods run, Job pods complete).
+"""
+
+from __future__ import annotations
+
+import copy
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from fracctl.errors import ExitCode
+from tests.support.helpers import Cluster, run_cli
+from tests.support.kinds_fixtures import (
+    PVCS,
+    REPLICASETS,
+    Shop,
+    controller_of,
+    identity,
+)
+
+Obj = dict[str, Any]
+RBAC = "rbac.authorization.k8s.io"
+
+
+@pytest.fixture
+def shop(cluster: Cluster, tmp_path: Path) -> Iterator[Shop]:
+    s = Shop(cluster, tmp_path)
+    try:
+        yield s
+    finally:
+        s.cleanup()
+
+
+def recreate(shop: Shop, obj: str, *more: str) -> Any:
+    return run_cli("-c", str(shop.config), "recreate", obj, "-n", shop.ns, *more)
+
+
+# --- StatefulSet ---------------------------------------------------------------------------
+
+
+def statefulset(shop: Shop, *, service: str = "db", size: str = "1Gi") -> Obj:
+    return {
+        "apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": "db"},
+        "spec": {
+            "serviceName": service, "replicas": 2,
+            "selector": {"matchLabels": {"app": "db"}},
+            "persistentVolumeClaimRetentionPolicy": {"whenDeleted": "Delete"},
+            "template": {"metadata": {"labels": {"app": "db"}}, "spec": {
+                "containers": [{"name": "db", "image": "registry.invalid/db:1",
+                                "volumeMounts": [{"name": "data", "mountPath": "/data"}]}]}},
+            "volumeClaimTemplates": [{"metadata": {"name": "data"}, "spec": {
+                "accessModes": ["ReadWriteOnce"], "storageClassName": f"{shop.ns}-expandable",
+                "resources": {"requests": {"storage": size}}}}],
+        },
+    }  # fmt: skip
+
+
+@pytest.fixture
+def db(shop: Shop) -> dict[str, tuple[str, int]]:
+    """Two StatefulSet pods running on bound claims; their identities."""
+    shop.bound_claims(["data-db-0", "data-db-1"], size="5Gi")
+    sts = statefulset(shop)
+    shop.commit(sts, message="db")
+    shop.create(sts)
+    return identity(shop.running(2))
+
+
+def test_a_statefulset_is_recreated_without_a_pod_restart_and_claims_grow(
+    shop: Shop, db: dict[str, tuple[str, int]]
+) -> None:
+    old = shop.live("apps/v1", "StatefulSet", "db")
+    assert old is not None
+    shop.commit(statefulset(shop, service="db-v2", size="2Gi"), message="serviceName, size")
+
+    plan = recreate(shop, "StatefulSet/db", "--dry-run")
+    assert plan.exit_code == ExitCode.OK, plan.output
+    assert "the orphan-and-adopt procedure" in plan.stdout
+    assert "expand claim data-db-0 from 1Gi to 2Gi" in plan.stdout
+    assert "proven: a dry-run expansion of claim data-db-1 to 2Gi passes" in plan.stdout
+    assert shop.live("apps/v1", "StatefulSet", "db")["metadata"]["uid"] == old["metadata"]["uid"]
+
+    r = recreate(shop, "StatefulSet/db", "--yes")
+    assert r.exit_code == ExitCode.OK, r.output
+    new = shop.live("apps/v1", "StatefulSet", "db")
+    assert new is not None and new["metadata"]["uid"] != old["metadata"]["uid"]
+    assert new["spec"]["serviceName"] == "db-v2"
+    rolling = (new["spec"].get("updateStrategy") or {}).get("rollingUpdate") or {}
+    assert rolling.get("partition", 0) == 0  # the hold is released
+    pods = shop.pods()
+    assert identity(pods) == db  # same uids, same restart counts: nothing restarted
+    assert {controller_of(p) for p in pods.values()} == {new["metadata"]["uid"]}
+    for claim in ("data-db-0", "data-db-1"):
+        live = shop.kube.get(PVCS, claim, shop.ns)
+        assert live["spec"]["resources"]["requests"]["storage"] == "2Gi"
+    assert "outcome: recreated" in r.stdout
+    again = recreate(shop, "StatefulSet/db", "--yes")
+    assert again.exit_code == ExitCode.OK and "nothing-to-do" in again.stdout, again.output
+
+
+def test_a_statefulset_selector_change_is_refused_and_nothing_changes(
+    shop: Shop, db: dict[str, tuple[str, int]]
+) -> None:
+    old = shop.live("apps/v1", "StatefulSet", "db")
+    changed = statefulset(shop)
+    changed["spec"]["selector"] = {"matchLabels": {"app": "db", "v": "2"}}
+    changed["spec"]["template"]["metadata"]["labels"]["v"] = "2"
+    shop.commit(changed)
+    r = recreate(shop, "StatefulSet/db", "--yes")
+    assert r.exit_code == ExitCode.FINDING, r.output
+    assert "spec.selector changes" in r.stderr and "nothing changed" in r.stderr
+    assert shop.live("apps/v1", "StatefulSet", "db") == old
+    assert identity(shop.pods()) == db
+
+
+def test_shrinking_a_claim_is_refused(shop: Shop, db: dict[str, tuple[str, int]]) -> None:
+    shop.commit(statefulset(shop, size="512Mi"))
+    r = recreate(shop, "StatefulSet/db", "--yes")
+    assert r.exit_code == ExitCode.FINDING, r.output
+    assert "shrinks from 1Gi to 512Mi" in r.stderr
+    assert identity(shop.pods()) == db
+
+
+# --- Deployment ----------------------------------------------------------------------------
+
+
+def deployment(selector: dict[str, str], labels: dict[str, str]) -> Obj:
+    return {
+        "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"},
+        "spec": {"replicas": 2, "selector": {"matchLabels": selector},
+                 "template": {"metadata": {"labels": labels}, "spec": {
+                     "containers": [{"name": "web", "image": "registry.invalid/web:1"}]}}},
+    }  # fmt: skip
+
+
+def test_a_deployment_selector_is_recreated_by_adoption_when_the_pods_fit(shop: Shop) -> None:
+    both = {"app": "web", "tier": "front"}
+    first = deployment({"app": "web"}, both)  # labels in the template first, rolled out
+    shop.commit(first)
+    shop.create(first)
+    before = identity(shop.running(2))
+    old = shop.live("apps/v1", "Deployment", "web")
+    (old_rs,) = shop.kube.list(REPLICASETS, namespace=shop.ns)
+    shop.commit(deployment(both, both), message="the selector second")
+
+    r = recreate(shop, "Deployment/web", "--yes")
+    assert r.exit_code == ExitCode.OK, r.output
+    new = shop.live("apps/v1", "Deployment", "web")
+    assert new is not None and new["metadata"]["uid"] != old["metadata"]["uid"]
+    assert new["spec"]["selector"] == {"matchLabels": both}
+    assert not new["spec"].get("paused")
+    assert identity(shop.pods()) == before
+    (rs,) = shop.kube.list(REPLICASETS, namespace=shop.ns)
+    assert rs["metadata"]["uid"] == old_rs["metadata"]["uid"]
+    assert controller_of(rs) == new["metadata"]["uid"]
+
+
+def test_a_deployment_selector_the_pods_do_not_fit_is_refused_with_two_commits(
+    shop: Shop,
+) -> None:
+    first = deployment({"app": "web"}, {"app": "web"})
+    shop.commit(first)
+    shop.create(first)
+    before = identity(shop.running(2))
+    old = shop.live("apps/v1", "Deployment", "web")
+    both = {"app": "web", "tier": "front"}
+    shop.commit(deployment(both, both))
+    r = recreate(shop, "Deployment/web", "--yes")
+    assert r.exit_code == ExitCode.FINDING, r.output
+    assert "lack the new selector's labels" in r.stderr
+    assert "first add {'app': 'web', 'tier': 'front'} to spec.template.metadata.labels" in r.stderr
+    assert shop.live("apps/v1", "Deployment", "web") == old
+    assert identity(shop.pods()) == before
+
+
+# --- Job -----------------------------------------------------------------------------------
+
+
+def job(image: str) -> Obj:
+    return {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "migrate"},
+            "spec": {"backoffLimit": 0, "template": {"spec": {"restartPolicy": "Never",
+                     "containers": [{"name": "m", "image": image}]}}}}  # fmt: skip
+
+
+def test_a_job_runs_again_only_with_yes_and_the_recreated_one_completes(shop: Shop) -> None:
+    shop.commit(job("registry.invalid/m:1"))
+    old = shop.create(job("registry.invalid/m:1"))
+    wait_for(lambda: _job_done(shop), "the first Job completes")
+    shop.commit(job("registry.invalid/m:2"))
+    plan = recreate(shop, "Job/migrate", "--dry-run")
+    assert plan.exit_code == ExitCode.OK, plan.output
+    assert "it costs: a run of the Job from the start" in plan.stdout
+    r = recreate(shop, "Job/migrate", "--yes")
+    assert r.exit_code == ExitCode.OK, r.output
+    new = shop.live("batch/v1", "Job", "migrate")
+    assert new is not None and new["metadata"]["uid"] != old["metadata"]["uid"]
+    assert "ended Complete" in r.stdout
+
+
+def _job_done(shop: Shop) -> bool:
+    j = shop.live("batch/v1", "Job", "migrate") or {}
+    conds = (j.get("status") or {}).get("conditions") or []
+    return any(c["type"] == "Complete" and c["status"] == "True" for c in conds)
+
+
+def wait_for(check: Any, what: str, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        assert time.monotonic() < deadline, f"timed out: {what}"
+        time.sleep(0.3)
+
+
+# --- RoleBinding ---------------------------------------------------------------------------
+
+
+def binding(role: str) -> Obj:
+    return {"apiVersion": f"{RBAC}/v1", "kind": "RoleBinding", "metadata": {"name": "team"},
+            "roleRef": {"apiGroup": RBAC, "kind": "ClusterRole", "name": role},
+            "subjects": [{"apiGroup": RBAC, "kind": "User", "name": "alice"}]}  # fmt: skip
+
+
+def test_a_rolebinding_role_ref_changes_behind_a_bridge(shop: Shop) -> None:
+    from fracctl import config as cfg
+    from fracctl.core.resources import PODS
+    from fracctl.flows.context import Context
+    from fracctl.flows.kinds import recreate_object
+
+    shop.commit(binding("view"))
+    old = shop.create(binding("view"))
+    shop.commit(binding("edit"))
+    access: dict[str, bool] = {}
+
+    def at(step: str) -> None:  # alice may read pods at every step: no window without access
+        access[step], _ = shop.kube.can_they("alice", "get", PODS, namespace=shop.ns)
+
+    ctx = Context(config=cfg.load(str(shop.config), env={}), kube_factory=lambda: shop.kube)
+    result = recreate_object(ctx, "RoleBinding/team", namespace=shop.ns, yes=True, boundary=at)
+    assert result.outcome == "recreated"
+    assert access == dict.fromkeys(["locked", "proven", "journaled", "bridged", "deleted",
+                                    "created"], True)  # fmt: skip
+    assert "User alice has the new role's access" in result.notes
+    new = shop.live(f"{RBAC}/v1", "RoleBinding", "team")
+    assert new is not None and new["roleRef"]["name"] == "edit"
+    assert new["metadata"]["uid"] != old["metadata"]["uid"]
+    assert shop.live(f"{RBAC}/v1", "RoleBinding", "team-fracctl-bridge") is None
+
+
+# --- what no procedure recreates --------------------------------------------------------------
+
+
+def test_an_immutable_configmap_is_refused_with_a_new_name_suggested(shop: Shop) -> None:
+    cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "settings"},
+          "immutable": True, "data": {"a": "1"}}  # fmt: skip
+    shop.commit(cm)
+    old = shop.create(cm)
+    changed = copy.deepcopy(cm)
+    changed["data"] = {"a": "2"}
+    shop.commit(changed)
+    r = recreate(shop, "ConfigMap/settings", "--yes")
+    assert r.exit_code == ExitCode.FINDING, r.output
+    assert "content-hashed name" in r.stderr
+    assert shop.live("v1", "ConfigMap", "settings") == old

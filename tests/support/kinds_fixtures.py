@@ -1,0 +1,125 @@
+"""A namespace, a KWOK node and a git repository of built-in objects, for ``recreate KIND/NAME``.
+
+:class:`Shop` writes manifests into git (and commits), creates them on the cluster the
+way a GitOps engine did, and reads back what the procedures must keep: each pod's uid,
+restart count and controller.
+"""
+
+from __future__ import annotations
+
+import copy
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from fracctl.adapters.git import init_repo
+from fracctl.core.resources import PODS, ResourceRef
+from fracctl.errors import NotFound
+from tests.support.helpers import Cluster, commit_all
+
+Obj = dict[str, Any]
+PVS = ResourceRef("", "v1", "persistentvolumes", "PersistentVolume", namespaced=False)
+PVCS = ResourceRef("", "v1", "persistentvolumeclaims", "PersistentVolumeClaim", namespaced=True)
+STORAGE_CLASSES = ResourceRef("storage.k8s.io", "v1", "storageclasses", "StorageClass", False)
+REPLICASETS = ResourceRef("apps", "v1", "replicasets", "ReplicaSet", namespaced=True)
+
+
+class Shop:
+    """One test's namespace, node, git repository and fracctl.yaml."""
+
+    def __init__(self, cluster: Cluster, tmp_path: Path) -> None:
+        self.cluster, self.kube = cluster, cluster.kube
+        self.ns = cluster.namespace(f"kinds-{uuid.uuid4().hex[:8]}")
+        self.node = cluster.node(f"{self.ns}-node")["metadata"]["name"]
+        self.repo = tmp_path / "gitops"
+        self.repo.mkdir()
+        (self.repo / "README").write_text("objects\n")
+        init_repo(self.repo, message="start")
+        self.config = tmp_path / "fracctl.yaml"
+        self.config.write_text(
+            f"kube:\n  kubeconfig: {cluster.kubeconfig}\n"
+            f"git:\n  repo: {self.repo}\n  path: .\n  revision: HEAD\n  namespace: {self.ns}\n"
+            "recreate:\n  backend: apply\n  lock_namespace: fracctl-test\n"
+            f"  state_dir: {tmp_path / 'state'}\n"
+        )
+        self.cluster_scoped: list[tuple[ResourceRef, str]] = []
+
+    # --- git and cluster ----------------------------------------------------------------
+
+    def commit(self, *objects: Obj, message: str = "change") -> None:
+        """Write each object as ``<kind>-<name>.yaml`` in git and commit."""
+        for obj in objects:
+            name = f"{obj['kind'].lower()}-{obj['metadata']['name']}.yaml"
+            (self.repo / name).write_text(yaml.safe_dump(obj))
+        commit_all(self.repo, message=message)
+
+    def create(self, obj: Obj) -> Obj:
+        """Create ``obj`` on the cluster as the GitOps engine did (in the namespace)."""
+        obj = copy.deepcopy(obj)
+        ref = self.kube.resolve(obj["apiVersion"], obj["kind"])
+        if ref.namespaced:
+            obj["metadata"]["namespace"] = self.ns
+        else:
+            self.cluster_scoped.append((ref, obj["metadata"]["name"]))
+        return self.kube.create(ref, obj)
+
+    def live(self, api_version: str, kind: str, name: str) -> Obj | None:
+        ref = self.kube.resolve(api_version, kind)
+        return self.kube.get_or_none(ref, name, self.ns if ref.namespaced else None)
+
+    def pods(self) -> dict[str, Obj]:
+        """The namespace's pods by name."""
+        return {p["metadata"]["name"]: p for p in self.kube.list(PODS, namespace=self.ns)}
+
+    def running(self, count: int, timeout: float = 60) -> dict[str, Obj]:
+        """Wait until ``count`` pods run (KWOK plays their kubelet)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            pods = self.pods()
+            up = {
+                n: p for n, p in pods.items() if (p.get("status") or {}).get("phase") == "Running"
+            }  # noqa: E501
+            if len(up) >= count:
+                return up
+            assert time.monotonic() < deadline, f"{len(up)} of {count} pods run: {list(pods)}"
+            time.sleep(0.3)
+
+    def bound_claims(self, names: list[str], size: str = "1Gi", cls: str = "expandable") -> None:
+        """A StorageClass that allows expansion, and a PersistentVolume bound to each claim."""
+        self.create({"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass",
+                     "metadata": {"name": f"{self.ns}-{cls}"}, "provisioner": "example.org/none",
+                     "allowVolumeExpansion": True, "volumeBindingMode": "Immediate"})  # fmt: skip
+        for claim in names:
+            self.create({
+                "apiVersion": "v1", "kind": "PersistentVolume",
+                "metadata": {"name": f"{self.ns}-{claim}"},
+                "spec": {"capacity": {"storage": size}, "accessModes": ["ReadWriteOnce"],
+                         "storageClassName": f"{self.ns}-{cls}",
+                         "hostPath": {"path": f"/tmp/{claim}"},
+                         "claimRef": {"namespace": self.ns, "name": claim}},
+            })  # fmt: skip
+
+    def cleanup(self) -> None:
+        for ref, name in reversed(self.cluster_scoped):
+            try:
+                self.kube.delete(ref, name)
+            except NotFound:
+                pass
+
+
+def identity(pods: dict[str, Obj]) -> dict[str, tuple[str, int]]:
+    """Each pod's uid and restart count: what must not change."""
+    out = {}
+    for name, p in pods.items():
+        statuses = (p.get("status") or {}).get("containerStatuses") or []
+        out[name] = (p["metadata"]["uid"], sum(int(s.get("restartCount") or 0) for s in statuses))
+    return out
+
+
+def controller_of(obj: Obj) -> str:
+    """The uid of the object's controller, or ""."""
+    refs = obj["metadata"].get("ownerReferences") or []
+    return next((r["uid"] for r in refs if r.get("controller")), "")
