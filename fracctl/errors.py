@@ -101,10 +101,18 @@ class ApiStatus:
 
 
 class ApiError(ExternalError):
-    """The API server answered with an error status."""
+    """A server answered with an error status.
 
-    def __init__(self, status: ApiStatus, *, hint: str | None = None) -> None:
-        super().__init__(f"API server: {status.code} {status.reason}: {status.message}", hint=hint)
+    The message defaults to the Kubernetes API server's; another server (Argo CD) passes
+    its own, and may put its own details in a subclass of :class:`ApiStatus`.
+    """
+
+    def __init__(
+        self, status: ApiStatus, *, hint: str | None = None, message: str | None = None
+    ) -> None:
+        if message is None:
+            message = f"API server: {status.code} {status.reason}: {status.message}"
+        super().__init__(message, hint=hint)
         self.status = status
 
 
@@ -133,6 +141,10 @@ class Forbidden(ApiError):
     """HTTP 403."""
 
 
+class ServerError(ApiError):
+    """HTTP 5xx: the server failed."""
+
+
 def api_error_for(status: ApiStatus) -> ApiError:
     """Pick the ApiError subclass for an HTTP status code (a pure mapping)."""
     cls: type[ApiError] = {
@@ -141,7 +153,7 @@ def api_error_for(status: ApiStatus) -> ApiError:
         404: NotFound,
         409: Conflict,
         422: Invalid,
-    }.get(status.code, ApiError)
+    }.get(status.code, ServerError if status.code >= 500 else ApiError)
     hint = {
         401: "check the kubeconfig credentials",
         403: "the identity lacks RBAC permission for this request",

@@ -161,11 +161,11 @@ def _start_sync(
         except OperationInProgress as e:
             left = busy_deadline - clock.monotonic()
             if left <= 0:
+                running = _describe_operation(client, name)
                 raise OperationInProgress(
-                    f"Argo CD application {name}: another operation is still in progress "
-                    f"after waiting {busy_bound:.0f}s{_describe_operation(client, name)}",
-                    status=e.status,
-                    code=e.code,
+                    e.status,
+                    message=f"Argo CD application {name}: another operation is still in "
+                    f"progress after waiting {busy_bound:.0f}s{running}",
                     hint=f"wait for it (`argocd app wait {name} --operation`) or stop it "
                     f"(`argocd app terminate-op {name}`), then run again",
                 ) from e

@@ -11,25 +11,27 @@ import pytest
 import respx
 
 from fracctl.adapters.argocd import (
-    ApplicationNotFound,
     ArgoCD,
-    ArgoCDError,
-    ArgoCDForbidden,
-    ArgoCDServerError,
-    ArgoCDUnauthorized,
+    ArgoCDStatus,
     OperationInProgress,
     SyncFailed,
+    UnexpectedAnswer,
     error_for,
     read_token,
     server_url,
 )
 from fracctl.config import ArgoCDConfig
 from fracctl.errors import (
+    ApiError,
     ConfigError,
     ExitCode,
     ExternalError,
+    Forbidden,
     FracctlError,
+    NotFound,
+    ServerError,
     TimedOut,
+    Unauthorized,
     Unreachable,
     UsageError,
 )
@@ -277,7 +279,7 @@ def test_managed_resources_with_garbage_state_is_an_error() -> None:
     respx.get(f"{SERVER}{APP}/managed-resources").respond(
         200, json={"items": [{**RESOURCE, "liveState": "{not json"}]}
     )
-    with client() as c, pytest.raises(ArgoCDError, match="undecodable"):
+    with client() as c, pytest.raises(UnexpectedAnswer, match="undecodable"):
         c.managed_resources("gpu")
 
 
@@ -286,7 +288,7 @@ def test_managed_resources_with_a_non_object_state_is_an_error() -> None:
     respx.get(f"{SERVER}{APP}/managed-resources").respond(
         200, json={"items": [{**RESOURCE, "liveState": "[1, 2]"}]}
     )
-    with client() as c, pytest.raises(ArgoCDError, match="not an object"):
+    with client() as c, pytest.raises(UnexpectedAnswer, match="not an object"):
         c.managed_resources("gpu")
 
 
@@ -365,7 +367,7 @@ def test_terminate_without_an_operation_is_false() -> None:
 @respx.mock
 def test_terminate_other_errors_propagate() -> None:
     respx.delete(f"{SERVER}{APP}/operation").respond(403, json=grpc(7, "permission denied"))
-    with client() as c, pytest.raises(ArgoCDForbidden):
+    with client() as c, pytest.raises(Forbidden):
         c.terminate_operation("gpu")
 
 
@@ -520,7 +522,7 @@ def test_sync_resource_and_wait_does_not_retry_other_errors() -> None:
     sync = respx.post(f"{SERVER}{APP}/sync").respond(
         400, json=grpc(9, "application is being deleted")
     )
-    with client() as c, pytest.raises(ArgoCDError, match="being deleted") as e:
+    with client() as c, pytest.raises(ApiError, match="being deleted") as e:
         sync_resource_and_wait(c, "gpu", resource=RESOURCE, timeout=30, clock=FakeClock())
     assert not isinstance(e.value, OperationInProgress)
     assert sync.call_count == 1
@@ -546,28 +548,28 @@ def test_resource_result_and_check_operation() -> None:
         (
             401,
             grpc(16, "invalid session: token has expired"),
-            ArgoCDUnauthorized,
+            Unauthorized,
             ["expired", "ARGOCD_AUTH_TOKEN"],
         ),
         (
             403,
             grpc(7, "permission denied: applications, sync, default/gpu"),
-            ArgoCDForbidden,
+            Forbidden,
             ["RBAC", "applications, sync"],
         ),
         (
             404,
             grpc(5, 'applications.argoproj.io "gpu" not found'),
-            ApplicationNotFound,
+            NotFound,
             ["not found", "argocd.app"],
         ),
         (
             500,
             grpc(2, "rpc error: repo-server down"),
-            ArgoCDServerError,
+            ServerError,
             ["server error (500)", "repo-server"],
         ),
-        (503, None, ArgoCDServerError, ["server error (503)"]),
+        (503, None, ServerError, ["server error (503)"]),
         (
             400,
             grpc(9, "another operation is already in progress"),
@@ -577,14 +579,14 @@ def test_resource_result_and_check_operation() -> None:
         (
             400,
             grpc(3, "invalid revision"),
-            ArgoCDError,
+            ApiError,
             ["refused application gpu (400)", "invalid revision"],
         ),
     ],
 )
 @respx.mock
 def test_error_mapping(
-    status: int, body: dict[str, Any] | None, cls: type[ArgoCDError], needles: list[str]
+    status: int, body: dict[str, Any] | None, cls: type[ApiError], needles: list[str]
 ) -> None:
     if body is None:
         respx.get(f"{SERVER}{APP}").respond(status, text="<html>Service Unavailable</html>")
@@ -593,18 +595,21 @@ def test_error_mapping(
     with client() as c, pytest.raises(cls) as e:
         c.get_application("gpu")
     assert type(e.value) is cls
-    assert e.value.status == status
+    assert isinstance(e.value.status, ArgoCDStatus)
+    assert e.value.status.code == status
+    assert e.value.status.server == SERVER
     assert e.value.exit_code == ExitCode.EXTERNAL
     for needle in needles:
         assert needle in str(e.value)
 
 
 def test_error_for_is_a_pure_mapping_on_codes_too() -> None:
-    assert isinstance(error_for(400, json.dumps(grpc(16, "x"))), ArgoCDUnauthorized)
-    assert isinstance(error_for(400, json.dumps(grpc(7, "x"))), ArgoCDForbidden)
-    assert isinstance(error_for(400, json.dumps(grpc(5, "x"))), ApplicationNotFound)
+    assert isinstance(error_for(400, json.dumps(grpc(16, "x"))), Unauthorized)
+    assert isinstance(error_for(400, json.dumps(grpc(7, "x"))), Forbidden)
+    assert isinstance(error_for(400, json.dumps(grpc(5, "x"))), NotFound)
     assert error_for(418, "").message.endswith("no message")
-    assert error_for(400, json.dumps({"code": True, "error": "e"})).code is None
+    bool_code = error_for(400, json.dumps({"code": True, "error": "e"})).status
+    assert isinstance(bool_code, ArgoCDStatus) and bool_code.grpc_code is None
 
 
 def test_error_bodies_are_truncated() -> None:
@@ -616,7 +621,7 @@ def test_error_bodies_are_truncated() -> None:
 @respx.mock
 def test_non_json_answer_is_reported() -> None:
     respx.get(f"{SERVER}{APP}").respond(200, text="<!doctype html><title>Argo CD</title>")
-    with client() as c, pytest.raises(ArgoCDError, match="not JSON") as e:
+    with client() as c, pytest.raises(UnexpectedAnswer, match="not JSON") as e:
         c.get_application("gpu")
     assert "API server" in str(e.value)
 
@@ -651,12 +656,13 @@ def test_transport_errors_are_unreachable(exc: Exception, needle: str) -> None:
 
 def test_errors_are_fracctl_errors_not_library_errors() -> None:
     for cls in (
-        ArgoCDError,
-        ArgoCDUnauthorized,
-        ArgoCDForbidden,
-        ApplicationNotFound,
-        ArgoCDServerError,
+        ApiError,
+        Unauthorized,
+        Forbidden,
+        NotFound,
+        ServerError,
         OperationInProgress,
+        UnexpectedAnswer,
         SyncFailed,
     ):
         assert issubclass(cls, ExternalError)
@@ -809,7 +815,7 @@ def test_a_token_echoed_in_any_form_stays_out_of_errors(form: str) -> None:
     respx.post(f"{SERVER}{APP}/sync").respond(500, text=f"proxy error: {echo}")
     with client() as c:
         for call in (lambda: c.get_application("gpu"), lambda: c.sync("gpu", resources=None)):
-            with pytest.raises(ArgoCDError) as e:
+            with pytest.raises(ApiError) as e:
                 call()
             text = f"{e.value} {e.value.args}"
             assert "***" in text, text
@@ -821,7 +827,7 @@ def test_a_token_echoed_past_the_truncation_point_is_masked_not_cut() -> None:
     # The body is truncated for the message; masking first, or half a token would remain.
     body = "x" * 280 + TOKEN
     respx.get(f"{SERVER}{APP}").respond(500, text=body)
-    with client() as c, pytest.raises(ArgoCDServerError) as e:
+    with client() as c, pytest.raises(ServerError) as e:
         c.get_application("gpu")
     assert "***" in str(e.value)
     leak_free(str(e.value), TOKEN[:8])
@@ -875,7 +881,7 @@ def test_a_misshapen_application_is_a_clear_error(answer: Any, part: str) -> Non
     ]
     with client() as c:
         for call in calls:
-            with pytest.raises(ArgoCDError) as e:
+            with pytest.raises(UnexpectedAnswer) as e:
                 call(c)
             assert "unexpected answer to GET application gpu" in str(e.value)
             assert part in str(e.value)
@@ -915,7 +921,7 @@ def test_misshapen_resources_and_manifests_are_clear_errors(
     sub: str, answer: Any, part: str
 ) -> None:
     respx.get(f"{SERVER}{APP}/{sub}").respond(200, json=answer)
-    with client() as c, pytest.raises(ArgoCDError) as e:
+    with client() as c, pytest.raises(UnexpectedAnswer) as e:
         c.managed_resources("gpu") if sub == "managed-resources" else c.manifests("gpu")
     assert part in str(e.value)
 
@@ -923,7 +929,10 @@ def test_misshapen_resources_and_manifests_are_clear_errors(
 @respx.mock
 def test_a_misshapen_sync_answer_is_a_clear_error() -> None:
     respx.post(f"{SERVER}{APP}/sync").respond(200, json=["queued"])
-    with client() as c, pytest.raises(ArgoCDError, match="POST sync of gpu: the answer is a list"):
+    with (
+        client() as c,
+        pytest.raises(UnexpectedAnswer, match="POST sync of gpu: the answer is a list"),
+    ):
         sync_resource_and_wait(c, "gpu", resource=RESOURCE, timeout=1, clock=FakeClock())
 
 

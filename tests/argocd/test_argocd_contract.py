@@ -26,11 +26,8 @@ from typing import Any
 import httpx
 import pytest
 
-from fracctl.adapters.argocd import (
-    ArgoCD,
-    ArgoCDForbidden,
-    ArgoCDUnauthorized,
-)
+from fracctl.adapters.argocd import ArgoCD, ArgoCDStatus
+from fracctl.errors import ApiError, Forbidden, Unauthorized
 from fracctl.flows.argocd_sync import resource_result, sync_resource_and_wait, wait_operation
 from tests.support.argocd_real import TARGET, RealArgoCD
 from tests.support.argocd_standin import ArgoCDStandIn
@@ -131,6 +128,12 @@ def sync_target(server: Server, client: ArgoCD | None = None) -> dict[str, Any]:
 # --- authentication and authorization -----------------------------------------------------
 
 
+def _codes(e: ApiError) -> tuple[int, int | None]:
+    """The HTTP status and the gRPC code of an Argo CD error answer."""
+    assert isinstance(e.status, ArgoCDStatus)
+    return e.status.code, e.status.grpc_code
+
+
 def test_no_token_is_401_unauthenticated(server_for: Factory, incident: Incident) -> None:
     with server_for(incident) as server:
         resp = httpx.get(f"http://{server.address}/api/v1/applications/{server.app}")
@@ -140,9 +143,9 @@ def test_no_token_is_401_unauthenticated(server_for: Factory, incident: Incident
 
 def test_bad_token_is_401(server_for: Factory, incident: Incident) -> None:
     with server_for(incident) as server:
-        with server.client("not-a-token") as c, pytest.raises(ArgoCDUnauthorized) as e:
+        with server.client("not-a-token") as c, pytest.raises(Unauthorized) as e:
             c.get_application(server.app)
-    assert (e.value.status, e.value.code) == (401, 16)
+    assert _codes(e.value) == (401, 16)
 
 
 def test_missing_app_is_403_permission_denied_not_404(
@@ -150,9 +153,9 @@ def test_missing_app_is_403_permission_denied_not_404(
 ) -> None:
     """Argo CD does not reveal whether an application exists."""
     with server_for(incident) as server:
-        with server.client() as c, pytest.raises(ArgoCDForbidden) as e:
+        with server.client() as c, pytest.raises(Forbidden) as e:
             c.get_application("no-such-app")
-    assert (e.value.status, e.value.code) == (403, 7)
+    assert _codes(e.value) == (403, 7)
     assert "permission denied" in e.value.message
 
 
@@ -160,9 +163,9 @@ def test_read_only_account_gets_but_cannot_sync(server_for: Factory, incident: I
     with server_for(incident) as server:
         with server.viewer() as c:
             assert c.get_application(server.app)["metadata"]["name"] == server.app
-            with pytest.raises(ArgoCDForbidden) as e:
+            with pytest.raises(Forbidden) as e:
                 c.sync(server.app, resources=[TARGET])
-    assert (e.value.status, e.value.code) == (403, 7)
+    assert _codes(e.value) == (403, 7)
     assert "permission denied" in e.value.message
     assert "applications, sync" in e.value.message
 

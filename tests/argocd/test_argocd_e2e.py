@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from fracctl.adapters.argocd import ArgoCDForbidden
-from fracctl.errors import ExitCode
+from fracctl.adapters.argocd import ArgoCDStatus
+from fracctl.errors import ExitCode, Forbidden
 from fracctl.flows.drift import SYNCED_BUT_DIFFERS
 from tests.support.argocd_real import TARGET, RealArgoCD, configure, require_built, unchanged
 from tests.support.helpers import Cluster, commit_all, run_cli
@@ -246,13 +246,14 @@ def test_read_only_account_reads_but_cannot_sync_and_nothing_is_deleted(
     config = configure(incident, real_argocd, app_name, real_argocd.token("viewer"))
     with real_argocd.app(app_name, repo=incident.root / "gitops"):
         d = run_cli("-c", config, "drift", "--app", app_name, "-o", "json")
-        with real_argocd.client("viewer") as c, pytest.raises(ArgoCDForbidden) as denied:
+        with real_argocd.client("viewer") as c, pytest.raises(Forbidden) as denied:
             c.sync(app_name, resources=[TARGET])
         with incident.operator():
             r = run_cli("-c", config, "recreate", "--yes", "--backend", "argocd")
     print(r.stderr)  # what the user reads; shown with -s or on failure
     assert d.exit_code == ExitCode.FINDING, d.output  # reading is allowed
-    assert denied.value.status == 403 and denied.value.code == 7
+    assert isinstance(denied.value.status, ArgoCDStatus)
+    assert denied.value.status.code == 403 and denied.value.status.grpc_code == 7
     assert "permission denied" in denied.value.message
     assert r.exit_code == ExitCode.EXTERNAL, r.output
     assert "applications, sync" in r.stderr

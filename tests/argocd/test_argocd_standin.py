@@ -11,16 +11,9 @@ from typing import Any
 import httpx
 import pytest
 
-from fracctl.adapters.argocd import (
-    ArgoCD,
-    ArgoCDForbidden,
-    ArgoCDServerError,
-    ArgoCDUnauthorized,
-    OperationInProgress,
-    SyncFailed,
-)
+from fracctl.adapters.argocd import ArgoCD, ArgoCDStatus, OperationInProgress, SyncFailed
 from fracctl.config import ArgoCDConfig
-from fracctl.errors import Unreachable
+from fracctl.errors import Forbidden, ServerError, Unauthorized, Unreachable
 from fracctl.flows.argocd_sync import resource_result, sync_resource_and_wait, wait_operation
 from fracctl.sandbox.controlplane import ControlPlane
 from tests.support.argocd_standin import TRACKING_ANNOTATION, ArgoCDStandIn
@@ -198,8 +191,9 @@ def test_another_operation_that_lasts_is_reported(cluster: Cluster, standin: Arg
         )
     assert "still in progress after waiting 10s" in str(e.value)
     assert "by automated sync" in str(e.value)
-    assert e.value.code == 9
-    assert e.value.status == 400
+    assert isinstance(e.value.status, ArgoCDStatus)
+    assert e.value.status.grpc_code == 9
+    assert e.value.status.code == 400
     assert standin.busy_rejections >= 2
     assert cluster.live_target() is None
     standin.end_foreign_operation()
@@ -282,7 +276,7 @@ def test_reads_application_managed_resources_and_manifests(
         items = argocd.managed_resources(standin.app_name, kind=cluster.config.target.kind)
         rendered = argocd.manifests(standin.app_name)
         at_revision = argocd.manifests(standin.app_name, revision=standin.revision())
-        with pytest.raises(ArgoCDServerError, match="unable to resolve"):
+        with pytest.raises(ServerError, match="unable to resolve"):
             argocd.manifests(standin.app_name, revision="0000000")
     assert standin.refreshes == ["normal"]
     assert app["status"]["sync"]["status"] == "OutOfSync"
@@ -304,7 +298,7 @@ def test_wrong_token_is_401_and_never_echoed(standin: ArgoCDStandIn) -> None:
     wrong = "WRONG-token-5a1c-never-print"
     with (
         ArgoCD(standin.address, wrong, plaintext=True) as argocd,
-        pytest.raises(ArgoCDUnauthorized) as e,
+        pytest.raises(Unauthorized) as e,
     ):
         argocd.get_application(standin.app_name)
     assert "token signature is invalid" in str(e.value)
@@ -346,7 +340,7 @@ def test_rbac_denial_is_403_with_advice(cluster: Cluster) -> None:
         connect(s) as argocd,
     ):
         argocd.get_application(s.app_name)  # reading is allowed
-        with pytest.raises(ArgoCDForbidden) as e:
+        with pytest.raises(Forbidden) as e:
             sync_resource_and_wait(argocd, s.app_name, resource=target_resource(cluster), timeout=5)
     assert "applications, sync" in str(e.value)
     assert "RBAC" in str(e.value)
@@ -354,14 +348,14 @@ def test_rbac_denial_is_403_with_advice(cluster: Cluster) -> None:
 
 
 def test_unknown_application_is_403_as_in_argo_cd(standin: ArgoCDStandIn) -> None:
-    with connect(standin) as argocd, pytest.raises(ArgoCDForbidden, match="does not exist"):
+    with connect(standin) as argocd, pytest.raises(Forbidden, match="does not exist"):
         argocd.get_application("no-such-app")
 
 
 def test_server_error_is_mapped(standin: ArgoCDStandIn) -> None:
     standin.fail_next(503, 14, "connection to the repo-server is unavailable")
     with connect(standin) as argocd:
-        with pytest.raises(ArgoCDServerError, match="repo-server"):
+        with pytest.raises(ServerError, match="repo-server"):
             argocd.get_application(standin.app_name)
         assert argocd.get_application(standin.app_name)["metadata"]["name"] == standin.app_name
 

@@ -38,7 +38,9 @@ def test_exit_codes(cls: type[errors.FracctlError], code: ExitCode) -> None:
         (404, errors.NotFound),
         (409, errors.Conflict),
         (422, errors.Invalid),
-        (500, errors.ApiError),
+        (400, errors.ApiError),
+        (500, errors.ServerError),
+        (503, errors.ServerError),
     ],
 )
 def test_api_error_mapping(status: int, cls: type[errors.ApiError]) -> None:

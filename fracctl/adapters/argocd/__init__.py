@@ -1,9 +1,10 @@
 """The Argo CD adapter: a small client for the documented REST API (over httpx).
 
-The package holds one concern a module: :mod:`.errors` (the error classes and the mapping
-from an error answer), :mod:`.auth` (the server address and the bearer token),
-:mod:`.shapes` (what each answer must look like, and :func:`checked`) and :mod:`.client`
-(:class:`ArgoCD` and its plain calls). Waiting for an operation and judging how it ended
+The package holds one concern a module: :mod:`.errors` (the mapping from an error answer
+to the generic error of its status, with Argo CD's details, and Argo CD's own errors),
+:mod:`.auth` (the server address and the bearer token), :mod:`.shapes` (what each answer
+must look like, and :func:`checked`) and :mod:`.client` (:class:`ArgoCD` and its plain
+calls). Waiting for an operation and judging how it ended
 is policy, kept in :mod:`fracctl.flows.argocd_sync`.
 
 The bearer token is registered with :mod:`fracctl.redact`, so it is kept out of every
@@ -21,14 +22,10 @@ from fracctl.adapters.argocd.errors import (
     GRPC_PERMISSION_DENIED,
     GRPC_UNAUTHENTICATED,
     IN_PROGRESS_MESSAGE,
-    ApplicationNotFound,
-    ArgoCDError,
-    ArgoCDForbidden,
-    ArgoCDServerError,
     ArgoCDStatus,
-    ArgoCDUnauthorized,
     OperationInProgress,
     SyncFailed,
+    UnexpectedAnswer,
     clip,
     error_for,
 )
@@ -50,16 +47,12 @@ __all__ = [
     "MANIFESTS_SHAPE",
     "SYNC_WINDOWS_SHAPE",
     "TERMINAL_PHASES",
-    "ApplicationNotFound",
     "ArgoCD",
-    "ArgoCDError",
-    "ArgoCDForbidden",
-    "ArgoCDServerError",
     "ArgoCDStatus",
-    "ArgoCDUnauthorized",
     "Obj",
     "OperationInProgress",
     "SyncFailed",
+    "UnexpectedAnswer",
     "check_token",
     "checked",
     "clip",

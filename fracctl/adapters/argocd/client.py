@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from fracctl.adapters.argocd.auth import Secret, check_token, read_token, server_url
-from fracctl.adapters.argocd.errors import ArgoCDError, clip, error_for
+from fracctl.adapters.argocd.errors import UnexpectedAnswer, clip, error_for
 from fracctl.adapters.argocd.shapes import (
     APPLICATION_SHAPE,
     MANAGED_RESOURCES_SHAPE,
@@ -23,7 +23,7 @@ from fracctl.adapters.argocd.shapes import (
     SYNC_WINDOWS_SHAPE,
     checked,
 )
-from fracctl.errors import ConfigError, Unreachable, UsageError
+from fracctl.errors import ApiError, ConfigError, Unreachable, UsageError
 from fracctl.redact import redact
 
 if TYPE_CHECKING:
@@ -156,7 +156,8 @@ class ArgoCD:
             timeout: read timeout for this request (default: the client's).
 
         Raises:
-            ArgoCDError: a subclass chosen by the status (see :func:`error_for`).
+            ApiError: the generic error of the status (see :func:`error_for`).
+            UnexpectedAnswer: the answer is not JSON.
             Unreachable: the server could not be reached.
         """
         import httpx
@@ -195,9 +196,9 @@ class ArgoCD:
             return resp.json()
         except ValueError as e:
             kind = resp.headers.get("content-type", "unknown content type")
-            raise ArgoCDError(
+            raise UnexpectedAnswer(
                 f"{method} {path}: the answer is not JSON ({kind})",
-                status=resp.status_code,
+                http_status=resp.status_code,
                 hint=f"is {self.url} the Argo CD API server (not the UI or a proxy page)?",
             ) from e
 
@@ -239,10 +240,10 @@ class ArgoCD:
         doc = self.request("GET", f"/api/v1/account/can-i/{parts}")
         value = doc.get("value") if isinstance(doc, dict) else None
         if value not in ("yes", "no"):
-            raise ArgoCDError(
+            raise UnexpectedAnswer(
                 f"Argo CD answered can-i {resource} {action} {subresource} with "
                 f"{clip(repr(doc), 120)}, not yes or no",
-                status=200,
+                http_status=200,
                 hint=f"is {self.url} an Argo CD API server?",
             )
         return bool(value == "yes")
@@ -357,8 +358,8 @@ class ArgoCD:
         path, params = _app_path(name)
         try:
             self.request("DELETE", f"{path}/operation", params=params, app=name)
-        except ArgoCDError as e:
-            if e.status == 400 and _NO_OPERATION_MESSAGE in e.message.lower():
+        except ApiError as e:
+            if e.status.code == 400 and _NO_OPERATION_MESSAGE in e.message.lower():
                 return False
             raise
         return True
@@ -392,9 +393,9 @@ def _decode_state(value: Any, what: str) -> Obj | None:
     try:
         decoded = json.loads(value)
     except (TypeError, ValueError) as e:
-        raise ArgoCDError(f"Argo CD sent an undecodable {what}") from e
+        raise UnexpectedAnswer(f"Argo CD sent an undecodable {what}") from e
     if decoded is not None and not isinstance(decoded, dict):
-        raise ArgoCDError(f"Argo CD sent a {what} that is not an object")
+        raise UnexpectedAnswer(f"Argo CD sent a {what} that is not an object")
     return decoded
 
 

@@ -1,18 +1,27 @@
-"""Argo CD's errors: the error classes, and the mapping from an error answer to one of them.
+"""Argo CD's errors: the mapping from an error answer to a generic error, and the rest.
 
-An answer with an HTTP error status (or a grpc-gateway error body) becomes an
-:class:`ArgoCDError` subclass with advice in its hint, the body redacted before it is
-truncated. The 401, 403 and 404 classes are also the generic :class:`fracctl.errors`
-``Unauthorized``, ``Forbidden`` and ``NotFound``, so one ``except`` catches the
-Kubernetes and the Argo CD kind alike.
+An answer with an HTTP error status (or a grpc-gateway error body) becomes the generic
+:mod:`fracctl.errors` error of its status (``Unauthorized``, ``Forbidden``, ``NotFound``,
+``ServerError``, else ``ApiError``) with Argo CD's own message and advice in its hint, and
+Argo CD's details in its ``status`` (an :class:`ArgoCDStatus`), the body redacted before
+it is truncated. So one ``except`` catches the Kubernetes and the Argo CD kind alike.
 """
 
 from __future__ import annotations
 
 import json
-from typing import Any, ClassVar
+from dataclasses import dataclass
+from typing import Any
 
-from fracctl.errors import ApiStatus, ExternalError, Forbidden, NotFound, Unauthorized
+from fracctl.errors import (
+    ApiError,
+    ApiStatus,
+    ExternalError,
+    Forbidden,
+    NotFound,
+    ServerError,
+    Unauthorized,
+)
 from fracctl.redact import redact
 
 Obj = dict[str, Any]
@@ -25,87 +34,33 @@ IN_PROGRESS_MESSAGE = "another operation is already in progress"
 _BODY_LIMIT = 300
 
 
-class ArgoCDError(ExternalError):
-    """Argo CD answered with an error (or with something that is not its API)."""
+@dataclass
+class ArgoCDStatus(ApiStatus):
+    """An Argo CD error answer as the generic handlers read it, with Argo CD's details.
 
-    def __init__(
-        self,
-        message: str,
-        *,
-        status: int | None = None,
-        code: int | None = None,
-        hint: str | None = None,
-    ) -> None:
-        # Not super(): for the subclasses that are also an ApiError, the next __init__
-        # in line would build a Kubernetes-style message from a Status instead.
-        ExternalError.__init__(self, message, hint=hint)
-        self.status = status  # HTTP status
-        self.code = code  # gRPC code from the error body
-
-
-class ArgoCDStatus(int, ApiStatus):
-    """An Argo CD HTTP status that is also the :class:`ApiStatus` generic handlers read.
-
-    It compares, formats and serialises as the status number (``e.status == 404``), and
-    has the ``code``, ``reason`` and ``message`` that handlers of the generic
-    ``NotFound``, ``Unauthorized`` and ``Forbidden`` read from ``e.status``.
+    ``code`` is the HTTP status, ``reason`` the Kubernetes-style reason of the generic
+    error (``NotFound``, ``Forbidden``, …), ``message`` Argo CD's message, clipped.
     """
 
-    def __new__(cls, code: int, reason: str = "", message: str = "") -> ArgoCDStatus:
-        """The number; the dataclass ``__init__`` then sets the ApiStatus fields."""
-        return super().__new__(cls, code)
+    grpc_code: int | None = None  # the grpc-gateway error body's ``code``
+    server: str = ""  # the server's URL
 
 
-class _GenericError(ArgoCDError):
-    """An Argo CD error that is also the generic fracctl error of its HTTP status."""
-
-    #: The HTTP status and the Kubernetes-style reason of the generic counterpart.
-    generic: ClassVar[tuple[int, str]]
-    status: ArgoCDStatus
-
-    def __init__(
-        self,
-        message: str,
-        *,
-        status: int | None = None,
-        code: int | None = None,
-        hint: str | None = None,
-    ) -> None:
-        super().__init__(message, code=code, hint=hint)
-        number, reason = self.generic
-        self.status = ArgoCDStatus(number if status is None else status, reason, message)
-
-
-class ArgoCDUnauthorized(_GenericError, Unauthorized):
-    """HTTP 401: the token is missing, expired, revoked or for another server."""
-
-    generic = (401, "Unauthorized")
-    status: ArgoCDStatus  # both bases' status (an int and an ApiStatus)
-
-
-class ArgoCDForbidden(_GenericError, Forbidden):
-    """HTTP 403: the token's account lacks an RBAC permission."""
-
-    generic = (403, "Forbidden")
-    status: ArgoCDStatus  # both bases' status (an int and an ApiStatus)
-
-
-class ApplicationNotFound(_GenericError, NotFound):
-    """HTTP 404: no application of that name."""
-
-    generic = (404, "NotFound")
-    status: ArgoCDStatus  # both bases' status (an int and an ApiStatus)
-
-
-class ArgoCDServerError(ArgoCDError):
-    """HTTP 5xx: the Argo CD server (or a component behind it) failed."""
-
-
-class OperationInProgress(ArgoCDError):
+class OperationInProgress(ApiError):
     """Another operation runs on the application, so a sync was not accepted."""
 
 
-class SyncFailed(ArgoCDError):
+class UnexpectedAnswer(ExternalError):
+    """Argo CD answered with something that is not its API (not JSON, or misshapen)."""
+
+    def __init__(
+        self, message: str, *, hint: str | None = None, http_status: int | None = None
+    ) -> None:
+        super().__init__(message, hint=hint)
+        self.http_status = http_status
+
+
+class SyncFailed(ExternalError):
     """The sync operation ended ``Failed`` or ``Error``, or a resource failed to sync."""
 
     def __init__(self, message: str, *, operation_state: Obj, hint: str | None = None) -> None:
@@ -119,7 +74,7 @@ def clip(text: str, limit: int = _BODY_LIMIT) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def error_for(status: int, text: str, *, app: str | None = None, url: str = "") -> ArgoCDError:
+def error_for(status: int, text: str, *, app: str | None = None, url: str = "") -> ApiError:
     """Pick the fracctl error for an Argo CD error response (a pure mapping).
 
     Args:
@@ -128,6 +83,51 @@ def error_for(status: int, text: str, *, app: str | None = None, url: str = "") 
         app: the application the request was about.
         url: the server, for messages.
     """
+    code, message = _read_body(text)
+    what = f"application {app}" if app else "request"
+
+    def details(reason: str) -> ArgoCDStatus:
+        return ArgoCDStatus(status, reason, message, grpc_code=code, server=url)
+
+    if status == 401 or code == GRPC_UNAUTHENTICATED:
+        return Unauthorized(
+            details("Unauthorized"),
+            message=f"Argo CD at {url} rejected the token (401): {message}",
+            hint="the token may have expired or been revoked; put a fresh one in "
+            "ARGOCD_AUTH_TOKEN or argocd.token_file",
+        )
+    if status == 403 or code == GRPC_PERMISSION_DENIED:
+        return Forbidden(
+            details("Forbidden"),
+            message=f"Argo CD denied access to {what} (403): {message}",
+            hint=_forbidden_hint(message, app),
+        )
+    if status == 404 or code == GRPC_NOT_FOUND:
+        return NotFound(
+            details("NotFound"),
+            message=f"Argo CD {what} not found (404): {message}",
+            hint="check argocd.app and the server; apps outside Argo CD's namespace are "
+            "named namespace/name",
+        )
+    if IN_PROGRESS_MESSAGE in message.lower():
+        # gRPC FailedPrecondition (code 9), which grpc-gateway sends as HTTP 400; other
+        # FailedPrecondition answers are not worth waiting for.
+        return OperationInProgress(
+            details(""),
+            message=f"Argo CD {what}: {message}",
+            hint="wait for the running operation to end, or terminate it",
+        )
+    if status >= 500:
+        return ServerError(
+            details("InternalError"),
+            message=f"Argo CD server error ({status}) on {what}: {message}",
+            hint="retry later; if it persists, read the argocd-server and repo-server logs",
+        )
+    return ApiError(details(""), message=f"Argo CD refused {what} ({status}): {message}")
+
+
+def _read_body(text: str) -> tuple[int | None, str]:
+    """The gRPC code and the clipped message of an error body (JSON or not)."""
     code: int | None = None
     message = ""
     try:
@@ -140,48 +140,7 @@ def error_for(status: int, text: str, *, app: str | None = None, url: str = "") 
         message = str(body.get("message") or body.get("error") or "")
     if not message:
         message = text.strip()
-    message = clip(" ".join(message.split())) or "no message"
-    what = f"application {app}" if app else "request"
-    if status == 401 or code == GRPC_UNAUTHENTICATED:
-        return ArgoCDUnauthorized(
-            f"Argo CD at {url} rejected the token (401): {message}",
-            status=status,
-            code=code,
-            hint="the token may have expired or been revoked; put a fresh one in "
-            "ARGOCD_AUTH_TOKEN or argocd.token_file",
-        )
-    if status == 403 or code == GRPC_PERMISSION_DENIED:
-        return ArgoCDForbidden(
-            f"Argo CD denied access to {what} (403): {message}",
-            status=status,
-            code=code,
-            hint=_forbidden_hint(message, app),
-        )
-    if status == 404 or code == GRPC_NOT_FOUND:
-        return ApplicationNotFound(
-            f"Argo CD {what} not found (404): {message}",
-            status=status,
-            code=code,
-            hint="check argocd.app and the server; apps outside Argo CD's namespace are "
-            "named namespace/name",
-        )
-    if IN_PROGRESS_MESSAGE in message.lower():
-        # gRPC FailedPrecondition (code 9), which grpc-gateway sends as HTTP 400; other
-        # FailedPrecondition answers are not worth waiting for.
-        return OperationInProgress(
-            f"Argo CD {what}: {message}",
-            status=status,
-            code=code,
-            hint="wait for the running operation to end, or terminate it",
-        )
-    if status >= 500:
-        return ArgoCDServerError(
-            f"Argo CD server error ({status}) on {what}: {message}",
-            status=status,
-            code=code,
-            hint="retry later; if it persists, read the argocd-server and repo-server logs",
-        )
-    return ArgoCDError(f"Argo CD refused {what} ({status}): {message}", status=status, code=code)
+    return code, clip(" ".join(message.split())) or "no message"
 
 
 def _forbidden_hint(message: str, app: str | None) -> str:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from fracctl.adapters.argocd.errors import ArgoCDError
+from fracctl.adapters.argocd.errors import UnexpectedAnswer
 
 Obj = dict[str, Any]
 
@@ -87,7 +87,7 @@ def checked(
         url: the server, for the hint.
 
     Raises:
-        ArgoCDError: a part has another type; the message names the part and the type
+        UnexpectedAnswer: a part has another type; the message names the part and the type
             found, not the value.
     """
     for path, expected in shape.items():
@@ -98,10 +98,10 @@ def checked(
             ):
                 continue
             part = f"`{where}`" if where else "the answer"
-            raise ArgoCDError(
+            raise UnexpectedAnswer(
                 f"Argo CD sent an unexpected answer to {what}: {part} is "
                 f"{_json_type(value)}, expected {_expected_type(expected)}",
-                status=200,
+                http_status=200,
                 hint=f"is {url or 'the server'} the Argo CD API server, of a version fracctl "
                 "supports (v2.x or v3.x)?",
             )
