@@ -94,6 +94,7 @@ class ObjectDrift:
     argocd: dict[str, Any] | None = None  # what Argo CD claims about this resource
     note: str = ""
     next_step: str = ""  # what to do about it, when it depends on more than the verdict
+    procedure: dict[str, Any] | None = None  # needs-recreate: how fracctl recreates it, or not
 
     @property
     def key(self) -> str:
@@ -135,6 +136,7 @@ class ObjectDrift:
             "line": self.location.line if self.location else None,
             "argocd": self.argocd,
             "note": self.note,
+            "procedure": self.procedure,
         }
 
 
@@ -388,22 +390,6 @@ def fields_from_causes(
             )
         )
     return out
-
-
-def recreate_step(o: ObjectDrift, target: tuple[str, str, str]) -> str:
-    """What to do about a ``needs-recreate`` object; ``target`` is (group, kind, name).
-
-    ``fracctl recreate`` handles only the configured target; any other object is
-    deleted and recreated by the GitOps engine.
-    """
-    if (o.group, o.kind, o.name) == target and not o.namespace:
-        return "only delete + recreate can change it (fracctl recreate runs it guarded)"
-    return (
-        f"only delete + recreate can change it, and fracctl recreate handles only "
-        f"{target[1]}/{target[2]}: delete {o.key} and sync, so that the GitOps engine "
-        "creates it again from git, or have Argo CD do both with the sync option "
-        "Force=true,Replace=true on the resource; either way what it runs is interrupted"
-    )
 
 
 def unapplied(after: Mapping[str, Any], fields: Iterable[FieldDiff]) -> list[FieldDiff]:

@@ -10,8 +10,9 @@ from typing import Any
 
 from fracctl.core.drift import ObjectDrift
 from fracctl.core.labels import selector_matches
-from fracctl.core.procedures import Choice, Facts, choose
+from fracctl.core.procedures import Choice, Facts, choose, next_step
 from fracctl.core.resources import PODS, ResourceRef
+from fracctl.errors import Forbidden
 from fracctl.flows.context import Context
 
 Obj = dict[str, Any]
@@ -59,3 +60,23 @@ def procedure_for(ctx: Context, o: ObjectDrift, **options: bool) -> Choice:
     """The procedure (or refusal) for a ``needs-recreate`` object, from the cluster now."""
     t = ctx.config.target
     return choose(o, facts_for(ctx, o, **options), target=(t.group, t.kind, t.name))
+
+
+def name_procedure(ctx: Context, o: ObjectDrift) -> None:
+    """Set ``drift``'s procedure and next step for a ``needs-recreate`` object.
+
+    An identity that may not read the object's pods or claims gets the command that
+    names the procedure instead.
+    """
+    try:
+        choice = procedure_for(ctx, o)
+    except Forbidden as e:
+        where = f" -n {o.namespace}" if o.namespace else ""
+        o.next_step = (
+            f"only delete + recreate can change it: fracctl recreate {o.kind}/{o.name}{where} "
+            f"--dry-run names the safe procedure (this identity may not read what it "
+            f"depends on: {e.status.message})"
+        )
+        return
+    o.procedure = choice.to_dict()
+    o.next_step = next_step(o, choice)

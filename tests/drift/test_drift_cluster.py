@@ -271,22 +271,23 @@ def test_deployment_selector_change_needs_recreate_with_the_api_servers_message(
     assert report.drifted
 
 
-def test_the_next_step_for_another_kind_does_not_offer_fracctl_recreate(
+def test_the_next_step_for_another_kind_names_its_procedure_or_refusal(
     cluster: Cluster, objects: Objects
 ) -> None:
     from fracctl.core.drift_report import describe
 
-    objects.create(deployment("web", {"app": "web"}))
+    objects.create(deployment("web", {"app": "web"}, replicas=0))
     ctx = context(cluster.kubeconfig)
     (o,) = flow.check_objects(
-        ctx, [in_ns(deployment("web", {"app": "web-v2"}), objects.ns)]
+        ctx, [in_ns(deployment("web", {"app": "web-v2"}, replicas=0), objects.ns)]
     ).objects
     assert o.verdict == d.NEEDS_RECREATE, o
     text = describe(o)
     assert "fracctl recreate runs it guarded" not in text
-    assert "fracctl recreate handles only GpuFractioningConfig/default" in text
-    assert f"delete Deployment/{objects.ns}/web and sync" in text
-    assert "Force=true,Replace=true" in text
+    # no pod runs, so none lacks the new selector's labels: adoption is safe
+    assert f"fracctl recreate Deployment/web -n {objects.ns} --backend apply runs the " in text
+    assert o.procedure is not None and o.procedure["procedure"] == "orphan-and-adopt"
+    assert o.to_dict()["procedure"] == o.procedure
     # the configured target keeps the guarded path
     cluster.target(RTX)
     t = ctx.config.target

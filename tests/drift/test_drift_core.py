@@ -268,7 +268,9 @@ def test_guarded_fields_an_apply_left_alone_are_found_and_patched_alone() -> Non
     assert d.json_pointer("spec.containers[2].env~x/y") == "/spec/containers/2/env~0x~1y"
 
 
-def test_only_the_configured_target_is_sent_to_fracctl_recreate() -> None:
+def test_the_next_step_names_the_kinds_procedure_or_the_refusal() -> None:
+    from fracctl.core.procedures import Facts, choose, next_step
+
     target = ("gpu-fractioning.kai.scheduler", "GpuFractioningConfig", "default")
     o = d.ObjectDrift(
         "gpu-fractioning.kai.scheduler/v1alpha1",
@@ -277,20 +279,19 @@ def test_only_the_configured_target_is_sent_to_fracctl_recreate() -> None:
         "default",
         d.NEEDS_RECREATE,
     )
-    assert "fracctl recreate runs it guarded" in d.recreate_step(o, target)
-    dep = d.ObjectDrift("apps/v1", "Deployment", "web", "api", d.NEEDS_RECREATE)
-    step = d.recreate_step(dep, target)
-    assert "fracctl recreate handles only GpuFractioningConfig/default" in step
-    assert "delete Deployment/web/api and sync" in step
-    dep.next_step = step
-    assert f"Next: {step}" in describe(dep)
+    assert "fracctl recreate runs it guarded" in next_step(o, choose(o, Facts(), target=target))
+    job = d.ObjectDrift("batch/v1", "Job", "web", "migrate", d.NEEDS_RECREATE, live={})
+    step = next_step(job, choose(job, Facts(), target=target))
+    assert "fracctl recreate Job/migrate -n web --backend apply runs the rerun procedure" in step
+    assert "it costs a run of the Job from the start" in step
+    job.next_step = step
+    assert f"Next: {step}" in describe(job)
+    pvc = d.ObjectDrift("v1", "PersistentVolumeClaim", "web", "data", d.NEEDS_RECREATE)
+    assert next_step(pvc, choose(pvc, Facts(), target=target)).startswith("no safe recreate: ")
     # without a step from the flow, the hint names no command
     assert "fracctl recreate" not in describe(
         d.ObjectDrift("apps/v1", "Deployment", "web", "api", d.NEEDS_RECREATE)
     )
-
-
-# --- reports ---------------------------------------------------------------------------------
 
 
 def report() -> d.DriftReport:

@@ -7,6 +7,7 @@ real ones; KWOK plays the kubelets (pods run, Job pods complete).
 from __future__ import annotations
 
 import copy
+import json
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -265,3 +266,70 @@ def test_an_immutable_configmap_is_refused_with_a_new_name_suggested(shop: Shop)
     assert r.exit_code == ExitCode.FINDING, r.output
     assert "content-hashed name" in r.stderr
     assert shop.live("v1", "ConfigMap", "settings") == old
+
+
+# --- SIGKILL -------------------------------------------------------------------------------
+
+#: Where a run is killed (a moment of the procedure, then a seeded random delay).
+MOMENTS = ["journaled", "deleted", "created"]
+
+
+@pytest.mark.parametrize("kind", ["StatefulSet", "Deployment"])
+@pytest.mark.parametrize("moment", MOMENTS)
+def test_sigkill_at_a_random_moment_then_the_rerun_converges_with_no_pod_lost(
+    shop: Shop, kind: str, moment: str
+) -> None:
+    import os
+    import random
+    import signal
+    import subprocess
+    import sys
+
+    seed = int(os.environ.get("FRACCTL_TEST_SEED", "0")) or random.randrange(1, 10**6)
+    jitter = random.Random(seed).uniform(0, 0.08)
+    print(f"{kind} killed at {moment} + {jitter:.2f}s (FRACCTL_TEST_SEED={seed})")
+    if kind == "StatefulSet":
+        shop.bound_claims(["data-db-0", "data-db-1"], size="5Gi")
+        first, then, name = statefulset(shop), statefulset(shop, service="db-v2"), "db"
+    else:
+        both = {"app": "web", "tier": "front"}
+        first, then, name = deployment({"app": "web"}, both), deployment(both, both), "web"
+    shop.commit(first)
+    old = shop.create(first)
+    before = identity(shop.running(2))
+    shop.commit(then)
+    state = shop.config.parent / "state" / "objects" / f"{kind}_{shop.ns}_{name}.json"
+
+    def reached() -> bool:  # the journal says which step is done
+        try:
+            phase = json.loads(state.read_text())["phase"]
+        except (OSError, ValueError):
+            return False
+        return moment == "journaled" or phase == moment
+
+    args = ["-c", str(shop.config), "recreate", f"{kind}/{name}", "-n", shop.ns, "--yes"]
+    env = {**os.environ, "FRACCTL_TIMEOUTS_LOCK_LEASE": "2s"}
+    proc = subprocess.Popen([sys.executable, "-m", "fracctl", *args], env=env,
+                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)  # fmt: skip
+    try:
+        deadline = time.monotonic() + 60
+        while not reached() and proc.poll() is None:  # a tight loop: the steps are quick
+            assert time.monotonic() < deadline, f"the run never reached {moment}"
+            time.sleep(0.005)
+        time.sleep(jitter)
+        print("killed mid-run" if proc.poll() is None else f"it had ended ({proc.returncode})")
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=10)
+    finally:
+        proc.kill()
+        proc.communicate()
+    time.sleep(2.5)  # the dead holder's lease expires
+    r = run_cli(*args)
+    assert r.exit_code == ExitCode.OK, r.output
+    new = shop.live("apps/v1", kind, name)
+    assert new is not None and new["metadata"]["uid"] != old["metadata"]["uid"]
+    assert new["spec"] == {**new["spec"], **{k: v for k, v in then["spec"].items()
+                                             if k in ("serviceName", "selector")}}  # fmt: skip
+    assert identity(shop.pods()) == before, "no pod was lost or restarted"
+    assert not state.exists(), "the journal is gone once the procedure ended"

@@ -195,7 +195,7 @@ def test_a_new_selector_the_pods_already_fit_is_orphaned_and_adopted(kind: str) 
 def test_a_new_selector_the_pods_do_not_fit_is_refused_with_two_commits(kind: str) -> None:
     d = drift(deploy(kind, {"app": "web"}), deploy(kind, {"app": "web", "tier": "front"}))
     r = refusal(choose(d, Facts(pods=[pod("web-1", app="web")]), target=TARGET))
-    assert "1 of 1 running pod(s) lack the new selector's labels (e.g. web-1)" in r.reason
+    assert "1 of 1 pod(s) lack the new selector's labels (e.g. web-1)" in r.reason
     assert "first add {'app': 'web', 'tier': 'front'} to spec.template.metadata.labels" in r.fix
 
 

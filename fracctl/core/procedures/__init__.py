@@ -44,6 +44,7 @@ __all__ = [
     "Refusal",
     "choose",
     "leaves",
+    "next_step",
 ]
 
 _GUARDED_STEPS = (
@@ -107,4 +108,18 @@ def _defaulted(o: ObjectDrift, fields: list[FieldDiff]) -> Refusal | None:
         f"{f.path} differs only by defaulting: git leaves it empty and the cluster set {f.live!r}",
         f"add `{f.path.rsplit('.', 1)[-1]}: {f.live}` at {f.path} in git (or drop the "
         "empty value), and nothing needs recreating",
+    )
+
+
+def next_step(o: ObjectDrift, choice: Choice) -> str:
+    """What ``drift`` says to do about a ``needs-recreate`` object."""
+    if isinstance(choice, Refusal):
+        return f"no safe recreate: {choice.reason}; {choice.fix}"
+    if choice.name == GUARDED:
+        return "only delete + recreate can change it (fracctl recreate runs it guarded)"
+    where = f" -n {o.namespace}" if o.namespace else ""
+    cost = f"; it costs {choice.loses}" if choice.loses else "; no pod restarts"
+    return (
+        f"only delete + recreate can change it: fracctl recreate {o.kind}/{o.name}{where} "
+        f"--backend apply runs the {choice.name} procedure{cost}"
     )

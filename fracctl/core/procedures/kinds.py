@@ -181,7 +181,7 @@ def selector_owner(o: ObjectDrift, facts: Facts) -> Choice:
     if misfits:
         wanted = (new or {}).get("matchLabels") or {}
         return Refusal(
-            f"{len(misfits)} of {len(facts.pods)} running pod(s) lack the new selector's "
+            f"{len(misfits)} of {len(facts.pods)} pod(s) lack the new selector's "
             f"labels (e.g. {_name(misfits[0])}): the recreated {o.kind} would start new "
             "pods beside them",
             f"make it two commits: first add {wanted} to spec.template.metadata.labels "

@@ -276,8 +276,9 @@ class Judge:
             out.fields = immutable + d.fields_from_causes(
                 e.status.causes, it.live, it.desired, immutable
             )
-            t = self.ctx.config.target
-            out.next_step = d.recreate_step(out, (t.group, t.kind, t.name))
+            from fracctl.flows.procedures import name_procedure
+
+            name_procedure(self.ctx, out)
         else:
             out.verdict = d.REJECTED
             out.note = "the API server rejects the desired object; recreating would not help"
