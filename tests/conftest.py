@@ -200,11 +200,14 @@ def canned_server() -> Iterator[CannedServer]:
 
 
 @pytest.fixture
-def incident(cluster: Cluster, tmp_path: Path) -> Incident:
-    """The incident for the real Argo CD's timeouts; modules with their own override it."""
-    from tests.support.argocd_real import real_incident
+def real_incident(cluster: Cluster, tmp_path: Path) -> Incident:
+    """The incident with the real controllers' (Argo CD's, Flux's) slower timeouts.
 
-    return real_incident(cluster, tmp_path)
+    There is no root ``incident``: a module that wants one defines its own.
+    """
+    from tests.support import argocd_real
+
+    return argocd_real.real_incident(cluster, tmp_path)
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
@@ -229,9 +232,8 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
-@pytest.fixture
-def guarded(incident: Incident) -> Iterator[Incident]:
-    """The incident with the guard policy applied (``fracctl policy apply``); removed after."""
+def _guard(incident: Incident) -> Iterator[Incident]:
+    """``incident`` with the guard policy applied (``fracctl policy apply``); removed after."""
     from fracctl.errors import ExitCode
     from tests.support.helpers import run_cli, wait_enforced
 
@@ -242,3 +244,15 @@ def guarded(incident: Incident) -> Iterator[Incident]:
         yield incident
     finally:
         incident.cluster.unguard()
+
+
+@pytest.fixture
+def guarded(incident: Incident) -> Iterator[Incident]:
+    """The module's own ``incident`` with the guard policy applied; removed after."""
+    yield from _guard(incident)
+
+
+@pytest.fixture
+def real_guarded(real_incident: Incident) -> Iterator[Incident]:
+    """:func:`real_incident` with the guard policy applied; removed after."""
+    yield from _guard(real_incident)

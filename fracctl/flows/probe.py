@@ -48,8 +48,8 @@ from fracctl.flows.signals import main_thread as _main_thread
 PROBE_LABEL = "fracctl.io/probe"
 
 
-class Outcome(str, Enum):
-    """What became of the probe."""
+class PodFate(str, Enum):
+    """What became of the probe pod (its words are what ``-o json`` says as "outcome")."""
 
     RUNNING = "running"  # scheduled and running on a node
     NOT_READY = "not-ready"  # Pending: KAI's readiness gate refused the pool
@@ -70,7 +70,7 @@ class PodProbeResult:
     namespace: str
     request: dict[str, str]  # the fraction annotation the probe carried
     pool: dict[str, str]
-    outcome: Outcome
+    outcome: PodFate
     node: str | None = None
     reason: str = ""
     message: str = ""
@@ -81,20 +81,20 @@ class PodProbeResult:
     def summary(self) -> str:
         """One line for people."""
         where = ", ".join(f"{k}={v}" for k, v in sorted(self.pool.items())) or "any node"
-        if self.outcome is Outcome.RUNNING:
+        if self.outcome is PodFate.RUNNING:
             return f"the probe ran on {self.node}: fractional scheduling works there"
-        if self.outcome is Outcome.NOT_READY:
+        if self.outcome is PodFate.NOT_READY:
             return (
                 f"the probe stayed Pending: KAI says the pool ({where}) is not ready for "
                 "fractional GPU scheduling. Good news where the daemons do not run yet: "
                 "the readiness gate holds, so no fractional pod runs there without a limit"
                 + self._judged()
             )
-        if self.outcome is Outcome.UNSCHEDULABLE:
+        if self.outcome is PodFate.UNSCHEDULABLE:
             return f"the probe could not be scheduled on the pool ({where}): {self.message}"
-        if self.outcome is Outcome.FAILED:
+        if self.outcome is PodFate.FAILED:
             return f"the probe failed on {self.node or 'no node'}: {self.reason} {self.message}"
-        if self.outcome is Outcome.SCHEDULED:
+        if self.outcome is PodFate.SCHEDULED:
             return f"the probe was bound to {self.node} but did not run in {self.elapsed:.0f}s"
         return (
             f"no scheduling decision in {self.elapsed:.0f}s: is the KAI scheduler running, "
@@ -112,9 +112,9 @@ class PodProbeResult:
 
     def exit_code(self, expect: str = "any") -> ExitCode:
         """0 for a good answer (or the expected one), 1 for a finding, 4 for no answer."""
-        if self.outcome in (Outcome.TIMEOUT, Outcome.SCHEDULED):
+        if self.outcome in (PodFate.TIMEOUT, PodFate.SCHEDULED):
             return ExitCode.TIMEOUT
-        if self.outcome not in (Outcome.RUNNING, Outcome.NOT_READY):
+        if self.outcome not in (PodFate.RUNNING, PodFate.NOT_READY):
             return ExitCode.FINDING
         if expect != "any" and self.outcome.value != expect:
             return ExitCode.FINDING
@@ -267,21 +267,21 @@ def probe_pod(
     }
 
 
-def decide(pod: Mapping[str, Any]) -> tuple[Outcome, str, str] | None:
+def decide(pod: Mapping[str, Any]) -> tuple[PodFate, str, str] | None:
     """The probe's outcome from its status: ``(outcome, reason, message)``, or ``None``."""
     status = pod.get("status") or {}
     phase = status.get("phase")
     if phase in ("Running", "Succeeded"):
-        return Outcome.RUNNING, phase, ""
+        return PodFate.RUNNING, phase, ""
     if phase == "Failed":
-        return Outcome.FAILED, str(status.get("reason") or ""), str(status.get("message") or "")
+        return PodFate.FAILED, str(status.get("reason") or ""), str(status.get("message") or "")
     for c in status.get("conditions") or ():
         if c.get("type") == "PodScheduled" and c.get("status") == "False":
             reason, message = str(c.get("reason") or ""), str(c.get("message") or "")
             if NOT_READY in message:
-                return Outcome.NOT_READY, reason, message
+                return PodFate.NOT_READY, reason, message
             if reason == "Unschedulable":
-                return Outcome.UNSCHEDULABLE, reason, message
+                return PodFate.UNSCHEDULABLE, reason, message
     return None
 
 
@@ -322,7 +322,7 @@ def probe(
     body = probe_pod(
         ctx.config, name=name, request=request, pool=pool, deadline_seconds=int(wait) + 300
     )
-    result = PodProbeResult(name, namespace, request, dict(pool), Outcome.TIMEOUT)
+    result = PodProbeResult(name, namespace, request, dict(pool), PodFate.TIMEOUT)
     started = ctx.clock.monotonic()
     may_exist = True  # until the server says it refused the create
     try:
@@ -392,7 +392,7 @@ def _watch(ctx: Context, pod: dict[str, Any], result: PodProbeResult, *, deadlin
     if verdict is not None:
         result.outcome, result.reason, result.message = verdict
     else:
-        result.outcome = Outcome.SCHEDULED if result.node else Outcome.TIMEOUT
+        result.outcome = PodFate.SCHEDULED if result.node else PodFate.TIMEOUT
 
 
 def _delete(ctx: Context, namespace: str, name: str, *, strict: bool) -> bool:

@@ -52,15 +52,15 @@ FORCE_ANNOTATION = {"argocd.argoproj.io/sync-options": "Force=true,Replace=true"
 
 @pytest.mark.parametrize("case", list(REJECTED))
 def test_selector_change_is_refused_and_argocd_says_so(
-    incident: Incident, real_argocd: RealArgoCD, case: str
+    real_incident: Incident, real_argocd: RealArgoCD, case: str
 ) -> None:
     """The API server's 422 surfaces as SyncFailed; the live object keeps the old selector."""
-    cluster = incident.cluster
+    cluster = real_incident.cluster
     before = cluster.live_target()
     assert before is not None
     app_name = f"incident-{case}"
-    config = configure(incident, real_argocd, app_name, real_argocd.token())
-    with real_argocd.app(app_name, repo=incident.root / "gitops", sync_options=REJECTED[case]):
+    config = configure(real_incident, real_argocd, app_name, real_argocd.token())
+    with real_argocd.app(app_name, repo=real_incident.root / "gitops", sync_options=REJECTED[case]):
         state, app = real_argocd.sync(app_name)
         live = cluster.live_target()
         entry = real_argocd.record(case, state, app, live, sync_options=REJECTED[case])
@@ -84,7 +84,7 @@ def test_selector_change_is_refused_and_argocd_says_so(
 
 @pytest.mark.parametrize("how", ["annotation", "sync-request"])
 def test_force_replace_deletes_and_recreates_with_no_guard(
-    incident: Incident, real_argocd: RealArgoCD, how: str
+    real_incident: Incident, real_argocd: RealArgoCD, how: str
 ) -> None:
     """Force + Replace: delete + create while a fractional pod runs, and Succeeded.
 
@@ -92,10 +92,10 @@ def test_force_replace_deletes_and_recreates_with_no_guard(
     object in git. ``sync-request``: what ``argocd app sync --force --replace`` sends
     (``strategy.apply.force`` and the ``Replace=true`` option).
     """
-    cluster = incident.cluster
+    cluster = real_incident.cluster
     before = cluster.live_target()
     assert before is not None
-    gitops = incident.root / "gitops"
+    gitops = real_incident.root / "gitops"
     if how == "annotation":
         manifest = gitops / "gpu-fractioning" / "gpufractioningconfig.yaml"
         text = manifest.read_text().replace(
@@ -107,10 +107,10 @@ def test_force_replace_deletes_and_recreates_with_no_guard(
         commit_all(gitops, message="force-replace the config")
     pod = fractional_pod(cluster)
     app_name = f"incident-force-{how}"
-    config = configure(incident, real_argocd, app_name, real_argocd.token())
+    config = configure(real_incident, real_argocd, app_name, real_argocd.token())
     with real_argocd.app(app_name, repo=gitops):
         # The operator releases its finalizer on delete, as the real one does.
-        with incident.operator():
+        with real_incident.operator():
             if how == "annotation":
                 state, app = real_argocd.sync(app_name)
             else:
@@ -149,10 +149,10 @@ def test_force_replace_deletes_and_recreates_with_no_guard(
 
 
 def test_ignored_difference_reports_succeeded_while_unapplied(
-    incident: Incident, real_argocd: RealArgoCD
+    real_incident: Incident, real_argocd: RealArgoCD
 ) -> None:
     """The incident's lie, produced by the real server: ignoreDifferences on the selector."""
-    cluster = incident.cluster
+    cluster = real_incident.cluster
     options = ["RespectIgnoreDifferences=true"]
     ignore = [
         {
@@ -163,10 +163,10 @@ def test_ignored_difference_reports_succeeded_while_unapplied(
         }
     ]
     app_name = "incident-ignored-difference"
-    config = configure(incident, real_argocd, app_name, real_argocd.token())
+    config = configure(real_incident, real_argocd, app_name, real_argocd.token())
     with real_argocd.app(
         app_name,
-        repo=incident.root / "gitops",
+        repo=real_incident.root / "gitops",
         sync_options=options,
         ignore_differences=ignore,
     ):
@@ -192,13 +192,13 @@ def test_ignored_difference_reports_succeeded_while_unapplied(
 
 
 def test_recreate_through_argocd_converges_and_rerun_has_nothing_to_do(
-    incident: Incident, real_argocd: RealArgoCD
+    real_incident: Incident, real_argocd: RealArgoCD
 ) -> None:
-    cluster = incident.cluster
+    cluster = real_incident.cluster
     app_name = "incident-recreate"
-    config = configure(incident, real_argocd, app_name, real_argocd.token())
-    with real_argocd.app(app_name, repo=incident.root / "gitops"):
-        with incident.operator():
+    config = configure(real_incident, real_argocd, app_name, real_argocd.token())
+    with real_argocd.app(app_name, repo=real_incident.root / "gitops"):
+        with real_incident.operator():
             r = run_cli("-c", config, "recreate", "--yes", "--backend", "argocd", "-o", "json")
             assert r.exit_code == ExitCode.OK, r.output
             assert r.json["outcome"] == "recreated"
@@ -219,15 +219,15 @@ def test_recreate_through_argocd_converges_and_rerun_has_nothing_to_do(
 
 
 def test_bad_token_is_401_exit_3_and_nothing_is_deleted(
-    incident: Incident, real_argocd: RealArgoCD
+    real_incident: Incident, real_argocd: RealArgoCD
 ) -> None:
-    uid = incident.cluster.live_target()["metadata"]["uid"]  # type: ignore[index]
+    uid = real_incident.cluster.live_target()["metadata"]["uid"]  # type: ignore[index]
     app_name = "incident-auth"
     bogus = "not-a-valid-token"
-    config = configure(incident, real_argocd, app_name, bogus)
-    with real_argocd.app(app_name, repo=incident.root / "gitops"):
+    config = configure(real_incident, real_argocd, app_name, bogus)
+    with real_argocd.app(app_name, repo=real_incident.root / "gitops"):
         d = run_cli("-c", config, "drift", "--app", app_name)
-        with incident.operator():
+        with real_incident.operator():
             r = run_cli("-c", config, "recreate", "--yes", "--backend", "argocd")
     for res in (d, r):
         print(res.stderr)  # what the user reads; shown with -s or on failure
@@ -235,20 +235,20 @@ def test_bad_token_is_401_exit_3_and_nothing_is_deleted(
         assert "(401)" in res.stderr
         assert "token" in res.stderr
         assert bogus not in res.output
-    unchanged(incident, uid)
+    unchanged(real_incident, uid)
 
 
 def test_read_only_account_reads_but_cannot_sync_and_nothing_is_deleted(
-    incident: Incident, real_argocd: RealArgoCD
+    real_incident: Incident, real_argocd: RealArgoCD
 ) -> None:
-    uid = incident.cluster.live_target()["metadata"]["uid"]  # type: ignore[index]
+    uid = real_incident.cluster.live_target()["metadata"]["uid"]  # type: ignore[index]
     app_name = "incident-viewer"
-    config = configure(incident, real_argocd, app_name, real_argocd.token("viewer"))
-    with real_argocd.app(app_name, repo=incident.root / "gitops"):
+    config = configure(real_incident, real_argocd, app_name, real_argocd.token("viewer"))
+    with real_argocd.app(app_name, repo=real_incident.root / "gitops"):
         d = run_cli("-c", config, "drift", "--app", app_name, "-o", "json")
         with real_argocd.client("viewer") as c, pytest.raises(Forbidden) as denied:
             c.sync(app_name, resources=[TARGET])
-        with incident.operator():
+        with real_incident.operator():
             r = run_cli("-c", config, "recreate", "--yes", "--backend", "argocd")
     print(r.stderr)  # what the user reads; shown with -s or on failure
     assert d.exit_code == ExitCode.FINDING, d.output  # reading is allowed
@@ -257,16 +257,16 @@ def test_read_only_account_reads_but_cannot_sync_and_nothing_is_deleted(
     assert "permission denied" in denied.value.message
     assert r.exit_code == ExitCode.EXTERNAL, r.output
     assert "applications, sync" in r.stderr
-    unchanged(incident, uid)
+    unchanged(real_incident, uid)
 
 
 def test_missing_app_is_403_not_404_exit_3_and_nothing_is_deleted(
-    incident: Incident, real_argocd: RealArgoCD
+    real_incident: Incident, real_argocd: RealArgoCD
 ) -> None:
-    uid = incident.cluster.live_target()["metadata"]["uid"]  # type: ignore[index]
-    config = configure(incident, real_argocd, "no-such-app", real_argocd.token())
+    uid = real_incident.cluster.live_target()["metadata"]["uid"]  # type: ignore[index]
+    config = configure(real_incident, real_argocd, "no-such-app", real_argocd.token())
     d = run_cli("-c", config, "drift", "--app", "no-such-app")
-    with incident.operator():
+    with real_incident.operator():
         r = run_cli("-c", config, "recreate", "--yes", "--backend", "argocd")
     for res in (d, r):
         print(res.stderr)  # what the user reads; shown with -s or on failure
@@ -274,7 +274,7 @@ def test_missing_app_is_403_not_404_exit_3_and_nothing_is_deleted(
         assert "(403)" in res.stderr
         # The hint must not blame RBAC alone: the real server hides whether the app exists.
         assert "does not exist" in res.stderr
-    unchanged(incident, uid)
+    unchanged(real_incident, uid)
 
 
 # --- the sandbox with Argo CD ---------------------------------------------------------------

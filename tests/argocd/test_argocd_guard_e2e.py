@@ -43,11 +43,11 @@ def failed_with(state: dict[str, Any], text: str) -> bool:
 
 
 def test_force_replace_is_refused_with_the_policy_message(
-    guarded: Incident, real_argocd: RealArgoCD
+    real_guarded: Incident, real_argocd: RealArgoCD
 ) -> None:
-    cluster = guarded.cluster
-    before = uid(guarded)
-    gitops = guarded.root / "gitops"
+    cluster = real_guarded.cluster
+    before = uid(real_guarded)
+    gitops = real_guarded.root / "gitops"
     manifest = gitops / "gpu-fractioning" / "gpufractioningconfig.yaml"
     manifest.write_text(
         manifest.read_text().replace(
@@ -59,21 +59,21 @@ def test_force_replace_is_refused_with_the_policy_message(
     commit_all(gitops, message="force-replace the config")
     cluster.pod("team-a", "trainer-0", annotations=FRACTIONAL, node="rtx-pro-6000-0")
     app = "guard-force-replace"
-    with real_argocd.app(app, repo=gitops), guarded.operator():
+    with real_argocd.app(app, repo=gitops), real_guarded.operator():
         state, argo_app = real_argocd.sync(app)
         real_argocd.record("force-replace under the guard policy", state, argo_app,
                            cluster.live_target())  # fmt: skip
-    assert failed_with(state, said(guarded)), state
-    assert uid(guarded) == before
+    assert failed_with(state, said(real_guarded)), state
+    assert uid(real_guarded) == before
     assert cluster.live_target()["spec"]["nodeSelector"] == OLD  # type: ignore[index]
 
 
 def test_a_prune_is_refused_with_the_policy_message(
-    guarded: Incident, real_argocd: RealArgoCD
+    real_guarded: Incident, real_argocd: RealArgoCD
 ) -> None:
-    cluster = guarded.cluster
-    before = uid(guarded)
-    gitops = guarded.root / "gitops"
+    cluster = real_guarded.cluster
+    before = uid(real_guarded)
+    gitops = real_guarded.root / "gitops"
     cluster.pod("team-a", "trainer-0", annotations=FRACTIONAL, node="rtx-pro-6000-0")
     # Argo CD prunes only what it tracks: git first holds the live object, a sync adopts it.
     manifest = gitops / "gpu-fractioning" / "gpufractioningconfig.yaml"
@@ -83,7 +83,7 @@ def test_a_prune_is_refused_with_the_policy_message(
     manifest.write_text(text)
     commit_all(gitops, message="git holds the live selector")
     app = "guard-prune"
-    with real_argocd.app(app, repo=gitops), guarded.operator():
+    with real_argocd.app(app, repo=gitops), real_guarded.operator():
         adopted, _ = real_argocd.sync(app)
         assert adopted["phase"] == "Succeeded", adopted
         # The config leaves git; the folder keeps rendering (an empty one is an error).
@@ -112,20 +112,20 @@ def test_a_prune_is_refused_with_the_policy_message(
             argo_app = c.get_application(app)
         real_argocd.record("prune under the guard policy", state, argo_app,
                            cluster.live_target())  # fmt: skip
-    assert failed_with(state, said(guarded)), state
-    assert uid(guarded) == before
+    assert failed_with(state, said(real_guarded)), state
+    assert uid(real_guarded) == before
 
 
 def test_recreate_through_argocd_converges_through_the_policy(
-    guarded: Incident, real_argocd: RealArgoCD
+    real_guarded: Incident, real_argocd: RealArgoCD
 ) -> None:
     app = "guard-recreate"
-    config = configure(guarded, real_argocd, app, real_argocd.token())
-    with real_argocd.app(app, repo=guarded.root / "gitops"), guarded.operator():
+    config = configure(real_guarded, real_argocd, app, real_argocd.token())
+    with real_argocd.app(app, repo=real_guarded.root / "gitops"), real_guarded.operator():
         r = run_cli("-c", config, "recreate", "--yes", "--backend", "argocd", "-o", "json")
     print(r.stderr)
     assert r.exit_code == ExitCode.OK, r.output
     assert r.json["outcome"] == "recreated"
     assert "armed the lock for" in r.stderr
-    live = guarded.cluster.live_target()
+    live = real_guarded.cluster.live_target()
     assert live is not None and live["spec"]["nodeSelector"] == NEW

@@ -17,14 +17,15 @@ from tests.support.recreate_fixtures import NEW, make_incident
 
 
 @pytest.fixture
-def with_dry(monkeypatch: pytest.MonkeyPatch) -> None:
+def with_dry(monkeypatch: pytest.MonkeyPatch) -> dry_backend.Calls:
+    """The dry backend registered for this test; what it was asked, recorded for this test."""
     entry = BackendEntry("dry", "records calls", "tests.support.dry_backend:DryBackend")
     monkeypatch.setattr(registry, "REGISTRY", (*registry.REGISTRY, entry))
-    dry_backend.CALLS.clear()
+    return dry_backend.recording(monkeypatch)
 
 
 def test_a_registered_backend_is_proven_before_the_delete_and_recreates(
-    cluster: Cluster, tmp_path: Path, with_dry: None
+    cluster: Cluster, tmp_path: Path, with_dry: dry_backend.Calls
 ) -> None:
     incident = make_incident(cluster, tmp_path)
     with incident.operator():
@@ -32,12 +33,12 @@ def test_a_registered_backend_is_proven_before_the_delete_and_recreates(
     assert result.outcome == "recreated"
     assert result.notes[-1] == "the dry backend created it"
     assert "the dry backend is always ready" in result.proofs
-    assert dry_backend.CALLS == [("validate", None), ("check", 0), ("recreate", 1)]
+    assert with_dry == [("validate", None), ("check", 0), ("recreate", 1)]
     live = cluster.live_target()
     assert live is not None and live["spec"]["nodeSelector"] == NEW
 
 
-def test_the_registry_is_what_config_and_lookup_accept(with_dry: None) -> None:
+def test_the_registry_is_what_config_and_lookup_accept(with_dry: dry_backend.Calls) -> None:
     from fracctl import config as cfg
 
     assert "dry" in registry.names()

@@ -71,10 +71,10 @@ def reconcile(flux: Flux) -> Obj:
 
 
 @pytest.fixture(params=["standin", pytest.param("real", marks=pytest.mark.e2e)])
-def seen(request: pytest.FixtureRequest, incident: Incident) -> list[Obj]:
-    with incident.operator(), kustomization(request.param, incident, request) as flux:
+def seen(request: pytest.FixtureRequest, real_incident: Incident) -> list[Obj]:
+    with real_incident.operator(), kustomization(request.param, real_incident, request) as flux:
         failed = shape(reconcile(flux))
-        incident.cluster.wipe_target()
+        real_incident.cluster.wipe_target()
         applied = shape(reconcile(flux))
     return [failed, applied]
 

@@ -63,13 +63,13 @@ def lagging_branch(incident: Incident, name: str = "flux") -> str:
 
 
 def test_flux_alone_keeps_the_old_object_and_says_why(
-    incident: Incident, real_flux: RealFlux
+    real_incident: Incident, real_flux: RealFlux
 ) -> None:
-    uid = live_of(incident)["metadata"]["uid"]
-    with real_flux.serving(incident) as served:
+    uid = live_of(real_incident)["metadata"]["uid"]
+    with real_flux.serving(real_incident) as served:
         ks = served.kustomization()
         real_flux.record(
-            "Flux reconciles git's commit (default options)", served, live_of(incident)
+            "Flux reconciles git's commit (default options)", served, live_of(real_incident)
         )
     cond = ready(ks)
     assert (cond["status"], cond["reason"]) == ("False", "ReconciliationFailed")
@@ -79,14 +79,14 @@ def test_flux_alone_keeps_the_old_object_and_says_why(
     status = ks["status"]
     assert status["lastAttemptedRevision"] == f"main@sha1:{served.head()}"
     assert not status.get("lastAppliedRevision")  # never applied: the object is not Flux's
-    untouched(incident, uid)
+    untouched(real_incident, uid)
 
 
 def test_force_deletes_and_recreates_without_any_guard(
-    incident: Incident, real_flux: RealFlux
+    real_incident: Incident, real_flux: RealFlux
 ) -> None:
-    uid = live_of(incident)["metadata"]["uid"]
-    with incident.operator(), real_flux.serving(incident) as served:
+    uid = live_of(real_incident)["metadata"]["uid"]
+    with real_incident.operator(), real_flux.serving(real_incident) as served:
         served.patch({"force": True})
         ks = served.wait(
             served.kustomization,
@@ -94,15 +94,15 @@ def test_force_deletes_and_recreates_without_any_guard(
             "Flux applied with force",
             60,
         )
-        live = live_of(incident)
+        live = live_of(real_incident)
         real_flux.record("spec.force: true", served, live)
     assert live["metadata"]["uid"] != uid, "force recreated the object"
     assert live["spec"]["nodeSelector"] == NEW
     assert ks["status"]["lastAppliedRevision"] == f"main@sha1:{served.head()}"
 
 
-def test_force_is_refused_by_the_guard_policy(guarded: Incident, real_flux: RealFlux) -> None:
-    incident = guarded
+def test_force_is_refused_by_the_guard_policy(real_guarded: Incident, real_flux: RealFlux) -> None:
+    incident = real_guarded
     uid = live_of(incident)["metadata"]["uid"]
     with incident.operator(), real_flux.serving(incident) as served:
         served.patch({"force": True})
@@ -123,11 +123,11 @@ def test_force_is_refused_by_the_guard_policy(guarded: Incident, real_flux: Real
 
 
 def test_recreate_through_flux_converges_and_a_rerun_does_nothing(
-    incident: Incident, real_flux: RealFlux
+    real_incident: Incident, real_flux: RealFlux
 ) -> None:
-    uid = live_of(incident)["metadata"]["uid"]
-    with incident.operator(), real_flux.serving(incident) as served:
-        config = served.configure(incident)
+    uid = live_of(real_incident)["metadata"]["uid"]
+    with real_incident.operator(), real_flux.serving(real_incident) as served:
+        config = served.configure(real_incident)
         r = recreate(config, "--yes", "-o", "json")
         assert r.exit_code == ExitCode.OK, r.output
         head = served.head()
@@ -135,7 +135,7 @@ def test_recreate_through_flux_converges_and_a_rerun_does_nothing(
         assert f"Flux applied revision main@sha1:{head}" in r.json["notes"]
         proofs = "\n".join(r.json["proofs"])
         assert f"Flux's source commit {head[:12]} renders GpuFractioningConfig/default" in proofs
-        live = live_of(incident)
+        live = live_of(real_incident)
         real_flux.record("fracctl recreate --backend flux", served, live)
         ks = served.kustomization()
         again = recreate(config, "--yes")
@@ -148,30 +148,32 @@ def test_recreate_through_flux_converges_and_a_rerun_does_nothing(
 
 
 def test_a_kustomization_suspended_after_the_delete_is_resumed_and_the_rerun_converges(
-    incident: Incident, real_flux: RealFlux
+    real_incident: Incident, real_flux: RealFlux
 ) -> None:
     from fracctl import config as cfg
     from fracctl.flows.context import Context
     from fracctl.flows.recreate import recreate as run
 
     # No retry of its own: only fracctl's request would make Flux apply.
-    with incident.operator(), real_flux.serving(incident, retryInterval="10m") as served:
-        config = served.configure(incident)
+    with real_incident.operator(), real_flux.serving(real_incident, retryInterval="10m") as served:
+        config = served.configure(real_incident)
 
         def suspend(step: str) -> None:
             if step == "deleted":
                 served.patch({"suspend": True})
 
-        ctx = Context(config=cfg.load(config, env={}), kube_factory=lambda: incident.cluster.kube)
+        ctx = Context(
+            config=cfg.load(config, env={}), kube_factory=lambda: real_incident.cluster.kube
+        )
         with pytest.raises(Exception) as failed:
             run(ctx, yes=True, boundary=suspend)
         message = str(failed.value)
         assert "is suspended" in message
-        assert incident.cluster.live_target() is None, "Flux created nothing while suspended"
+        assert real_incident.cluster.live_target() is None, "Flux created nothing while suspended"
         served.patch({"suspend": False})
         r = recreate(config, "--yes")
         assert r.exit_code == ExitCode.OK, r.output
-    assert live_of(incident)["spec"]["nodeSelector"] == NEW
+    assert live_of(real_incident)["spec"]["nodeSelector"] == NEW
 
 
 # --- the rehearsal refuses before any change ---------------------------------------------------
@@ -186,56 +188,75 @@ def refused(incident: Incident, config: str, needle: str) -> None:
     untouched(incident, uid)
 
 
-def test_a_suspended_kustomization_is_refused(incident: Incident, real_flux: RealFlux) -> None:
-    with incident.operator(), real_flux.serving(incident, suspend=True, settle=False) as served:
-        refused(incident, served.configure(incident), "is suspended: it would not reconcile")
+def test_a_suspended_kustomization_is_refused(real_incident: Incident, real_flux: RealFlux) -> None:
+    with (
+        real_incident.operator(),
+        real_flux.serving(real_incident, suspend=True, settle=False) as served,
+    ):
+        refused(
+            real_incident, served.configure(real_incident), "is suspended: it would not reconcile"
+        )
 
 
-def test_a_source_that_cannot_fetch_is_refused(incident: Incident, real_flux: RealFlux) -> None:
-    with incident.operator(), real_flux.serving(incident) as served:
+def test_a_source_that_cannot_fetch_is_refused(
+    real_incident: Incident, real_flux: RealFlux
+) -> None:
+    with real_incident.operator(), real_flux.serving(real_incident) as served:
         served.patch_source({"url": real_flux.local.git_url("no-such-repository")})
         source = served.reconcile_source()
         cond = ready(source)
         assert cond["status"] == "False", cond
         said = {k: cond.get(k) for k in ("status", "reason", "message")}
-        real_flux.record("the GitRepository cannot fetch", served, live_of(incident), source=said)
-        refused(incident, served.configure(incident), f"is Ready=False: {cond['message']}")
+        real_flux.record(
+            "the GitRepository cannot fetch", served, live_of(real_incident), source=said
+        )
+        refused(
+            real_incident, served.configure(real_incident), f"is Ready=False: {cond['message']}"
+        )
 
 
 def test_a_source_behind_git_is_refused_with_both_selectors(
-    incident: Incident, real_flux: RealFlux
+    real_incident: Incident, real_flux: RealFlux
 ) -> None:
-    commit = lagging_branch(incident)
-    with incident.operator(), real_flux.serving(incident, branch="flux") as served:
+    commit = lagging_branch(real_incident)
+    with real_incident.operator(), real_flux.serving(real_incident, branch="flux") as served:
         needle = (
             f"Flux would create GpuFractioningConfig/default with spec.nodeSelector {OLD} (its "
             f"source is at flux@sha1:{commit}, path gpu-fractioning), but git has {NEW} at HEAD"
         )
-        refused(incident, served.configure(incident), needle)
+        refused(real_incident, served.configure(real_incident), needle)
 
 
 def test_patches_fracctl_cannot_rehearse_are_refused(
-    incident: Incident, real_flux: RealFlux
+    real_incident: Incident, real_flux: RealFlux
 ) -> None:
     patch = {
         "target": {"kind": "GpuFractioningConfig"},
         "patch": '[{"op": "add", "path": "/spec/nodeSelector/extra", "value": "x"}]',
     }
-    with incident.operator(), real_flux.serving(incident, patches=[patch]) as served:
-        refused(incident, served.configure(incident), "changes what it applies with spec.patches")
+    with real_incident.operator(), real_flux.serving(real_incident, patches=[patch]) as served:
+        refused(
+            real_incident,
+            served.configure(real_incident),
+            "changes what it applies with spec.patches",
+        )
 
 
-def test_a_dependency_that_is_not_ready_is_refused(incident: Incident, real_flux: RealFlux) -> None:
+def test_a_dependency_that_is_not_ready_is_refused(
+    real_incident: Incident, real_flux: RealFlux
+) -> None:
     with (
-        incident.operator(),
-        real_flux.serving(incident, dependsOn=[{"name": "infrastructure"}], settle=False) as served,
+        real_incident.operator(),
+        real_flux.serving(
+            real_incident, dependsOn=[{"name": "infrastructure"}], settle=False
+        ) as served,
     ):
         needle = "depends on flux-system/infrastructure, which does not exist"
-        refused(incident, served.configure(incident), needle)
+        refused(real_incident, served.configure(real_incident), needle)
 
 
 def test_an_identity_that_may_not_patch_the_kustomization_is_refused(
-    incident: Incident, real_flux: RealFlux, control_plane: Any
+    real_incident: Incident, real_flux: RealFlux, control_plane: Any
 ) -> None:
     """Every right of the flux recreate role but ``patch`` on Kustomizations: refused,
     exit 3, before any change."""
@@ -245,9 +266,11 @@ def test_an_identity_that_may_not_patch_the_kustomization_is_refused(
     from fracctl.sandbox.controlplane import VIEWER_USER
     from tests.support.helpers import granted
 
-    with incident.operator(), real_flux.serving(incident) as served:
-        config = served.configure(incident)
-        ctx = Context(config=cfg.load(config, env={}), kube_factory=lambda: incident.cluster.kube)
+    with real_incident.operator(), real_flux.serving(real_incident) as served:
+        config = served.configure(real_incident)
+        ctx = Context(
+            config=cfg.load(config, env={}), kube_factory=lambda: real_incident.cluster.kube
+        )
         rules = []
         for role in rbac.roles(ctx, role="recreate", backend="flux")[0]:
             for r in role.rules:
@@ -257,27 +280,27 @@ def test_an_identity_that_may_not_patch_the_kustomization_is_refused(
                 rule = {**r.to_dict(), "verbs": verbs}
                 rule.pop("resourceNames", None)
                 rules.append(rule)
-        uid = live_of(incident)["metadata"]["uid"]
-        incident.cluster.namespace("fracctl-test")  # the lock's: the role only reads it
+        uid = live_of(real_incident)["metadata"]["uid"]
+        real_incident.cluster.namespace("fracctl-test")  # the lock's: the role only reads it
         viewer = str(Path(control_plane.state_dir) / "viewer.kubeconfig")
-        with granted(incident.cluster.kube, VIEWER_USER, rules, "flux-no-patch"):
+        with granted(real_incident.cluster.kube, VIEWER_USER, rules, "flux-no-patch"):
             r = run_cli("-c", config, "--kubeconfig", viewer, "recreate", "--yes")
     assert r.exit_code == ExitCode.EXTERNAL, r.output
     assert "may not patch kustomizations.kustomize.toolkit.fluxcd.io" in r.stderr
     assert "nothing was deleted or changed" in r.stderr
-    untouched(incident, uid)
+    untouched(real_incident, uid)
 
 
 # --- the adapter: the reconcile request and how completion is detected ---------------------
 
 
 def test_the_request_is_handled_and_a_failure_is_reported_with_flux_words(
-    incident: Incident, real_flux: RealFlux
+    real_incident: Incident, real_flux: RealFlux
 ) -> None:
     from datetime import datetime, timezone
 
-    with real_flux.serving(incident) as served:
-        flux = Flux(incident.cluster.kube, served.namespace, served.name)
+    with real_flux.serving(real_incident) as served:
+        flux = Flux(real_incident.cluster.kube, served.namespace, served.name)
         token = flux.request_reconcile(datetime.now(timezone.utc).isoformat())
         with pytest.raises(FluxReconcileFailed) as e:
             flux.wait_ready(token, timeout=60)
@@ -289,13 +312,13 @@ def test_the_request_is_handled_and_a_failure_is_reported_with_flux_words(
 
 
 def test_a_handled_request_with_another_revision_is_not_success(
-    incident: Incident, real_flux: RealFlux
+    real_incident: Incident, real_flux: RealFlux
 ) -> None:
     from datetime import datetime, timezone
 
-    incident.cluster.wipe_target()
-    with real_flux.serving(incident) as served:
-        flux = Flux(incident.cluster.kube, served.namespace, served.name)
+    real_incident.cluster.wipe_target()
+    with real_flux.serving(real_incident) as served:
+        flux = Flux(real_incident.cluster.kube, served.namespace, served.name)
         token = flux.request_reconcile(datetime.now(timezone.utc).isoformat())
         status = flux.wait_ready(token, timeout=60, revision=served.head())
         assert status["lastAppliedRevision"] == f"main@sha1:{served.head()}"
@@ -305,14 +328,14 @@ def test_a_handled_request_with_another_revision_is_not_success(
 
 
 def test_a_new_commit_is_applied_on_the_next_request_once_the_source_has_it(
-    incident: Incident, real_flux: RealFlux
+    real_incident: Incident, real_flux: RealFlux
 ) -> None:
     from datetime import datetime, timezone
 
-    incident.cluster.wipe_target()
-    with real_flux.serving(incident) as served:
-        flux = Flux(incident.cluster.kube, served.namespace, served.name)
-        incident.cluster.wipe_target()
+    real_incident.cluster.wipe_target()
+    with real_flux.serving(real_incident) as served:
+        flux = Flux(real_incident.cluster.kube, served.namespace, served.name)
+        real_incident.cluster.wipe_target()
         path = served.repo / "gpu-fractioning" / "gpufractioningconfig.yaml"
         path.write_text(path.read_text().replace("gpu-fractions: enabled", "gpu-fractions: v2"))
         commit = commit_all(served.repo, message="v2")
@@ -320,22 +343,22 @@ def test_a_new_commit_is_applied_on_the_next_request_once_the_source_has_it(
         token = flux.request_reconcile(datetime.now(timezone.utc).isoformat())
         status = flux.wait_ready(token, timeout=60, revision=commit)
     assert status["lastAppliedRevision"] == f"main@sha1:{commit}"
-    assert live_of(incident)["spec"]["nodeSelector"] == {"example.org/gpu-fractions": "v2"}
+    assert live_of(real_incident)["spec"]["nodeSelector"] == {"example.org/gpu-fractions": "v2"}
 
 
 def test_the_adapter_refuses_a_suspended_or_missing_kustomization(
-    incident: Incident, real_flux: RealFlux
+    real_incident: Incident, real_flux: RealFlux
 ) -> None:
     from fracctl.errors import NotFound, Refused
 
-    with real_flux.serving(incident, suspend=True, settle=False) as served:
-        flux = Flux(incident.cluster.kube, served.namespace, served.name)
+    with real_flux.serving(real_incident, suspend=True, settle=False) as served:
+        flux = Flux(real_incident.cluster.kube, served.namespace, served.name)
         with pytest.raises(Refused, match="suspended") as e:
             flux.request_reconcile("2026-12-01T00:00:00Z")
         assert "flux resume kustomization" in str(e.value)
         assert e.value.exit_code == ExitCode.FINDING
         with pytest.raises(NotFound) as missing:
-            Flux(incident.cluster.kube, served.namespace, "no-such-kustomization").get()
+            Flux(real_incident.cluster.kube, served.namespace, "no-such-kustomization").get()
         assert "flux.kustomization" in str(missing.value)
         assert "kustomization=flux-system/" in repr(flux)
 
@@ -349,11 +372,11 @@ def test_the_stand_in_is_not_used_here() -> None:
 
 
 def test_drift_against_flux_judges_what_its_source_holds(
-    incident: Incident, real_flux: RealFlux
+    real_incident: Incident, real_flux: RealFlux
 ) -> None:
-    commit = lagging_branch(incident)
-    with incident.operator(), real_flux.serving(incident, branch="flux") as served:
-        config = served.configure(incident)
+    commit = lagging_branch(real_incident)
+    with real_incident.operator(), real_flux.serving(real_incident, branch="flux") as served:
+        config = served.configure(real_incident)
         git = run_cli("-c", config, "drift", "-o", "json")
         flux = run_cli("-c", config, "drift", "--flux", "-o", "json")
     assert git.exit_code == 1 and git.json["objects"][0]["verdict"] == "needs-recreate"
@@ -367,12 +390,12 @@ def test_drift_against_flux_judges_what_its_source_holds(
 
 
 def test_drift_against_flux_refuses_what_it_cannot_use(
-    incident: Incident, real_flux: RealFlux
+    real_incident: Incident, real_flux: RealFlux
 ) -> None:
-    with real_flux.serving(incident) as served:
-        config = served.configure(incident)
+    with real_flux.serving(real_incident) as served:
+        config = served.configure(real_incident)
         both = run_cli("-c", config, "drift", "--flux", "--revision", "HEAD")
-        unset = run_cli("-c", str(incident.config_file), "drift", "--flux")
+        unset = run_cli("-c", str(real_incident.config_file), "drift", "--flux")
         needs = run_cli("-c", config, "drift", "--flux", "-o", "json")
     assert both.exit_code == ExitCode.USAGE and "drop --repo/--revision/--path" in both.stderr
     # The defaults name flux-system/gpu-fractioning, which this cluster does not have.

@@ -67,39 +67,39 @@ def frozen(real_flux: RealFlux, name: str) -> Iterator[None]:
 
 
 def test_a_stopped_kustomize_controller_refuses_then_converges_once_it_runs(
-    incident: Incident, real_flux: RealFlux
+    real_incident: Incident, real_flux: RealFlux
 ) -> None:
-    incident.edit_config(timeouts={"sync": "20s"})
-    with incident.operator(), real_flux.serving(incident) as served:
-        config = served.configure(incident)
+    real_incident.edit_config(timeouts={"sync": "20s"})
+    with real_incident.operator(), real_flux.serving(real_incident) as served:
+        config = served.configure(real_incident)
         with frozen(real_flux, "kustomize-controller"):
-            said = refused(incident, config, "did not handle a reconcile request within 20s")
+            said = refused(real_incident, config, "did not handle a reconcile request within 20s")
         assert "no kustomize-controller runs for it now" in said
-        out = converges(incident, config)  # the same run, the controller back
+        out = converges(real_incident, config)  # the same run, the controller back
     assert any("kustomize-controller handled a reconcile request" in p for p in out["proofs"])
 
 
 def test_git_marking_the_object_for_flux_to_skip_refuses(
-    incident: Incident, real_flux: RealFlux
+    real_incident: Incident, real_flux: RealFlux
 ) -> None:
-    f = incident.root / "gitops" / "gpu-fractioning" / "gpufractioningconfig.yaml"
+    f = real_incident.root / "gitops" / "gpu-fractioning" / "gpufractioningconfig.yaml"
     text = f.read_text().replace(
         "metadata:\n  name: default\n",
         "metadata:\n  name: default\n  annotations:\n"
         "    kustomize.toolkit.fluxcd.io/reconcile: disabled\n",
     )
     f.write_text(text)
-    commit_all(incident.root / "gitops", message="Flux, leave it")
-    with incident.operator(), real_flux.serving(incident) as served:
+    commit_all(real_incident.root / "gitops", message="Flux, leave it")
+    with real_incident.operator(), real_flux.serving(real_incident) as served:
         refused(
-            incident,
-            served.configure(incident),
+            real_incident,
+            served.configure(real_incident),
             "carries kustomize.toolkit.fluxcd.io/reconcile: disabled: Flux skips it",
         )
 
 
 def test_an_identity_flux_applies_as_that_may_not_create_refuses(
-    incident: Incident, real_flux: RealFlux
+    real_incident: Incident, real_flux: RealFlux
 ) -> None:
     accounts = ResourceRef("", "v1", "serviceaccounts", "ServiceAccount", namespaced=True)
     kube = real_flux.kube
@@ -108,49 +108,52 @@ def test_an_identity_flux_applies_as_that_may_not_create_refuses(
     kube.create(accounts, body)
     try:
         with (
-            incident.operator(),
-            real_flux.serving(incident, serviceAccountName="tenant", settle=False) as served,
+            real_incident.operator(),
+            real_flux.serving(real_incident, serviceAccountName="tenant", settle=False) as served,
         ):
             refused(
-                incident,
-                served.configure(incident),
+                real_incident,
+                served.configure(real_incident),
                 "Flux applies as system:serviceaccount:flux-system:tenant, which may not create",
             )
     finally:
         kube.delete(accounts, "tenant", "flux-system")
 
 
-def test_a_dependency_judged_by_cel_refuses(incident: Incident, real_flux: RealFlux) -> None:
+def test_a_dependency_judged_by_cel_refuses(real_incident: Incident, real_flux: RealFlux) -> None:
     dep = [{"name": "infrastructure", "readyExpr": "dep.status.conditions.all(c, true)"}]
-    with incident.operator(), real_flux.serving(incident, dependsOn=dep, settle=False) as served:
-        refused(incident, served.configure(incident), "by a readyExpr (CEL)")
+    with (
+        real_incident.operator(),
+        real_flux.serving(real_incident, dependsOn=dep, settle=False) as served,
+    ):
+        refused(real_incident, served.configure(real_incident), "by a readyExpr (CEL)")
 
 
 def test_a_kustomization_that_fails_for_more_than_the_selector_refuses(
-    incident: Incident, real_flux: RealFlux
+    real_incident: Incident, real_flux: RealFlux
 ) -> None:
     """Git also holds an object the API server refuses: Flux stops at it."""
-    bad = incident.root / "gitops" / "gpu-fractioning" / "broken.yaml"
+    bad = real_incident.root / "gitops" / "gpu-fractioning" / "broken.yaml"
     bad.write_text(
         "apiVersion: v1\nkind: Service\nmetadata:\n  name: broken\n  namespace: default\n"
         "spec:\n  ports:\n    - port: 70000\n"  # out of range: the API server refuses it
     )
-    kust = incident.root / "gitops" / "gpu-fractioning" / "kustomization.yaml"
+    kust = real_incident.root / "gitops" / "gpu-fractioning" / "kustomization.yaml"
     if kust.exists():
         kust.write_text(kust.read_text() + "  - broken.yaml\n")
-    commit_all(incident.root / "gitops", message="and a broken ConfigMap")
-    with incident.operator(), real_flux.serving(incident) as served:
+    commit_all(real_incident.root / "gitops", message="and a broken ConfigMap")
+    with real_incident.operator(), real_flux.serving(real_incident) as served:
         cond = ready(served.kustomization())
         print(cond)
-        said = refused(incident, served.configure(incident), "broken")
+        said = refused(real_incident, served.configure(real_incident), "broken")
     assert "the target would not be recreated" in said or "fails for more than" in said
 
 
 def test_recreate_through_flux_with_prune_converges(
-    incident: Incident, real_flux: RealFlux
+    real_incident: Incident, real_flux: RealFlux
 ) -> None:
-    with incident.operator(), real_flux.serving(incident, prune=True) as served:
-        out = converges(incident, served.configure(incident))
+    with real_incident.operator(), real_flux.serving(real_incident, prune=True) as served:
+        out = converges(real_incident, served.configure(real_incident))
         ks = served.kustomization()
     assert ready(ks)["status"] == "True"
     proofs = "\n".join(out["proofs"])
@@ -159,31 +162,44 @@ def test_recreate_through_flux_with_prune_converges(
     assert "its last verdict fails only on GpuFractioningConfig/default's immutable" in proofs
 
 
-def test_git_marking_the_object_ssa_ignore_refuses(incident: Incident, real_flux: RealFlux) -> None:
-    f = incident.root / "gitops" / "gpu-fractioning" / "gpufractioningconfig.yaml"
+def test_git_marking_the_object_ssa_ignore_refuses(
+    real_incident: Incident, real_flux: RealFlux
+) -> None:
+    f = real_incident.root / "gitops" / "gpu-fractioning" / "gpufractioningconfig.yaml"
     text = f.read_text().replace(
         "metadata:\n  name: default\n",
         "metadata:\n  name: default\n  labels:\n    kustomize.toolkit.fluxcd.io/ssa: Ignore\n",
     )
     f.write_text(text)
-    commit_all(incident.root / "gitops", message="Flux, ignore it")
-    with incident.operator(), real_flux.serving(incident) as served:
-        refused(incident, served.configure(incident), "kustomize.toolkit.fluxcd.io/ssa: Ignore")
+    commit_all(real_incident.root / "gitops", message="Flux, ignore it")
+    with real_incident.operator(), real_flux.serving(real_incident) as served:
+        refused(
+            real_incident,
+            served.configure(real_incident),
+            "kustomize.toolkit.fluxcd.io/ssa: Ignore",
+        )
 
 
 def test_a_kustomization_for_another_cluster_refuses(
-    incident: Incident, real_flux: RealFlux
+    real_incident: Incident, real_flux: RealFlux
 ) -> None:
     remote = {"secretRef": {"name": "remote-kubeconfig"}}
-    with incident.operator(), real_flux.serving(incident, kubeConfig=remote, settle=False) as s:
-        refused(incident, s.configure(incident), "applies to another cluster (spec.kubeConfig)")
+    with (
+        real_incident.operator(),
+        real_flux.serving(real_incident, kubeConfig=remote, settle=False) as s,
+    ):
+        refused(
+            real_incident,
+            s.configure(real_incident),
+            "applies to another cluster (spec.kubeConfig)",
+        )
 
 
 def test_a_forced_kustomization_without_leases_is_not_asked(
-    guarded: Incident, real_flux: RealFlux
+    real_guarded: Incident, real_flux: RealFlux
 ) -> None:
     """With spec.force, a reconcile request would make Flux delete the object itself (the
     guard policy refuses it here): fracctl does not ask, and refuses without Leases."""
-    incident = guarded
+    incident = real_guarded
     with incident.operator(), real_flux.serving(incident, force=True) as served:
         refused(incident, served.configure(incident), "has spec.force, and flux.leases names")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from fracctl.core import kai_words as kai
-from fracctl.flows.probe import Outcome, PodProbeResult, decide
+from fracctl.flows.probe import PodFate, PodProbeResult, decide
 
 # pkg/scheduler/plugins/gpusharingnodevalidation/gpusharingnodevalidation.go
 # (kai-scheduler/KAI-Scheduler): checkNvFractionalGPUReadyCondition
@@ -76,11 +76,11 @@ def pending(message: str) -> dict[str, object]:
 def test_probe_classifies_kais_real_texts() -> None:
     missing = kai.fit_errors([kai.not_ready(COND, "Unknown", "ConditionNotFound", "")] * 2)
     outcome, reason, message = decide(pending(missing))  # type: ignore[misc]
-    assert (outcome, reason) == (Outcome.NOT_READY, "Unschedulable")
+    assert (outcome, reason) == (PodFate.NOT_READY, "Unschedulable")
     pool = {"gpu": "b200"}
     result = PodProbeResult(
-        "p", "ns", {"gpu-memory": "1024"}, pool, Outcome.NOT_READY, message=message
+        "p", "ns", {"gpu-memory": "1024"}, pool, PodFate.NOT_READY, message=message
     )
     assert result.summary().endswith(f"({COND} is missing)")
     none = kai.fit_errors([kai.NO_MATCH] * 3)
-    assert decide(pending(none))[0] is Outcome.UNSCHEDULABLE  # type: ignore[index]
+    assert decide(pending(none))[0] is PodFate.UNSCHEDULABLE  # type: ignore[index]

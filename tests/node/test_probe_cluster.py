@@ -18,7 +18,7 @@ from fracctl.adapters.kube import Kube
 from fracctl.core.resources import PODS
 from fracctl.errors import ExitCode, Unreachable
 from fracctl.flows.context import Context
-from fracctl.flows.probe import PROBE_LABEL, Outcome, probe
+from fracctl.flows.probe import PROBE_LABEL, PodFate, probe
 from fracctl.sandbox.kai_sim import KaiSimulation, KaiSimulationThread
 from tests.support.helpers import Cluster, run_cli
 
@@ -159,7 +159,7 @@ def test_probe_names_are_unique(cluster: Cluster) -> None:
     b = probe(ctx, memory="1Gi", timeout=0.2)
     assert a.name != b.name
     assert a.name.startswith("fracctl-probe-")
-    assert a.outcome is Outcome.TIMEOUT and a.deleted and b.deleted
+    assert a.outcome is PodFate.TIMEOUT and a.deleted and b.deleted
     assert probes(cluster.kube) == []
 
 

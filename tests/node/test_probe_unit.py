@@ -7,8 +7,9 @@ import pytest
 from fracctl import config as cfg
 from fracctl.errors import ExitCode, UsageError
 from fracctl.flows.probe import (
+    EXPECT,
     NOT_READY,
-    Outcome,
+    PodFate,
     PodProbeResult,
     decide,
     fraction_request,
@@ -85,15 +86,15 @@ def pod(phase: str = "Pending", **cond: str) -> dict[str, object]:
 
 def test_decide() -> None:
     assert decide(pod()) is None
-    assert decide(pod("Running")) == (Outcome.RUNNING, "Running", "")
-    assert decide(pod("Failed"))[0] is Outcome.FAILED  # type: ignore[index]
+    assert decide(pod("Running")) == (PodFate.RUNNING, "Running", "")
+    assert decide(pod("Failed"))[0] is PodFate.FAILED  # type: ignore[index]
     msg = f"0/3 nodes are available: 3 {NOT_READY}. Condition x is missing."
     assert decide(pod(reason="Unschedulable", message=msg)) == (
-        Outcome.NOT_READY,
+        PodFate.NOT_READY,
         "Unschedulable",
         msg,
     )
-    assert decide(pod(reason="Unschedulable", message="no nodes"))[0] is Outcome.UNSCHEDULABLE  # type: ignore[index]
+    assert decide(pod(reason="Unschedulable", message="no nodes"))[0] is PodFate.UNSCHEDULABLE  # type: ignore[index]
     # A scheduling gate, not a decision.
     assert decide(pod(reason="SchedulingGated", message="gated")) is None
 
@@ -101,18 +102,35 @@ def test_decide() -> None:
 @pytest.mark.parametrize(
     ("outcome", "expect", "code"),
     [
-        (Outcome.RUNNING, "any", ExitCode.OK),
-        (Outcome.NOT_READY, "any", ExitCode.OK),
-        (Outcome.NOT_READY, "not-ready", ExitCode.OK),
-        (Outcome.NOT_READY, "running", ExitCode.FINDING),
-        (Outcome.RUNNING, "not-ready", ExitCode.FINDING),
-        (Outcome.UNSCHEDULABLE, "any", ExitCode.FINDING),
-        (Outcome.FAILED, "any", ExitCode.FINDING),
-        (Outcome.TIMEOUT, "any", ExitCode.TIMEOUT),
-        (Outcome.SCHEDULED, "running", ExitCode.TIMEOUT),
+        (PodFate.RUNNING, "any", ExitCode.OK),
+        (PodFate.NOT_READY, "any", ExitCode.OK),
+        (PodFate.NOT_READY, "not-ready", ExitCode.OK),
+        (PodFate.NOT_READY, "running", ExitCode.FINDING),
+        (PodFate.RUNNING, "not-ready", ExitCode.FINDING),
+        (PodFate.UNSCHEDULABLE, "any", ExitCode.FINDING),
+        (PodFate.FAILED, "any", ExitCode.FINDING),
+        (PodFate.TIMEOUT, "any", ExitCode.TIMEOUT),
+        (PodFate.SCHEDULED, "running", ExitCode.TIMEOUT),
     ],
 )
-def test_exit_codes(outcome: Outcome, expect: str, code: ExitCode) -> None:
+def test_exit_codes(outcome: PodFate, expect: str, code: ExitCode) -> None:
     r = PodProbeResult("p", "default", {}, {}, outcome)
     assert r.exit_code(expect) == code
     assert r.summary()
+
+
+@pytest.mark.parametrize("expect", EXPECT)
+@pytest.mark.parametrize("fate", list(PodFate))
+def test_every_fate_exits_with_an_exit_code_member(fate: PodFate, expect: str) -> None:
+    assert type(PodProbeResult("p", "default", {}, {}, fate).exit_code(expect)) is ExitCode
+
+
+def test_the_fates_print_as_before() -> None:
+    assert [f.value for f in PodFate] == [
+        "running",
+        "not-ready",
+        "unschedulable",
+        "failed",
+        "scheduled",
+        "timeout",
+    ]

@@ -247,7 +247,7 @@ REAL_TIMEOUTS = {"ready": "90s", "delete": "60s", "sync": "120s"}
 def real_incident(cluster: Cluster, tmp_path: Path) -> Incident:
     """The incident with timeouts for the real controller (slower than a stand-in).
 
-    The e2e modules get it as their ``incident`` fixture (conftest.py).
+    The e2e modules ask for it as the ``real_incident`` fixture (conftest.py).
     """
     return make_incident(cluster, tmp_path, timeouts=REAL_TIMEOUTS)
 

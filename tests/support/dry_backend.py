@@ -3,16 +3,22 @@
 Registered by one entry in the tests
 (``BackendEntry("dry", …, "tests.support.dry_backend:DryBackend")``); it creates the
 object the way ``apply`` does, so the flow's read-back passes.
+
+The record belongs to the test that registered it: :func:`recording` gives the class a
+fresh list for that test's duration (there is none outside one).
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from fracctl.flows.backends import Obj, Proof, clean_desired
 from fracctl.flows.context import Context
 
-CALLS: list[tuple[str, Any]] = []
+if TYPE_CHECKING:
+    import pytest
+
+Calls = list[tuple[str, Any]]
 
 
 class DryBackend:
@@ -20,15 +26,23 @@ class DryBackend:
 
     name = "dry"
     claim = "the dry backend said it created it but the live object differs"
+    calls: ClassVar[Calls]  # set by :func:`recording`, for one test
 
     def validate(self, ctx: Context) -> None:
-        CALLS.append(("validate", None))
+        self.calls.append(("validate", None))
 
     def check(self, ctx: Context, desired: Obj) -> Proof:
-        CALLS.append(("check", ctx.kube.calls["DELETE gpufractioningconfigs"]))
+        self.calls.append(("check", ctx.kube.calls["DELETE gpufractioningconfigs"]))
         return Proof(["the dry backend is always ready"], clean_desired(desired))
 
     def recreate(self, ctx: Context, desired: Obj) -> str:
-        CALLS.append(("recreate", ctx.kube.calls["DELETE gpufractioningconfigs"]))
+        self.calls.append(("recreate", ctx.kube.calls["DELETE gpufractioningconfigs"]))
         ctx.kube.apply(ctx.config.target.ref, clean_desired(desired))
         return "the dry backend created it"
+
+
+def recording(monkeypatch: pytest.MonkeyPatch) -> Calls:
+    """A fresh record for :class:`DryBackend`, removed when the test's monkeypatch undoes."""
+    calls: Calls = []
+    monkeypatch.setattr(DryBackend, "calls", calls, raising=False)
+    return calls
