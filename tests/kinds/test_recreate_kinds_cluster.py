@@ -333,3 +333,56 @@ def test_sigkill_at_a_random_moment_then_the_rerun_converges_with_no_pod_lost(
                                              if k in ("serviceName", "selector")}}  # fmt: skip
     assert identity(shop.pods()) == before, "no pod was lost or restarted"
     assert not state.exists(), "the journal is gone once the procedure ended"
+
+
+# --- Service, claims, owners ---------------------------------------------------------------
+
+
+def service(ip: str) -> Obj:
+    return {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web"},
+            "spec": {"clusterIP": ip, "selector": {"app": "web"},
+                     "ports": [{"port": 80, "targetPort": 8080}]}}  # fmt: skip
+
+
+def test_a_new_cluster_ip_is_refused_then_recreated_with_allow_new_ip(shop: Shop) -> None:
+    shop.commit(service("10.0.0.50"))
+    old = shop.create(service("10.0.0.50"))
+    shop.commit(service("10.0.0.51"))
+    r = recreate(shop, "Service/web", "--yes")
+    assert r.exit_code == ExitCode.FINDING, r.output
+    assert "new cluster IP (10.0.0.50 -> 10.0.0.51)" in r.stderr and "--allow-new-ip" in r.stderr
+    assert shop.live("v1", "Service", "web") == old
+    r = recreate(shop, "Service/web", "--yes", "--allow-new-ip")
+    assert r.exit_code == ExitCode.OK, r.output
+    assert shop.live("v1", "Service", "web")["spec"]["clusterIP"] == "10.0.0.51"
+
+
+def test_a_claims_spec_is_refused(shop: Shop) -> None:
+    def pvc(mode: str) -> Obj:
+        return {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "d"},
+                "spec": {"accessModes": [mode], "storageClassName": "none",
+                         "resources": {"requests": {"storage": "1Gi"}}}}  # fmt: skip
+
+    shop.commit(pvc("ReadWriteOnce"))
+    old = shop.create(pvc("ReadWriteOnce"))
+    shop.commit(pvc("ReadWriteMany"))
+    r = recreate(shop, "PersistentVolumeClaim/d", "--yes")
+    assert r.exit_code == ExitCode.FINDING, r.output
+    assert "release its volume and its data" in r.stderr
+    live = shop.live("v1", "PersistentVolumeClaim", "d")
+    assert live is not None and live["metadata"]["uid"] == old["metadata"]["uid"]
+
+
+def test_an_object_with_a_controller_is_refused(shop: Shop) -> None:
+    owner = shop.create({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "owner"}})
+    owned = job("registry.invalid/m:1")
+    owned["metadata"]["ownerReferences"] = [{"apiVersion": "v1", "kind": "ConfigMap",
+        "name": "owner", "uid": owner["metadata"]["uid"], "controller": True}]  # fmt: skip
+    shop.commit(job("registry.invalid/m:1"))
+    old = shop.create(owned)
+    shop.commit(job("registry.invalid/m:2"))
+    r = recreate(shop, "Job/migrate", "--yes")
+    assert r.exit_code == ExitCode.FINDING, r.output
+    assert "controlled by ConfigMap/owner, which would recreate it first" in r.stderr
+    live = shop.live("batch/v1", "Job", "migrate")
+    assert live is not None and live["metadata"]["uid"] == old["metadata"]["uid"]
