@@ -161,6 +161,29 @@ def test_a_deployment_selector_is_recreated_by_adoption_when_the_pods_fit(shop: 
     assert controller_of(rs) == new["metadata"]["uid"]
 
 
+def test_a_daemonset_selector_is_recreated_by_adoption_when_the_pods_fit(shop: Shop) -> None:
+    both = {"app": "agent", "tier": "node"}
+
+    def daemonset(selector: dict[str, str]) -> Obj:
+        container = {"name": "a", "image": "registry.invalid/a:1"}
+        return {"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": "agent"},
+                "spec": {"selector": {"matchLabels": selector}, "template": {
+                    "metadata": {"labels": both}, "spec": {"containers": [container]}}}}  # fmt: skip
+
+    shop.commit(daemonset({"app": "agent"}))
+    old = shop.create(daemonset({"app": "agent"}))
+    before = identity(shop.running(1))
+    shop.commit(daemonset(both))
+    r = recreate(shop, "DaemonSet/agent", "--yes")
+    assert r.exit_code == ExitCode.OK, r.output
+    new = shop.live("apps/v1", "DaemonSet", "agent")
+    assert new is not None and new["metadata"]["uid"] != old["metadata"]["uid"]
+    assert new["spec"]["updateStrategy"]["type"] == "RollingUpdate"  # the hold is released
+    pods = shop.pods()
+    assert identity(pods) == before
+    assert {controller_of(p) for p in pods.values()} == {new["metadata"]["uid"]}
+
+
 def test_a_deployment_selector_the_pods_do_not_fit_is_refused_with_two_commits(
     shop: Shop,
 ) -> None:
