@@ -165,10 +165,10 @@ def test_a_daemonset_selector_is_recreated_by_adoption_when_the_pods_fit(shop: S
     both = {"app": "agent", "tier": "node"}
 
     def daemonset(selector: dict[str, str]) -> Obj:
-        container = {"name": "a", "image": "registry.invalid/a:1"}
+        pod = {"containers": [{"name": "a", "image": "registry.invalid/a:1"}]}
         return {"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": "agent"},
-                "spec": {"selector": {"matchLabels": selector}, "template": {
-                    "metadata": {"labels": both}, "spec": {"containers": [container]}}}}  # fmt: skip
+                "spec": {"selector": {"matchLabels": selector},
+                         "template": {"metadata": {"labels": both}, "spec": pod}}}  # fmt: skip
 
     shop.commit(daemonset({"app": "agent"}))
     old = shop.create(daemonset({"app": "agent"}))
