@@ -409,3 +409,21 @@ def test_an_object_with_a_controller_is_refused(shop: Shop) -> None:
     assert "controlled by ConfigMap/owner, which would recreate it first" in r.stderr
     live = shop.live("batch/v1", "Job", "migrate")
     assert live is not None and live["metadata"]["uid"] == old["metadata"]["uid"]
+
+
+def test_a_journal_naming_the_original_is_dropped_once_git_no_longer_changes_it(
+    shop: Shop,
+) -> None:
+    cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "s"}, "data": {"a": "1"}}
+    shop.commit(cm)
+    live = shop.create(cm)
+    state = shop.config.parent / "state" / "objects" / f"ConfigMap_{shop.ns}_s.json"
+    state.parent.mkdir(parents=True)
+    state.write_text(json.dumps({"key": f"ConfigMap/{shop.ns}/s", "procedure": "rerun",
+                                 "uid": live["metadata"]["uid"]}))  # fmt: skip
+    r = recreate(shop, "ConfigMap/s", "--dry-run")
+    assert r.exit_code == ExitCode.OK and "nothing-to-do" in r.stdout, r.output
+    assert state.exists(), "a dry run changes nothing, not even local state"
+    r = recreate(shop, "ConfigMap/s", "--yes")
+    assert r.exit_code == ExitCode.OK and "nothing-to-do" in r.stdout, r.output
+    assert not state.exists()

@@ -69,7 +69,8 @@ def recreate_object(
     entry = audit_entry(ctx, "recreate", who=lock.me, backend=backend)
     with interrupt_on_sigterm(), lock:
         at("locked")
-        p = plan(ctx, desired, allow_active=allow_active, allow_new_ip=allow_new_ip)
+        p = plan(ctx, desired, allow_active=allow_active, allow_new_ip=allow_new_ip,
+                 dry_run=dry_run)  # fmt: skip
         result = ObjectResult(p.key, p.outcome, p.procedure, p.refusal, resumed=p.resumed)
         entry["object"] = p.key
         if p.refusal is not None:

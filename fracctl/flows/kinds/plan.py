@@ -80,7 +80,9 @@ def find_desired(ctx: Context, objects: list[Obj], spec: str, namespace: str | N
     return found[0]
 
 
-def plan(ctx: Context, desired: Obj, *, allow_active: bool, allow_new_ip: bool) -> Planned:
+def plan(
+    ctx: Context, desired: Obj, *, allow_active: bool, allow_new_ip: bool, dry_run: bool = False
+) -> Planned:
     """Judge the object against git, read the journal, choose what to do."""
     from fracctl.flows.drift import check_objects
     from fracctl.flows.procedures import facts_for
@@ -98,6 +100,8 @@ def plan(ctx: Context, desired: Obj, *, allow_active: bool, allow_new_ip: bool) 
         )
         proc = Procedure(journal.procedure, steps)
         return Planned(spec, o, ref, Outcome.PLANNED, proc, journal=journal, resumed=True)
+    if journal is not None and o.verdict != d.NEEDS_RECREATE and not dry_run:
+        journals.remove(ctx, o.key)  # it names the original, which git no longer changes
     if o.verdict == d.NEEDS_RECREATE:
         from fracctl.core.procedures import choose
 
