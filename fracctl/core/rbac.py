@@ -301,25 +301,29 @@ def _recreate_cluster(p: Params) -> list[RbacRule]:
     ]
 
 
+def _lock(p: Params) -> list[RbacRule]:
+    return [
+        RbacRule(("coordination.k8s.io",), ("leases",), ("create",),
+                 "take the lock: create the Lease"),
+        RbacRule(("coordination.k8s.io",), ("leases",), ("get", "update", "delete"),
+                 "hold the lock: read, renew and release the Lease", (p.recreate.lock_name,)),
+    ]  # fmt: skip
+
+
+def _recreate_objects(p: Params) -> Rules:
+    from fracctl.core.procedures.rbac import object_grants
+
+    namespace = RbacRule(("",), ("namespaces",), ("get",),
+                         "check the lock Lease's namespace exists before creating the Lease",
+                         (p.recreate.lock_namespace,))  # fmt: skip
+    cluster = [*(RbacRule(*g) for g in object_grants()), namespace]
+    return cluster, {p.recreate.lock_namespace: _lock(p)}
+
+
 def _recreate(p: Params) -> tuple[list[RbacRule], dict[str, list[RbacRule]]]:
     namespaced: dict[str, list[RbacRule]] = {}
     namespaced.setdefault(p.recreate.lock_namespace, []).extend(
-        [
-            RbacRule(
-                ("coordination.k8s.io",),
-                ("leases",),
-                ("create",),
-                "take the lock: create the Lease",
-            ),
-            RbacRule(
-                ("coordination.k8s.io",),
-                ("leases",),
-                ("get", "update", "delete"),
-                "hold the lock: read, renew and release the Lease",
-                (p.recreate.lock_name,),
-            ),
-            *(RbacRule(*g) for g in journal_grants(p.recreate.lock_name)),
-        ]
+        [*_lock(p), *(RbacRule(*g) for g in journal_grants(p.recreate.lock_name))]
     )
     namespaced.setdefault(p.events_namespace, []).append(
         RbacRule(("",), ("events",), ("create",), "record a Recreated Event on the target")
@@ -400,6 +404,11 @@ REGISTRY: dict[str, RoleSpec] = {
     ),
     "recreate": RoleSpec(
         "the target object, the lock Lease, an Event, and the guards' reads", _recreate
+    ),
+    "recreate-objects": RoleSpec(
+        "recreate KIND/NAME: the built-in kinds' objects, their pods, claims and "
+        "ReplicaSets, access reviews, and the lock Lease",
+        _recreate_objects,
     ),
     "node-agent": RoleSpec(
         "no API access at all: the agent only talks to the MPS daemon", lambda p: ([], {})

@@ -22,7 +22,9 @@ from tests.support.kinds_fixtures import (
     REPLICASETS,
     Shop,
     controller_of,
+    deployment,
     identity,
+    statefulset,
 )
 
 Obj = dict[str, Any]
@@ -43,23 +45,6 @@ def recreate(shop: Shop, obj: str, *more: str) -> Any:
 
 
 # --- StatefulSet ---------------------------------------------------------------------------
-
-
-def statefulset(shop: Shop, *, service: str = "db", size: str = "1Gi") -> Obj:
-    return {
-        "apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": "db"},
-        "spec": {
-            "serviceName": service, "replicas": 2,
-            "selector": {"matchLabels": {"app": "db"}},
-            "persistentVolumeClaimRetentionPolicy": {"whenDeleted": "Delete"},
-            "template": {"metadata": {"labels": {"app": "db"}}, "spec": {
-                "containers": [{"name": "db", "image": "registry.invalid/db:1",
-                                "volumeMounts": [{"name": "data", "mountPath": "/data"}]}]}},
-            "volumeClaimTemplates": [{"metadata": {"name": "data"}, "spec": {
-                "accessModes": ["ReadWriteOnce"], "storageClassName": f"{shop.ns}-expandable",
-                "resources": {"requests": {"storage": size}}}}],
-        },
-    }  # fmt: skip
 
 
 @pytest.fixture
@@ -128,15 +113,6 @@ def test_shrinking_a_claim_is_refused(shop: Shop, db: dict[str, tuple[str, int]]
 
 
 # --- Deployment ----------------------------------------------------------------------------
-
-
-def deployment(selector: dict[str, str], labels: dict[str, str]) -> Obj:
-    return {
-        "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"},
-        "spec": {"replicas": 2, "selector": {"matchLabels": selector},
-                 "template": {"metadata": {"labels": labels}, "spec": {
-                     "containers": [{"name": "web", "image": "registry.invalid/web:1"}]}}},
-    }  # fmt: skip
 
 
 def test_a_deployment_selector_is_recreated_by_adoption_when_the_pods_fit(shop: Shop) -> None:

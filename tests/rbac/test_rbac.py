@@ -74,6 +74,9 @@ def test_the_configuration_names_the_lock_the_target_and_flux(tmp_path: Path) ->
 def test_a_bad_role_is_a_usage_error() -> None:
     r = run_cli("rbac", "print", "--role", "admin")
     assert r.exit_code == ExitCode.USAGE, r.output
-    assert "must be one of drift, preflight, doctor, recreate, node-agent; got 'admin'" in r.stderr
+    assert (
+        "must be one of drift, preflight, doctor, recreate, recreate-objects, node-agent; "
+        "got 'admin'"
+    ) in r.stderr
     missing = run_cli("rbac", "print")
     assert missing.exit_code == ExitCode.USAGE, missing.output

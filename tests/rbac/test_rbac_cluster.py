@@ -509,3 +509,32 @@ def test_the_next_role_verbs_are_refused(
         assert not who.allowed("get", "", "nodes", "b200-0")
         assert not who.allowed("patch", "", "nodes", "b200-0")
         assert not who.allowed("list", "", "pods")
+
+
+def test_recreate_of_a_statefulset_runs_as_its_role(
+    cluster: Cluster, control_plane: ControlPlane, recorded: set[tuple[str, str]], tmp_path: Path
+) -> None:
+    """``recreate KIND/NAME`` as ``recreate-objects``: a StatefulSet uses every grant of its
+    kind (the other kinds' grants are the same verbs on their own resources)."""
+    from tests.support.kinds_fixtures import Shop, identity, statefulset
+
+    shop = Shop(cluster, tmp_path)
+    try:
+        shop.bound_claims(["data-db-0", "data-db-1"], size="5Gi")
+        shop.commit(statefulset(shop))
+        shop.create(statefulset(shop))
+        before = identity(shop.running(2))
+        shop.commit(statefulset(shop, service="db-v2", size="2Gi"))
+        config = load(str(shop.config), env={})
+        ensure_namespace(cluster.kube, config.recreate.lock_namespace)
+        with bound(cluster, control_plane, tmp_path, "recreate-objects", config) as who:
+            recorded.clear()
+            r = run_cli("-c", str(shop.config), "--kubeconfig", who.kubeconfig, "recreate",
+                        "StatefulSet/db", "-n", shop.ns, "--yes")  # fmt: skip
+        assert r.exit_code == ExitCode.OK, r.output
+        assert identity(shop.pods()) == before
+        mine = {"statefulsets", "pods", "persistentvolumeclaims", "storageclasses", "leases",
+                "namespaces"}  # fmt: skip
+        assert_all_used(who, recorded, but={g for g in granted(who.roles) if g[1] not in mine})
+    finally:
+        shop.cleanup()

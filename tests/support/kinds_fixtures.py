@@ -110,6 +110,35 @@ class Shop:
                 pass
 
 
+# --- objects ---------------------------------------------------------------------------
+
+
+def statefulset(shop: Shop, *, service: str = "db", size: str = "1Gi") -> Obj:
+    return {
+        "apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": "db"},
+        "spec": {
+            "serviceName": service, "replicas": 2,
+            "selector": {"matchLabels": {"app": "db"}},
+            "persistentVolumeClaimRetentionPolicy": {"whenDeleted": "Delete"},
+            "template": {"metadata": {"labels": {"app": "db"}}, "spec": {
+                "containers": [{"name": "db", "image": "registry.invalid/db:1",
+                                "volumeMounts": [{"name": "data", "mountPath": "/data"}]}]}},
+            "volumeClaimTemplates": [{"metadata": {"name": "data"}, "spec": {
+                "accessModes": ["ReadWriteOnce"], "storageClassName": f"{shop.ns}-expandable",
+                "resources": {"requests": {"storage": size}}}}],
+        },
+    }  # fmt: skip
+
+
+def deployment(selector: dict[str, str], labels: dict[str, str]) -> Obj:
+    return {
+        "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"},
+        "spec": {"replicas": 2, "selector": {"matchLabels": selector},
+                 "template": {"metadata": {"labels": labels}, "spec": {
+                     "containers": [{"name": "web", "image": "registry.invalid/web:1"}]}}},
+    }  # fmt: skip
+
+
 def identity(pods: dict[str, Obj]) -> dict[str, tuple[str, int]]:
     """Each pod's uid and restart count: what must not change."""
     out = {}

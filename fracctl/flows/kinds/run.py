@@ -106,7 +106,8 @@ def _orphan_adopt(w: Work, p: Planned, original: Obj | None, at: Boundary) -> No
     _phase(w, "released", at)
     if w.kind == "Deployment":
         remove_left_replicasets(w)
-    lost = [c for c in w.journal.claims if w.ctx.kube.get_or_none(PVCS, c, w.ns) is None]
+    have = {c["metadata"]["name"] for c in w.ctx.kube.list(PVCS, namespace=w.ns)}
+    lost = [c for c in w.journal.claims if c not in have]
     if lost:
         raise ExternalError(f"claim(s) {', '.join(lost)} of {w.journal.key} no longer exist")
     if w.journal.claims:
