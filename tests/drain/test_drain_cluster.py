@@ -30,6 +30,7 @@ from tests.support.drain_fixtures import (
     witness,
 )
 from tests.support.helpers import Cluster, run_cli
+from tests.support.killing import kill_when
 from tests.support.waiting import until
 
 
@@ -378,9 +379,6 @@ def test_sigkill_at_a_random_moment_then_rerun_or_abort(
 ) -> None:
     import os
     import random
-    import signal
-    import subprocess
-    import sys
     import time
 
     seed = int(os.environ.get("FRACCTL_TEST_SEED", "0")) or random.randrange(1, 10**6)
@@ -404,18 +402,8 @@ def test_sigkill_at_a_random_moment_then_rerun_or_abort(
             return live is None or bool(live["metadata"].get("deletionTimestamp"))
 
         env = {**os.environ, "FRACCTL_TIMEOUTS_LOCK_LEASE": "2s"}
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "fracctl", "-c", cfg, "recreate", "--drain", "--yes"],
-            env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        )  # fmt: skip
-        try:
-            until(f"the run reaches {moment}", reached, timeout=60)
-            time.sleep(jitter)
-            proc.send_signal(signal.SIGKILL)
-            proc.wait(timeout=10)
-        finally:
-            proc.kill()
-            proc.communicate()
+        args = ["-c", cfg, "recreate", "--drain", "--yes"]
+        kill_when(args, env, reached, jitter=jitter, what=moment, poll=0.1)
         time.sleep(2.5)  # the dead holder's lease expires
         if busy.fences():  # doctor names the fence the dead run left
             r = run_cli("-c", cfg, "doctor", "-o", "json")

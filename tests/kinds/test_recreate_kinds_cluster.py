@@ -17,6 +17,7 @@ import pytest
 
 from fracctl.errors import ExitCode
 from tests.support.helpers import Cluster, run_cli
+from tests.support.killing import kill_when
 from tests.support.kinds_fixtures import (
     PVCS,
     REPLICASETS,
@@ -280,9 +281,6 @@ def test_sigkill_at_a_random_moment_then_the_rerun_converges_with_no_pod_lost(
 ) -> None:
     import os
     import random
-    import signal
-    import subprocess
-    import sys
 
     seed = int(os.environ.get("FRACCTL_TEST_SEED", "0")) or random.randrange(1, 10**6)
     jitter = random.Random(seed).uniform(0, 0.08)
@@ -308,21 +306,8 @@ def test_sigkill_at_a_random_moment_then_the_rerun_converges_with_no_pod_lost(
 
     args = ["-c", str(shop.config), "recreate", f"{kind}/{name}", "-n", shop.ns, "--yes"]
     env = {**os.environ, "FRACCTL_TIMEOUTS_LOCK_LEASE": "2s"}
-    proc = subprocess.Popen([sys.executable, "-m", "fracctl", *args], env=env,
-                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE)  # fmt: skip
-    try:
-        deadline = time.monotonic() + 60
-        while not reached() and proc.poll() is None:  # a tight loop: the steps are quick
-            assert time.monotonic() < deadline, f"the run never reached {moment}"
-            time.sleep(0.005)
-        time.sleep(jitter)
-        print("killed mid-run" if proc.poll() is None else f"it had ended ({proc.returncode})")
-        proc.send_signal(signal.SIGKILL)
-        proc.wait(timeout=10)
-    finally:
-        proc.kill()
-        proc.communicate()
+    mid = kill_when(args, env, reached, jitter=jitter, what=moment)
+    print("killed mid-run" if mid else "the run had ended before the kill")
     time.sleep(2.5)  # the dead holder's lease expires
     r = run_cli(*args)
     assert r.exit_code == ExitCode.OK, r.output

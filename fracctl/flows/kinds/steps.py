@@ -87,17 +87,22 @@ def _wait_gone(w: Work) -> None:
     def gone(view: dict[str, Obj]) -> bool:
         return not any(o["metadata"].get("uid") == w.journal.uid for o in view.values())
 
-    _view, finished = w.ctx.kube.watch_until(
-        w.ref, gone, deadline=w.ctx.clock.monotonic() + timeout, clock=w.ctx.clock,
-        namespace=w.ns, field_selector=f"metadata.name={w.name}",
-    )  # fmt: skip
-    if not finished:
+    if not watch_object(w, gone, timeout):
         raise TimedOut(
             f"{w.journal.key} is still terminating after {timeout:.0f}s (its finalizers: "
             "the garbage collector orphans or deletes what it owned first)",
             hint="check kube-controller-manager; rerun to resume",
         )
     w.say(f"{w.journal.key} is gone")
+
+
+def watch_object(w: Work, done: Callable[[dict[str, Obj]], bool], timeout: float) -> bool:
+    """Watch the object's name until ``done(view)``; False when ``timeout`` ran out."""
+    _view, finished = w.ctx.kube.watch_until(
+        w.ref, done, deadline=w.ctx.clock.monotonic() + timeout, clock=w.ctx.clock,
+        namespace=w.ns, field_selector=f"metadata.name={w.name}",
+    )  # fmt: skip
+    return finished
 
 
 def create(w: Work, body: Obj | None = None) -> Obj:
@@ -244,11 +249,7 @@ def wait_job(w: Work, new: Obj) -> None:
                     return True
         return False
 
-    _view, finished = w.ctx.kube.watch_until(
-        w.ref, done, deadline=w.ctx.clock.monotonic() + timeout, clock=w.ctx.clock,
-        namespace=w.ns, field_selector=f"metadata.name={w.name}",
-    )  # fmt: skip
-    if not finished:
+    if not watch_object(w, done, timeout):
         raise TimedOut(
             f"the recreated {w.journal.key} has not ended after {timeout:.0f}s",
             hint="it keeps running; watch it with kubectl, or rerun to wait again",
