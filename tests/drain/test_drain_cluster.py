@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from fracctl.core.clock import SystemClock
 from fracctl.core.drain import POD_GROUP
 from fracctl.core.nodes import condition
 from fracctl.core.resources import DEPLOYMENTS, NODES, PDBS, PODS
@@ -200,6 +201,24 @@ def test_no_fraction_lands_on_a_fenced_node_and_an_overwritten_fence_is_raised_a
                 return "late" in seen
 
             until("KAI refuses the late pod on the fenced nodes", refused_by_kai)
+            # Watch the node from before the overwrite: every write is an event, so the
+            # operator's True is seen however soon the drain fences it again.
+            listed = threading.Event()
+
+            def saw_true(view: dict[str, Any]) -> bool:
+                c = condition(view.get(FRACTION_NODES[0]) or {}, cond) or {}
+                if c.get("status") == "True":
+                    seen["written"] = "True"
+                return "written" in seen or "done" in seen
+
+            def watch_node() -> None:
+                kube.watch_until(NODES, saw_true, deadline=time.monotonic() + 90,
+                                 clock=SystemClock(), on_change=lambda _v: listed.set(),
+                                 field_selector=f"metadata.name={FRACTION_NODES[0]}",
+                                 max_watch_seconds=5)  # fmt: skip
+
+            threading.Thread(target=watch_node, daemon=True).start()
+            assert listed.wait(30), "the node watch never listed"
             # An agent pod restarts on rtx-pro-6000-1: the operator writes every node's
             # condition again (rtx-pro-6000-0: True, over the fence).
             agents_ns = cluster.config.cluster.agent_namespace
@@ -212,14 +231,6 @@ def test_no_fraction_lands_on_a_fenced_node_and_an_overwritten_fence_is_raised_a
                 c = condition(kube.get(NODES, FRACTION_NODES[0]), cond) or {}
                 return "True" in seen.get("written", "") and c.get("reason") == "FracctlDrain"
 
-            def watch_node() -> None:
-                while "done" not in seen:
-                    c = condition(kube.get(NODES, FRACTION_NODES[0]), cond) or {}
-                    if c.get("status") == "True":
-                        seen["written"] = "True"
-                    time.sleep(0.05)
-
-            threading.Thread(target=watch_node, daemon=True).start()
             try:
                 until("the operator's True is fenced again", refenced, timeout=60)
             finally:
