@@ -11,14 +11,12 @@ from typing import Any
 from fracctl.core.drift import ObjectDrift
 from fracctl.core.labels import selector_matches
 from fracctl.core.procedures import Choice, Facts, choose, next_step
-from fracctl.core.resources import PODS, ResourceRef
+from fracctl.core.resources import PODS, PVCS, STORAGE_CLASSES
 from fracctl.errors import Forbidden
 from fracctl.flows.context import Context
 
 Obj = dict[str, Any]
 
-PVCS = ResourceRef("", "v1", "persistentvolumeclaims", "PersistentVolumeClaim", namespaced=True)
-STORAGE_CLASSES = ResourceRef("storage.k8s.io", "v1", "storageclasses", "StorageClass", False)
 DEFAULT_CLASS = "storageclass.kubernetes.io/is-default-class"
 WORKLOADS = {("apps", "StatefulSet"), ("apps", "Deployment"), ("apps", "DaemonSet")}
 

@@ -8,7 +8,7 @@ from typing import Any
 from fracctl.core import drift as d
 from fracctl.core.outcome import Outcome
 from fracctl.core.procedures import BRIDGE, ORPHAN_ADOPT, Facts, Procedure, Refusal
-from fracctl.core.resources import ResourceRef
+from fracctl.core.resources import PVCS, REPLICASETS, ResourceRef
 from fracctl.errors import Conflict, UsageError
 from fracctl.flows.backends import clean_desired
 from fracctl.flows.backends.access import require
@@ -16,10 +16,8 @@ from fracctl.flows.context import Context
 from fracctl.flows.kinds import journal as journals
 from fracctl.flows.kinds.bridge import bridge_body
 from fracctl.flows.kinds.journal import ObjectJournal
-from fracctl.flows.kinds.steps import REPLICASETS
 
 Obj = dict[str, Any]
-PVCS = ResourceRef("", "v1", "persistentvolumeclaims", "PersistentVolumeClaim", namespaced=True)
 SARS = ResourceRef("authorization.k8s.io", "v1", "subjectaccessreviews", "", namespaced=False)
 PROPAGATION = {ORPHAN_ADOPT: "Orphan"}  # every other procedure deletes in the background
 

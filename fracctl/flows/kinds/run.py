@@ -6,14 +6,14 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from fracctl.core.procedures import BRIDGE, NEW_IP, ORPHAN_ADOPT, RERUN
+from fracctl.core.resources import PVCS, REPLICASETS
 from fracctl.errors import ExternalError
 from fracctl.flows.context import Context
 from fracctl.flows.kinds import journal as journals
 from fracctl.flows.kinds.bridge import bridge_down, bridge_up, prove_access
 from fracctl.flows.kinds.journal import ObjectJournal
-from fracctl.flows.kinds.plan import PVCS, Planned
+from fracctl.flows.kinds.plan import Planned
 from fracctl.flows.kinds.steps import (
-    REPLICASETS,
     Work,
     create,
     delete_original,

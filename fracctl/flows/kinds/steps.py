@@ -19,14 +19,13 @@ from typing import Any
 
 from fracctl.core.labels import selector_matches
 from fracctl.core.procedures import Procedure
-from fracctl.core.resources import PODS, ResourceRef
+from fracctl.core.resources import PODS, PVCS, REPLICASETS, ResourceRef
 from fracctl.errors import Conflict, ExternalError, NotFound, TimedOut
 from fracctl.flows.backends import clean_desired
 from fracctl.flows.context import Context
 from fracctl.flows.kinds.journal import ObjectJournal
 
 Obj = dict[str, Any]
-REPLICASETS = ResourceRef("apps", "v1", "replicasets", "ReplicaSet", namespaced=True)
 JOBS_DONE = ("Complete", "Failed")
 POLL = 0.5
 
@@ -120,10 +119,9 @@ def create(w: Work, body: Obj | None = None) -> Obj:
 
 def expand_claims(w: Work, proc: Procedure) -> None:
     """Grow each claim the StatefulSet's templates grew (a merge patch; again is a no-op)."""
-    pvcs = ResourceRef("", "v1", "persistentvolumeclaims", "PersistentVolumeClaim", True)
     for claim, before, after in proc.expand:
         patch = {"spec": {"resources": {"requests": {"storage": after}}}}
-        w.ctx.kube.patch(pvcs, claim, patch, namespace=w.ns)
+        w.ctx.kube.patch(PVCS, claim, patch, namespace=w.ns)
         w.say(f"expanded claim {claim} from {before} to {after}")
 
 
