@@ -20,7 +20,7 @@ from fracctl.errors import Refused
 from fracctl.flows.context import Context
 from fracctl.flows.drain import fence as fences
 from fracctl.flows.drain import journal as journals
-from fracctl.flows.drain.evict import evict_groups, wait_fractions_gone
+from fracctl.flows.drain.evict import Progress, evict_groups, wait_fractions_gone, watch_fence
 from fracctl.flows.drain.journal import Journal
 from fracctl.flows.drain.plan import plan
 
@@ -67,12 +67,24 @@ def execute(ctx: Context, p: DrainPlan, journal: Journal) -> None:
         deadline += p.budget_wait
     progress = evict_groups(ctx, p, journal, deadline=deadline)
     wait_fractions_gone(ctx, journal, progress, deadline=deadline, force=p.force)
-    fences.refence(ctx, journal)
-    still = fences.open_nodes(ctx, journal)
-    if still:
-        raise Refused(f"the fence does not hold on {', '.join(still)}: the condition is True")
+    # The operator may write True again between the re-fence and the look that follows
+    # (it rewrites every node when an agent restarts): fence again, and wait again for
+    # any fraction placed meanwhile, until a look finds every fence standing.
+    while still := _reopened(ctx, journal, progress):
+        if ctx.clock.monotonic() > deadline:
+            raise Refused(
+                f"the fence does not hold on {', '.join(still)}: the condition is True",
+                hint="something keeps writing the condition True; find it and rerun",
+            )
+        wait_fractions_gone(ctx, journal, progress, deadline=deadline, force=p.force)
     journal.phase = EVICTED
     journals.write(ctx, journal)
+
+
+def _reopened(ctx: Context, journal: Journal, progress: Progress) -> list[str]:
+    """Fence again what was written True; the journaled nodes still open after that."""
+    watch_fence(ctx, journal, progress)
+    return fences.open_nodes(ctx, journal)
 
 
 def before_delete(ctx: Context, journal: Journal) -> None:

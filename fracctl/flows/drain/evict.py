@@ -60,7 +60,8 @@ class Progress:
         )
 
 
-def _watch_fence(ctx: Context, journal: Journal, progress: Progress) -> None:
+def watch_fence(ctx: Context, journal: Journal, progress: Progress) -> None:
+    """Fence again every journaled node written ``True`` since, and say so."""
     again = fences.refence(ctx, journal)
     if again:
         progress.refenced.extend(again)
@@ -127,7 +128,7 @@ def evict_groups(ctx: Context, plan: DrainPlan, journal: Journal, *, deadline: f
             if ctx.clock.monotonic() - written >= JOURNAL_EVERY:
                 journals.write(ctx, journal)
                 written = ctx.clock.monotonic()
-            _watch_fence(ctx, journal, progress)
+            watch_fence(ctx, journal, progress)
     finally:
         stop.set()
         pool.shutdown(wait=True, cancel_futures=True)
@@ -191,7 +192,7 @@ def wait_fractions_gone(
                 f"fractional pods are still on nodes: {'; '.join((left + held)[:10])}",
                 hint="a pod's grace period may be longer than the wait; rerun to go on",
             )
-        _watch_fence(ctx, journal, progress)
+        watch_fence(ctx, journal, progress)
         gone = set(journal.evicted)
         newcomers = [(p.namespace, p.name) for p in scan.pods
                      if p.node and f"{p.namespace}/{p.name}" not in gone]  # fmt: skip
