@@ -7,11 +7,14 @@ STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml $(LOCK) | cksum | cut -d
 .PHONY: venv control-plane kwok helm argocd flux promtool test test-unit lint lock check-lock demo bench clean image
 
 # Every install comes from the lock (exact versions, hashes checked); the build backend
-# too, so fracctl itself is installed without build isolation.
+# too, so fracctl itself is installed without build isolation. The editable install is
+# a path entry (compat mode), not setuptools' import finder: the finder's imports cost
+# every Python start in the venv about 15 ms (benchmarks/bench_startup.py).
+EDITABLE := --no-build-isolation --config-settings editable_mode=compat
 $(STAMP): pyproject.toml $(LOCK)
 	python3 -m venv $(VENV)
 	$(VENV)/bin/pip install -q --require-hashes --no-deps -r $(LOCK)
-	$(VENV)/bin/pip install -q --no-deps --no-build-isolation -e .
+	$(VENV)/bin/pip install -q --no-deps $(EDITABLE) -e .
 	rm -f $(VENV)/.installed-* && touch $(STAMP)
 
 venv: $(STAMP)
@@ -81,7 +84,7 @@ demo: venv control-plane kwok
 
 # Every benchmark, then benchmarks/RESULTS.md and benchmarks/plots/ from their results.
 bench: venv control-plane kwok
-	$(VENV)/bin/pip install -q --no-build-isolation -e '.[bench]'
+	$(VENV)/bin/pip install -q $(EDITABLE) -e '.[bench]'
 	$(PY) benchmarks/run.py $(BENCH_ARGS)
 
 # The container image from the Containerfile, built with podman and checked by running it.

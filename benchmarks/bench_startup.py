@@ -4,6 +4,8 @@ Heavy libraries (kubernetes, httpx, ruamel) must not load on these paths; this m
 what a user waits for before anything happens. Every command is run in the same loop,
 interleaved, so a change in machine load affects them all alike; `kubectl version
 --client` is the yardstick the target is stated in (`--help` at most 3.5x of it).
+Beside them runs the floor: typer alone printing the same help, which no change to
+fracctl's own code can beat.
 
 fracctl is invoked as a user would: the console script next to the interpreter
 (`.venv/bin/fracctl`) when it exists, else `python -m fracctl`.
@@ -17,12 +19,50 @@ import shutil
 import statistics
 import subprocess
 import sys
+import textwrap
 import time
 from pathlib import Path
 
 DEFAULT_OUT = Path(__file__).resolve().parent / "out" / "startup.json"
 #: `fracctl --help` may take at most this many times `kubectl version --client`.
 RATIO_LIMIT = 3.5
+#: The floor: typer alone printing the same help (fracctl's root options, its command
+#: names and summaries), with no fracctl module, no lazy loading and no redaction.
+FLOOR = """\
+from typing import Annotated
+
+import typer
+
+app = typer.Typer(name="fracctl", help={help!r}, no_args_is_help=True,
+                  context_settings={{"help_option_names": ["-h", "--help"]}},
+                  pretty_exceptions_enable=False)
+
+
+@app.callback()
+def root(
+    config: Annotated[str | None, typer.Option("--config", "-c", help="Path to fracctl.yaml.",
+                                               show_default=False)] = None,
+    kubeconfig: Annotated[str | None, typer.Option(help="Kubeconfig file (else $KUBECONFIG).",
+                                                   show_default=False)] = None,
+    context: Annotated[list[str] | None, typer.Option("--context", metavar="NAME",
+                                                      help={context!r},
+                                                      show_default=False)] = None,
+    all_contexts: Annotated[bool, typer.Option("--all-contexts", help={all_contexts!r})] = False,
+    debug: Annotated[bool, typer.Option("--debug", help={debug!r})] = False,
+    version: Annotated[bool, typer.Option("--version", is_eager=True,
+                                          help="Print the version.")] = False,
+) -> None:
+    \"\"\"Global options.\"\"\"
+
+
+def command() -> None:
+    pass
+
+
+for name, summary in {commands!r}.items():
+    app.command(name, help=summary)(command)
+app()
+"""
 
 
 def fracctl_command() -> tuple[list[str], str]:
@@ -33,7 +73,62 @@ def fracctl_command() -> tuple[list[str], str]:
     return [sys.executable, "-m", "fracctl"], f"{sys.executable} -m fracctl"
 
 
-def commands() -> tuple[dict[str, list[str]], list[str]]:
+#: Where `fracctl --help`'s time goes, measured inside one fresh process: typer and the rich
+#: renderers its help uses, fracctl's own modules, then the run that renders the help.
+PARTS = """\
+import contextlib, io, time
+t0 = time.perf_counter()
+import typer, typer.rich_utils, rich.columns, rich.align
+t1 = time.perf_counter()
+from fracctl.cli import _root, main
+t2 = time.perf_counter()
+with contextlib.redirect_stdout(io.StringIO()), contextlib.suppress(SystemExit):
+    main.main(["--help"])
+t3 = time.perf_counter()
+print(t1 - t0, t2 - t1, t3 - t2)
+"""
+PART_NAMES = ("typer and rich imported", "fracctl's modules imported", "the help rendered")
+
+
+def parts(runs: int) -> dict[str, float]:
+    """The median of each part of `fracctl --help` (:data:`PARTS`) over ``runs`` processes."""
+    seen: list[list[float]] = [[] for _ in PART_NAMES]
+    for _ in range(runs):
+        out = subprocess.run([sys.executable, "-c", PARTS], capture_output=True, text=True,
+                             check=True).stdout.split()  # fmt: skip
+        for i, value in enumerate(out):
+            seen[i].append(float(value))
+    return {name: statistics.median(t) for name, t in zip(PART_NAMES, seen, strict=True)}
+
+
+def floor_script(where: Path) -> Path:
+    """Write the floor's script (:data:`FLOOR`) from fracctl's own table; its path."""
+    from fracctl.cli import _root
+    from fracctl.cli.main import COMMANDS
+
+    app = _root.new_app()
+    params = {p.name: p for p in typer_params(app)}
+    script = FLOOR.format(
+        help=app.info.help,
+        context=params["context"].help,
+        all_contexts=params["all_contexts"].help,
+        debug=params["debug"].help,
+        commands={name: summary for name, (_module, summary) in COMMANDS.items()},
+    )
+    where.mkdir(parents=True, exist_ok=True)
+    path = where / "floor_help.py"
+    path.write_text(textwrap.dedent(script), encoding="utf-8")
+    return path
+
+
+def typer_params(app: object) -> list:  # type: ignore[type-arg]
+    """The root callback's parameters as click builds them."""
+    import typer.main
+
+    return list(typer.main.get_group(app).params)  # type: ignore[arg-type]
+
+
+def commands(floor_dir: Path | None = None) -> tuple[dict[str, list[str]], list[str]]:
     """The commands to time, by label, and notes about what was left out."""
     fracctl, _ = fracctl_command()
     found: dict[str, list[str]] = {}
@@ -47,6 +142,12 @@ def commands() -> tuple[dict[str, list[str]], list[str]]:
     found["fracctl --version"] = [*fracctl, "--version"]
     found["fracctl --help"] = [*fracctl, "--help"]
     found["fracctl drift --help"] = [*fracctl, "drift", "--help"]
+    if floor_dir is not None:
+        found["floor: typer, same --help"] = [
+            sys.executable,
+            str(floor_script(floor_dir)),
+            "--help",
+        ]
     return found, notes
 
 
@@ -78,7 +179,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, default=DEFAULT_OUT, help="JSON result file")
     args, _ = ap.parse_known_args(argv)  # run.py passes every bench the same arguments
     runs = 5 if args.quick else args.runs
-    cmds, notes = commands()
+    cmds, notes = commands(args.out.parent)
     _, how = fracctl_command()
     print(f"fracctl run as: {how}")
     for note in notes:
@@ -99,6 +200,14 @@ def main(argv: list[str] | None = None) -> int:
         ratio = statistics.median(times["fracctl --help"]) / statistics.median(kubectl)
         result["help_to_kubectl_ratio"] = ratio
         print(f"fracctl --help / kubectl version --client: {ratio:.2f}x (at most {RATIO_LIMIT}x)")
+        floor = statistics.median(times["floor: typer, same --help"]) / statistics.median(kubectl)
+        result["floor_to_kubectl_ratio"] = floor
+        print(f"the floor (typer alone, the same help) / kubectl version --client: {floor:.2f}x")
+    split = parts(runs)
+    result["help_parts_s"] = split
+    print("where `fracctl --help` goes, inside the process (medians):")
+    for name, t in split.items():
+        print(f"  {name:<28} {t * 1000:6.1f} ms")
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
     print(f"wrote {args.out}")

@@ -273,6 +273,14 @@ def startup_section(data: Any) -> list[str]:
     if data.get("help_to_kubectl_ratio"):
         lines += ["", f"`fracctl --help` takes {data['help_to_kubectl_ratio']:.2f}x "
                       "`kubectl version --client`, measured in the same rounds."]  # fmt: skip
+    if data.get("floor_to_kubectl_ratio"):
+        lines += ["", f"The floor, typer alone printing the same help (fracctl's root options "
+                      f"and command summaries, no fracctl code), takes "
+                      f"{data['floor_to_kubectl_ratio']:.2f}x."]  # fmt: skip
+    if data.get("help_parts_s"):
+        lines += ["", "Where `fracctl --help`'s time goes inside the process (medians of "
+                      "fresh processes):", "", "| part | median |", "|---|---:|"]  # fmt: skip
+        lines += [f"| {name} | {secs(t)} |" for name, t in data["help_parts_s"].items()]
     how = str(data["fracctl"]).replace(str(REPO) + "/", "")
     lines += [
         "",
