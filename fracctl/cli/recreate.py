@@ -164,6 +164,14 @@ NamespaceOption = Annotated[
     str | None,
     typer.Option("--namespace", "-n", help="The object's namespace.", show_default=False),
 ]
+AllObjectsOption = Annotated[
+    bool,
+    typer.Option(
+        "--all",
+        help="Every object drift --all finds needs recreating (and any whose procedure "
+        "began here and has not ended), each by its kind's procedure.",
+    ),
+]
 AllowActiveOption = Annotated[
     bool, typer.Option("--allow-active", help="Recreate a running Job (its pods are killed).")
 ]
@@ -176,6 +184,7 @@ def recreate(
     ctx: typer.Context,
     obj: ObjectArgument = None,
     namespace: NamespaceOption = None,
+    all_objects: AllObjectsOption = False,
     allow_active: AllowActiveOption = False,
     allow_new_ip: AllowNewIpOption = False,
     yes: YesOption = False,
@@ -218,23 +227,22 @@ def recreate(
     the summary names the clusters done, those not started, and the command that
     resumes. Clusters already done plan nothing-to-do on the rerun.
 
-    KIND/NAME recreates a built-in object by its kind's safe procedure instead, or
-    refuses with the reason and the fix (runbooks/recreate-kinds.md).
+    KIND/NAME (or --all: each object drift --all finds) recreates a built-in object by its
+    kind's safe procedure instead, or refuses with the fix (runbooks/recreate-kinds.md).
 
     Examples:
         fracctl recreate --dry-run
-        fracctl recreate --yes --backend apply
         fracctl recreate StatefulSet/db -n shop --backend apply --dry-run
+        fracctl recreate --all --backend apply --dry-run
         fracctl recreate --yes --backend argocd
         fracctl recreate --restore-from ~/.local/state/fracctl/backups/FILE.yaml --yes
         fracctl --context eu-1 --context us-1 recreate --dry-run
-        fracctl recreate --drain --dry-run
         fracctl recreate --drain --yes
         fracctl recreate --abort
     """
-    if _another_object(ctx, obj, namespace, allow_active, allow_new_ip, yes=yes,
-                       dry_run=dry_run, backend=backend, revision=revision, output=output,
-                       others=drain or force or abort or bool(restore_from)):  # fmt: skip
+    if _objects(ctx, obj, namespace, all_objects, allow_active, allow_new_ip, yes=yes,
+                dry_run=dry_run, backend=backend, revision=revision, output=output,
+                others=drain or force or abort or bool(restore_from)):  # fmt: skip
         return
     if abort:
         _abort(ctx, others=drain or force or dry_run or restore_from is not None)
@@ -254,19 +262,28 @@ def recreate(
         raise typer.Exit(result.outcome.exit_code)
 
 
-def _another_object(
-    ctx: typer.Context, obj: str | None, namespace: str | None, allow_active: bool,
-    allow_new_ip: bool, **how: Any,
+def _objects(
+    ctx: typer.Context, obj: str | None, namespace: str | None, all_objects: bool,
+    allow_active: bool, allow_new_ip: bool, *, others: bool, **how: Any,
 ) -> bool:  # fmt: skip
-    """Run ``recreate KIND/NAME`` when it names an object other than the config."""
-    if obj is not None and not _is_target(ctx, obj):
-        from fracctl.cli.recreate_object import recreate_object
+    """Run ``recreate KIND/NAME`` or ``--all``; whether it was one of them (not the config)."""
+    from fracctl.cli import recreate_object as objects
 
-        recreate_object(ctx, obj, namespace=namespace, allow_active=allow_active,
-                        allow_new_ip=allow_new_ip, **how)  # fmt: skip
+    if all_objects:
+        if namespace is not None:
+            raise UsageError("-n goes with KIND/NAME; --all takes every namespace")
+        objects.recreate_every(ctx, others=obj is not None or others, allow_active=allow_active,
+                               allow_new_ip=allow_new_ip, **how)  # fmt: skip
+        return True
+    if obj is not None and not _is_target(ctx, obj):
+        objects.recreate_object(ctx, obj, namespace=namespace, others=others,
+                                allow_active=allow_active, allow_new_ip=allow_new_ip,
+                                **how)  # fmt: skip
         return True
     if namespace is not None or allow_active or allow_new_ip:
-        raise UsageError("-n, --allow-active and --allow-new-ip go with KIND/NAME")
+        raise UsageError(
+            "-n goes with KIND/NAME; --allow-active and --allow-new-ip with KIND/NAME or --all"
+        )
     return False
 
 

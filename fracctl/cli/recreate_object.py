@@ -13,6 +13,8 @@ if TYPE_CHECKING:
     from fracctl.flows.context import Context
     from fracctl.flows.kinds import ObjectResult
 
+ONE_CLUSTER = "KIND/NAME and --all recreate on one cluster: give --context once"
+
 
 def recreate_object(
     ctx: typer.Context, obj: str, *, namespace: str | None, yes: bool, dry_run: bool,
@@ -25,7 +27,7 @@ def recreate_object(
     if others:
         raise UsageError("KIND/NAME takes none of --drain, --force, --abort, --restore-from")
     if _app.fleet(ctx, git__revision=revision) is not None:
-        raise UsageError("KIND/NAME recreates on one cluster: give --context once")
+        raise UsageError(ONE_CLUSTER)
     c = _app.context(ctx, git__revision=revision)
 
     def confirm(planned: ObjectResult) -> bool:
@@ -39,6 +41,49 @@ def recreate_object(
     if output == "json":
         _app.emit_json(result.to_dict())
         return
+    _print(c, result, dry_run=dry_run)
+
+
+def recreate_every(
+    ctx: typer.Context, *, yes: bool, dry_run: bool, backend: str | None,
+    revision: str | None, output: str, allow_active: bool, allow_new_ip: bool, others: bool,
+) -> None:  # fmt: skip
+    """``recreate --all``: every object drift finds needs recreating, one after another."""
+    from fracctl.core.outcome import Outcome
+    from fracctl.flows.kinds.every import recreate_every as flow
+
+    if others:
+        raise UsageError(
+            "--all takes no KIND/NAME and none of --drain, --force, --abort, --restore-from"
+        )
+    if _app.fleet(ctx, git__revision=revision) is not None:
+        raise UsageError(ONE_CLUSTER)
+    c = _app.context(ctx, git__revision=revision)
+
+    def confirm(planned: ObjectResult) -> bool:
+        show(c, planned, to_stderr=True)
+        return typer.confirm("Proceed?", default=False, err=True)
+
+    def each(result: ObjectResult) -> None:
+        if output != "json":
+            _print(c, result, dry_run=dry_run)
+
+    every = flow(
+        c, dry_run=dry_run, yes=yes, backend=backend, allow_active=allow_active,
+        allow_new_ip=allow_new_ip, confirm=confirm, on_result=each,
+    )  # fmt: skip
+    if output == "json":
+        _app.emit_json(every.to_dict())
+    else:
+        for note in every.notes:
+            c.out.print(f"note: {note}", markup=False, soft_wrap=True)
+        c.out.print(every.summary(), markup=False)
+    if every.refused:
+        raise typer.Exit(Outcome.REFUSED.exit_code)
+
+
+def _print(c: Context, result: ObjectResult, *, dry_run: bool) -> None:
+    """One object's account: its plan where nothing ran, what was done, the outcome."""
     if dry_run or result.procedure is None:
         show(c, result)
     for line in result.notes:
@@ -57,7 +102,8 @@ def show(c: Context, result: ObjectResult, *, to_stderr: bool = False) -> None:
 
     proc = result.procedure
     if proc is None:
-        say(f"Plan for {result.key}: {result.outcome}")
+        refused = f": {result.refusal.reason} ({result.refusal.fix})" if result.refusal else ""
+        say(f"Plan for {result.key}: {result.outcome}{refused}")
         return
     resumed = " (resumed)" if result.resumed else ""
     say(f"Plan for {result.key}: the {proc.name} procedure{resumed}")

@@ -56,6 +56,7 @@ DAEMONSETS = ResourceRef("apps", "v1", "daemonsets", "DaemonSet", namespaced=Tru
 CONFIGMAPS = ResourceRef("", "v1", "configmaps", "ConfigMap", namespaced=True)
 PVCS = ResourceRef("", "v1", "persistentvolumeclaims", "PersistentVolumeClaim", namespaced=True)
 STORAGE_CLASSES = ResourceRef("storage.k8s.io", "v1", "storageclasses", "StorageClass", False)
+SERVICES = ResourceRef("", "v1", "services", "Service", namespaced=True)
 REPLICASETS = ResourceRef("apps", "v1", "replicasets", "ReplicaSet", namespaced=True)
 PDBS = ResourceRef("policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget", namespaced=True)
 CRDS = ResourceRef(

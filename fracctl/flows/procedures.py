@@ -1,7 +1,8 @@
 """Reading what a procedure's choice depends on, then choosing (see :mod:`fracctl.core.procedures`).
 
 Only the kinds that need them read more: a workload's pods (one LIST by its live
-selector's labels), a StatefulSet's claims and the StorageClasses (one LIST each).
+selector's labels), a Deployment's Services, a StatefulSet's claims and the
+StorageClasses (one LIST each).
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from typing import Any
 from fracctl.core.drift import ObjectDrift
 from fracctl.core.labels import selector_matches
 from fracctl.core.procedures import Choice, Facts, choose, next_step
-from fracctl.core.resources import PODS, PVCS, STORAGE_CLASSES
+from fracctl.core.resources import PODS, PVCS, SERVICES, STORAGE_CLASSES
 from fracctl.errors import Forbidden
 from fracctl.flows.context import Context
 
@@ -28,6 +29,8 @@ def facts_for(
     facts = Facts(allow_active=allow_active, allow_new_ip=allow_new_ip)
     if (o.group, o.kind) in WORKLOADS and o.live is not None:
         facts.pods = selected_pods(ctx, o.live)
+    if (o.group, o.kind) == ("apps", "Deployment") and o.live is not None:
+        facts.services = ctx.kube.list(SERVICES, namespace=o.namespace)
     if (o.group, o.kind) == ("apps", "StatefulSet"):
         claims = ctx.kube.list(PVCS, namespace=o.namespace)
         facts.claims = {c["metadata"]["name"]: c for c in claims}

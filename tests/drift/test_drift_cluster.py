@@ -412,8 +412,9 @@ def test_200_objects_cost_one_list_per_kind_one_validation_each_and_one_apply_pe
     # and only the differing ones are sent as a dry-run apply
     assert calls["PATCH configmaps"] + calls["PATCH deployments"] == 3
     discovery = {k: v for k, v in calls.items() if k in ("GET api/v1", "GET apis/apps/v1")}
-    assert calls["GET pods"] == 1  # the needs-recreate Deployment's pods: its procedure
-    assert sum(calls.values()) == 2 + 200 + 3 + 1 + sum(discovery.values()), dict(calls)
+    # the needs-recreate Deployment's pods and Services: what its procedure depends on
+    assert calls["GET pods"] == calls["GET services"] == 1
+    assert sum(calls.values()) == 2 + 200 + 3 + 2 + sum(discovery.values()), dict(calls)
 
 
 # --- formats through the CLI ---------------------------------------------------------------

@@ -175,8 +175,52 @@ def test_a_deployment_selector_the_pods_do_not_fit_is_refused_with_two_commits(
     assert r.exit_code == ExitCode.FINDING, r.output
     assert "lack the new selector's labels" in r.stderr
     assert "first add {'app': 'web', 'tier': 'front'} to spec.template.metadata.labels" in r.stderr
+    assert "a Service that selects both the running pods and git's template" in r.stderr
     assert shop.live("apps/v1", "Deployment", "web") == old
     assert identity(shop.pods()) == before
+
+
+def test_a_deployment_selector_the_pods_do_not_fit_surges_behind_a_service_that_selects_both(
+    shop: Shop,
+) -> None:
+    from fracctl import config as cfg
+    from fracctl.flows.context import Context
+    from fracctl.flows.kinds import recreate_object
+
+    first = deployment({"app": "web"}, {"app": "web"})
+    shop.commit(first)
+    shop.create(first)
+    before = identity(shop.running(2))
+    old = shop.live("apps/v1", "Deployment", "web")
+    (old_rs,) = shop.kube.list(REPLICASETS, namespace=shop.ns)
+    shop.create({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web"},
+                 "spec": {"selector": {"app": "web"}, "ports": [{"port": 80}]}})  # fmt: skip
+    both = {"app": "web", "tier": "front"}
+    shop.commit(deployment(both, both))
+
+    plan = recreate(shop, "Deployment/web", "--dry-run")
+    assert plan.exit_code == ExitCode.OK, plan.output
+    assert "the surge procedure" in plan.stdout
+    assert "Service web selects both" in plan.stdout
+    assert "it costs: its 2 pod(s), replaced by new ones once those are available" in plan.stdout
+    assert shop.live("apps/v1", "Deployment", "web") == old
+
+    serving: dict[str, set[str]] = {}
+
+    def at(step: str) -> None:  # which of the old pods still run at each step
+        serving[step] = {n for n in shop.pods() if n in before}
+
+    ctx = Context(config=cfg.load(str(shop.config), env={}), kube_factory=lambda: shop.kube)
+    result = recreate_object(ctx, "Deployment/web", namespace=shop.ns, yes=True, boundary=at)
+    assert result.outcome == "recreated"
+    assert serving["created"] == serving["available"] == set(before)  # old pods served until
+    new = shop.live("apps/v1", "Deployment", "web")
+    assert new is not None and new["metadata"]["uid"] != old["metadata"]["uid"]
+    assert new["spec"]["selector"] == {"matchLabels": both}
+    wait_for(lambda: not set(shop.pods()) & set(before), "the old pods go", timeout=120)
+    now = shop.running(2, timeout=120)
+    assert all(p["metadata"]["labels"]["tier"] == "front" for p in now.values())
+    assert shop.kube.get_or_none(REPLICASETS, old_rs["metadata"]["name"], shop.ns) is None
 
 
 # --- Job -----------------------------------------------------------------------------------
@@ -249,6 +293,63 @@ def test_a_rolebinding_role_ref_changes_behind_a_bridge(shop: Shop) -> None:
     assert new is not None and new["roleRef"]["name"] == "edit"
     assert new["metadata"]["uid"] != old["metadata"]["uid"]
     assert shop.live(f"{RBAC}/v1", "RoleBinding", "team-fracctl-bridge") is None
+
+
+def cluster_binding(shop: Shop, role: str) -> Obj:
+    return {**binding(role), "kind": "ClusterRoleBinding",
+            "metadata": {"name": f"{shop.ns}-team"},
+            "subjects": [{"apiGroup": RBAC, "kind": "User", "name": f"{shop.ns}-bob"}]}  # fmt: skip
+
+
+def test_all_recreates_every_object_drift_finds_and_reports_each_refusal(shop: Shop) -> None:
+    """--all: a RoleBinding and a ClusterRoleBinding behind bridges; an immutable ConfigMap
+    refused and unchanged; an object in sync left alone."""
+    settings = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "settings"},
+                "immutable": True, "data": {"a": "1"}}  # fmt: skip
+    plain = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "plain"},
+             "data": {"a": "1"}}  # fmt: skip
+    objects = [binding("view"), cluster_binding(shop, "view"), settings, plain]
+    shop.commit(*objects)
+    old = {(o["kind"], o["metadata"]["name"]): shop.create(o) for o in objects}
+    changed = copy.deepcopy(settings)
+    changed["data"] = {"a": "2"}
+    shop.commit(binding("edit"), cluster_binding(shop, "edit"), changed)
+    crb = f"{shop.ns}-team"
+
+    plan = run_cli("-c", str(shop.config), "recreate", "--all", "--dry-run")
+    assert plan.exit_code == ExitCode.FINDING, plan.output
+    assert f"Plan for RoleBinding/{shop.ns}/team: the bridge-binding procedure" in plan.stdout
+    assert f"Plan for ClusterRoleBinding/{crb}: the bridge-binding procedure" in plan.stdout
+    assert f"Plan for ConfigMap/{shop.ns}/settings: refused" in plan.stdout
+    assert "content-hashed name" in plan.stdout
+    assert "plain" not in plan.stdout
+    assert "3 object(s): 2 dry-run, 1 refused" in plan.stdout
+    for (kind, name), obj in old.items():
+        live = shop.live(obj["apiVersion"], kind, name)
+        assert live is not None and live["metadata"]["uid"] == obj["metadata"]["uid"]
+
+    r = run_cli("-c", str(shop.config), "recreate", "--all", "--yes")
+    assert r.exit_code == ExitCode.FINDING, r.output
+    assert "3 object(s): 2 recreated, 1 refused" in r.stdout
+    assert f"{shop.ns}-bob has the new role's access" in r.stdout
+    for kind, name in (("RoleBinding", "team"), ("ClusterRoleBinding", crb)):
+        new = shop.live(f"{RBAC}/v1", kind, name)
+        assert new is not None and new["roleRef"]["name"] == "edit"
+        assert new["metadata"]["uid"] != old[kind, name]["metadata"]["uid"]
+        assert shop.live(f"{RBAC}/v1", kind, f"{name}-fracctl-bridge") is None
+    for name in ("settings", "plain"):  # refused, and in sync: both untouched
+        assert shop.live("v1", "ConfigMap", name) == old["ConfigMap", name]
+
+    again = run_cli("-c", str(shop.config), "recreate", "--all", "--yes")
+    assert again.exit_code == ExitCode.FINDING, again.output
+    assert "1 object(s): 1 refused" in again.stdout
+
+
+def test_all_takes_no_object_and_no_config_flags(shop: Shop) -> None:
+    for more in (["ConfigMap/x"], ["--drain"], ["-n", shop.ns], ["--abort"]):
+        r = run_cli("-c", str(shop.config), "recreate", "--all", *more)
+        assert r.exit_code == ExitCode.USAGE, r.output
+        assert r.stderr.startswith("Error: ") and len(r.stderr.strip().splitlines()) == 1
 
 
 # --- what no procedure recreates --------------------------------------------------------------

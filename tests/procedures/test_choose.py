@@ -14,6 +14,7 @@ from fracctl.core.procedures import (
     NEW_IP,
     ORPHAN_ADOPT,
     RERUN,
+    SURGE,
     Facts,
     Procedure,
     Refusal,
@@ -197,6 +198,48 @@ def test_a_new_selector_the_pods_do_not_fit_is_refused_with_two_commits(kind: st
     r = refusal(choose(d, Facts(pods=[pod("web-1", app="web")]), target=TARGET))
     assert "1 of 1 pod(s) lack the new selector's labels (e.g. web-1)" in r.reason
     assert "first add {'app': 'web', 'tier': 'front'} to spec.template.metadata.labels" in r.fix
+
+
+def templated(kind: str, labels: Obj) -> Obj:
+    """A workload whose selector and template labels are both ``labels``."""
+    obj = deploy(kind, labels)
+    obj["spec"]["template"] = {"metadata": {"labels": labels}}
+    return obj
+
+
+def service(name: str, selector: Obj) -> Obj:
+    return {"metadata": {"name": name, "namespace": "shop"}, "spec": {"selector": selector}}
+
+
+def test_a_deployment_whose_pods_do_not_fit_surges_behind_a_service_selecting_both() -> None:
+    d = drift(templated("Deployment", {"app": "web"}),
+              templated("Deployment", {"app": "web", "tier": "front"}))  # fmt: skip
+    services = [service("other", {"app": "db"}), service("web", {"app": "web"})]
+    p = procedure(choose(d, Facts(pods=[pod("web-1", app="web")], services=services),
+                         target=TARGET))  # fmt: skip
+    assert p.name == SURGE
+    assert p.loses == "its 1 pod(s), replaced by new ones once those are available"
+    assert any("Service web selects both" in step for step in p.steps)
+    assert p.steps[-1].startswith("delete the old ReplicaSets")
+
+
+@pytest.mark.parametrize(
+    ("kind", "selects"),
+    [
+        ("Deployment", {"app": "web", "tier": "back"}),  # only the old pods: no
+        ("Deployment", {"tier": "front"}),  # only git's template: no
+        ("Deployment", {}),  # a Service without a selector selects nothing by itself
+        ("DaemonSet", {"app": "web"}),  # no surge for a DaemonSet: one pod per node
+    ],
+)
+def test_no_surge_without_a_service_that_selects_both(kind: str, selects: Obj) -> None:
+    d = drift(templated(kind, {"app": "web", "tier": "back"}),
+              templated(kind, {"app": "web", "tier": "front"}))  # fmt: skip
+    facts = Facts(pods=[pod("web-1", app="web", tier="back")],
+                  services=[service("web", selects)])  # fmt: skip
+    r = refusal(choose(d, facts, target=TARGET))
+    assert "lack the new selector's labels" in r.reason
+    assert ("a Service that selects both" in r.fix) is (kind == "Deployment")
 
 
 # --- Job, bindings, Service, refused kinds -------------------------------------------------

@@ -84,17 +84,20 @@ class RealArgoCD:
         target_revision: str = "HEAD",
         automated: Obj | None = None,
         compared: bool = True,
+        namespace: str = "default",
     ) -> Iterator[str]:
         """An Application on ``file://repo``; removed (without cascade) afterwards.
 
         ``automated`` is ``spec.syncPolicy.automated`` (e.g. ``{"selfHeal": True}``);
-        ``compared=False`` does not wait for Argo CD's first comparison.
+        ``compared=False`` does not wait for Argo CD's first comparison; ``namespace`` is
+        the destination's.
         """
         manifest = argocd_local.application(
             name,
             project=PROJECT,
             repo_url=f"file://{repo}",
             path=path,
+            namespace=namespace,
             sync_options=sync_options,
             ignore_differences=ignore_differences,
         )

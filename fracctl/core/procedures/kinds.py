@@ -22,6 +22,7 @@ from fracctl.core.procedures.model import (
     NEW_IP,
     ORPHAN_ADOPT,
     RERUN,
+    SURGE,
     Choice,
     Facts,
     Obj,
@@ -179,13 +180,22 @@ def selector_owner(o: ObjectDrift, facts: Facts) -> Choice:
         if not selector_matches(new, (p.get("metadata") or {}).get("labels") or {})
     ]
     if misfits:
+        bridge = _serving_both(o, facts) if o.kind == "Deployment" else None
+        if bridge is not None:
+            return _surge(o, facts, bridge)
         wanted = (new or {}).get("matchLabels") or {}
+        surge = (
+            "; or, for a Deployment, a Service that selects both the running pods and git's "
+            "template lets fracctl surge (new pods available before the old go)"
+            if o.kind == "Deployment"
+            else ""
+        )
         return Refusal(
             f"{len(misfits)} of {len(facts.pods)} pod(s) lack the new selector's "
             f"labels (e.g. {_name(misfits[0])}): the recreated {o.kind} would start new "
             "pods beside them",
             f"make it two commits: first add {wanted} to spec.template.metadata.labels "
-            "and sync (the pods roll onto them), then change spec.selector",
+            f"and sync (the pods roll onto them), then change spec.selector{surge}",
         )
     owned = "ReplicaSets and pods" if o.kind == "Deployment" else "pods"
     steps = [
@@ -197,6 +207,43 @@ def selector_owner(o: ObjectDrift, facts: Facts) -> Choice:
     if o.kind == "Deployment":
         steps.append("delete the ReplicaSets left without pods that nothing adopted")
     return Procedure(ORPHAN_ADOPT, tuple(steps))
+
+
+def _serving_both(o: ObjectDrift, facts: Facts) -> str | None:
+    """A Service that selects every running pod and git's template: its name, or None."""
+    template = ((_spec(o.desired).get("template") or {}).get("metadata") or {}).get("labels")
+    if not facts.pods or not template:
+        return None
+    for svc in sorted(facts.services, key=_name):
+        chosen = _spec(svc).get("selector") or {}
+        if not chosen:
+            continue  # selects nothing by itself (endpoints kept by hand)
+        on = {"matchLabels": chosen}
+        if selector_matches(on, template) and all(
+            selector_matches(on, (p.get("metadata") or {}).get("labels") or {}) for p in facts.pods
+        ):
+            return _name(svc)
+    return None
+
+
+def _surge(o: ObjectDrift, facts: Facts, service: str) -> Procedure:
+    """New pods first, beside the old, behind a Service that selects both; then the old go."""
+    pods = len(facts.pods)
+    replicas = _spec(o.desired).get("replicas", 1)
+    return Procedure(
+        SURGE,
+        (
+            f"delete {o.key} with propagationPolicy Orphan (its ReplicaSets and {pods} "
+            "pod(s) stay, serving)",
+            f"have the backend create it from git: it starts {replicas} new pod(s) beside "
+            f"the old ones, and Service {service} selects both",
+            "wait until the new Deployment's pods are all available",
+            "delete the old ReplicaSets (their pods go); Service "
+            f"{service} is served by the new pods",
+        ),
+        loses=f"its {pods} pod(s), replaced by new ones once those are available",
+        notes=(f"Service {service} selects the running pods and git's template alike",),
+    )
 
 
 # --- Job ---------------------------------------------------------------------------------

@@ -19,6 +19,10 @@ Obj = dict[str, Any]
 GUARDED = "guarded-recreate"
 #: Delete with ``propagationPolicy: Orphan``; the recreated object adopts what it owned.
 ORPHAN_ADOPT = "orphan-and-adopt"
+#: A Deployment whose pods cannot carry the new selector: orphan delete, the recreated
+#: one rolls out new pods beside the old, a Service that selects both serves from either,
+#: and the old ReplicaSets go once the new pods are available.
+SURGE = "surge"
 #: A Job deleted in the background and run again from git.
 RERUN = "rerun"
 #: A binding with the old role kept by a bridge binding while it is recreated.
@@ -75,6 +79,8 @@ class Facts:
 
     Attributes:
         pods: the pods the live object's selector selects in its namespace (workloads).
+        services: the Services in a Deployment's namespace (the surge needs one that
+            selects both the running pods and git's template).
         claims: the StatefulSet's existing claims by name.
         storage_classes: StorageClasses by name.
         default_class: the cluster's default StorageClass, "" when none.
@@ -83,6 +89,7 @@ class Facts:
     """
 
     pods: list[Obj] = field(default_factory=list)
+    services: list[Obj] = field(default_factory=list)
     claims: dict[str, Obj] = field(default_factory=dict)
     storage_classes: dict[str, Obj] = field(default_factory=dict)
     default_class: str = ""

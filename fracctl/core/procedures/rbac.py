@@ -33,7 +33,8 @@ def object_grants() -> list[tuple[Any, ...]]:
         (("storage.k8s.io",), ("storageclasses",), ("list",),
          "whether a claim's class allows volume expansion"),
         (("apps",), ("replicasets",), ("list", "delete"),
-         "a Deployment's ReplicaSets: which the original owned, and the empty ones left"),
+         "a Deployment's ReplicaSets: which the original owned, the empty ones left, "
+         "and the old ones a surge replaces"),
         (("rbac.authorization.k8s.io",), ("roles", "clusterroles"), ("get",),
          "the role git's binding names, whose access each subject must be proven to have"),
         (("authorization.k8s.io",), ("subjectaccessreviews",), ("create",),

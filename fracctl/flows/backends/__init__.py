@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from fracctl.core.backends import NAMES, choices, entry, load
+from fracctl.core.resources import ResourceRef
 from fracctl.errors import Conflict, FracctlError, UsageError
 from fracctl.flows.context import Context
 
@@ -94,14 +95,14 @@ def clean_desired(desired: Obj) -> Obj:
     return body
 
 
-def dry_run_create(ctx: Context, obj: Obj) -> None:
-    """The API server would admit ``obj`` as the target (a dry-run create).
+def dry_run_create(ctx: Context, obj: Obj, *, ref: ResourceRef | None = None) -> None:
+    """The API server would admit ``obj`` as the target (or in ``ref``): a dry-run create.
 
     Authorisation, admission and validation all run before the existence check, so
     ``AlreadyExists`` (the live object is still there) means it passed them.
     """
     try:
-        ctx.kube.create(ctx.config.target.ref, clean_desired(obj), dry_run=True)
+        ctx.kube.create(ref or ctx.config.target.ref, clean_desired(obj), dry_run=True)
     except Conflict as e:
         if e.status.reason != "AlreadyExists":
             raise

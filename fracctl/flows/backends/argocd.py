@@ -1,11 +1,15 @@
-"""The ``argocd`` backend: Argo CD syncs exactly the target resource of the application."""
+"""The ``argocd`` backend: Argo CD syncs exactly the target resource of the application.
+
+The target is the fractioning config unless the backend is given another
+:class:`~fracctl.core.sync_target.SyncTarget` (``recreate KIND/NAME``).
+"""
 
 from __future__ import annotations
 
 import re
 from typing import Any
 
-from fracctl.core.nodes import selector_of
+from fracctl.core.sync_target import SyncTarget
 from fracctl.errors import ExternalError, Refused, TimedOut, UsageError
 from fracctl.flows.backends import Obj, Proof, dry_run_create
 from fracctl.flows.backends.argocd_autosync import settle
@@ -18,7 +22,8 @@ class ArgoCDBackend:
     name = "argocd"
     claim = "Argo CD reported Succeeded but the live object differs"
 
-    def __init__(self) -> None:
+    def __init__(self, target: SyncTarget | None = None) -> None:
+        self.target = target  # None: the configured fractioning config
         # The commit the rehearsal rendered and dry-ran, and the sync then uses: set for
         # an application without automated sync (Argo CD refuses a pinned revision for
         # one with it: "Cannot sync to …: auto-sync currently set to …").
@@ -27,9 +32,11 @@ class ArgoCDBackend:
         # before the delete (after the guards and any confirmation), never earlier.
         self.stoppable: str | None = None
 
+    def _target(self, ctx: Context) -> SyncTarget:
+        return self.target or SyncTarget.of_config(ctx.config.target)
+
     def _resource(self, ctx: Context) -> dict[str, str]:
-        t = ctx.config.target
-        return {"group": t.group, "kind": t.kind, "name": t.name, "namespace": ""}
+        return self._target(ctx).resource()
 
     def _app(self, ctx: Context) -> str:
         app = ctx.config.argocd.app
@@ -55,7 +62,7 @@ class ArgoCDBackend:
         git's; and the API server would admit that object (a dry-run create).
         """
         app = self._app(ctx)
-        t = ctx.config.target
+        t = self._target(ctx)
         client = ctx.argocd
         doc = client.get_application(app)  # proves the token and the application
         doc = settle(ctx, app, doc, t.kind, t.name)
@@ -86,12 +93,10 @@ class ArgoCDBackend:
         self.pinned = _pinnable(doc)
         objects, revision = client.rendering(app, self.pinned)  # the repo server answers now
         at = _revision_of(doc, revision or self.pinned or "")
-        creates = _rendered_target(ctx, objects, app, at, desired)
-        evidence.append(
-            f"Argo CD renders {t.kind}/{t.name} at {at} with {t.selector_field} "
-            f"{selector_of(creates, t.selector_field)}, as git has"
-        )
-        dry_run_create(ctx, creates)
+        creates = _rendered_target(ctx, objects, app, at, desired, t)
+        held = " and ".join(f"{path} {_shown(v)}" for path, v in t.values(creates).items())
+        evidence.append(f"Argo CD renders {_named(t)} at {at} with {held}, as git has")
+        dry_run_create(ctx, creates, ref=t.ref)
         evidence.append("the API server admits Argo CD's object (a dry-run create)")
         if not self.stoppable:
             evidence.append(self._dry_run_sync(ctx, app))
@@ -143,18 +148,18 @@ class ArgoCDBackend:
                 hint=f"see `argocd app get {app}` and the application controller's logs",
             ) from None
         result = resource_result(state, resource)
-        t = ctx.config.target
+        t = self._target(ctx)
         if state.get("phase") != "Succeeded" or result is None or result.get("status") != "Synced":
             detail = (result or {}).get("message") or state.get("message") or "no message"
             seen = "no result for the object" if result is None else result.get("status")
             raise Refused(
-                f"Argo CD's dry run of the sync of {t.kind}/{t.name} in {app} ended "
+                f"Argo CD's dry run of the sync of {_named(t)} in {app} ended "
                 f"{state.get('phase')} ({seen}): {str(detail)[:300]}; the sync after the "
                 "delete would fail the same way",
                 hint=f"see `argocd app get {app}`; fix what Argo CD names, then rerun",
             )
         return (
-            f"Argo CD's dry run of this sync succeeded ({t.kind}/{t.name}: "
+            f"Argo CD's dry run of this sync succeeded ({_named(t)}: "
             f"{result.get('message') or 'Synced'})"
         )
 
@@ -167,7 +172,7 @@ class ArgoCDBackend:
         from fracctl.adapters.argocd.errors import OperationInProgress
         from fracctl.flows.backends.argocd_autosync import stop
 
-        t = ctx.config.target
+        t = self._target(ctx)
         for _ in range(3):
             try:
                 ctx.argocd.sync(app, resources=[resource], dry_run=True, revision=self.pinned)
@@ -219,7 +224,7 @@ def _project(doc: Obj, app: str) -> str:
     return project
 
 
-def _idle(doc: Obj, app: str, t: Any) -> str | None:
+def _idle(doc: Obj, app: str, t: SyncTarget) -> str | None:
     """Refuse while the application is being deleted or runs an operation.
 
     Returns:
@@ -249,7 +254,7 @@ def _idle(doc: Obj, app: str, t: Any) -> str | None:
     return None
 
 
-def _manages(doc: Obj, app: str, t: Any) -> str:
+def _manages(doc: Obj, app: str, t: SyncTarget) -> str:
     status = doc.get("status") or {}
     managed = status.get("resources") if isinstance(status, dict) else None
     if not any(
@@ -257,16 +262,16 @@ def _manages(doc: Obj, app: str, t: Any) -> str:
         and r.get("group", "") == t.group
         and r.get("kind") == t.kind
         and r.get("name") == t.name
-        and not r.get("namespace")
+        and (r.get("namespace") or "") == t.namespace
         for r in managed or []
     ):
         raise ExternalError(
-            f"Argo CD application {app} does not manage {t.kind}/{t.name}, so a sync "
+            f"Argo CD application {app} does not manage {_named(t)}, so a sync "
             "would not recreate it",
             hint="check argocd.app, and that the application's source path holds the "
             "object (`argocd app resources " + app + "`)",
         )
-    return f"application {app} manages {t.kind}/{t.name}"
+    return f"application {app} manages {_named(t)}"
 
 
 def _windows_open(windows: Obj, app: str) -> str:
@@ -352,27 +357,47 @@ def _revision_of(doc: Obj, rendered: str) -> str:
     return f"{target} ({commit[:12]})" if commit else target
 
 
-def _rendered_target(ctx: Context, objects: list[Obj], app: str, at: str, desired: Obj) -> Obj:
-    """The one target object in Argo CD's rendering; refuse unless it carries git's selector."""
-    t = ctx.config.target
+def _named(t: SyncTarget) -> str:
+    """``Kind/name``, with the namespace where there is one."""
+    return t.label
+
+
+def _shown(value: Any) -> str:
+    """A field's value in a message: a missing map is empty, a long value is cut."""
+    said = str({} if value is None else value)
+    return said if len(said) <= 200 else said[:200] + "…"
+
+
+def _rendered_target(
+    ctx: Context, objects: list[Obj], app: str, at: str, desired: Obj, t: SyncTarget | None = None
+) -> Obj:
+    """The one target object in Argo CD's rendering; refuse unless its held fields are git's.
+
+    ``t`` is the object (default: the fractioning config).
+    """
+    t = t or SyncTarget.of_config(ctx.config.target)
     found = [o for o in objects if t.matches(o)]
     if len(found) != 1:
         raise Refused(
-            f"Argo CD renders application {app} at {at} with {len(found)} {t.kind}/{t.name} "
+            f"Argo CD renders application {app} at {at} with {len(found)} {_named(t)} "
             f"objects, not one: its sync would not create the object git has",
             hint="check the application's source path and targetRevision "
             f"(`argocd app manifests {app}`)",
         )
     creates = found[0]
-    theirs = selector_of(creates, t.selector_field)
-    ours = selector_of(desired, t.selector_field)
-    if theirs != ours:
-        g = ctx.config.git
-        raise Refused(
-            f"Argo CD would create {t.kind}/{t.name} with {t.selector_field} {theirs} "
-            f"(its rendering of {app} at {at}), but git has {ours} at {g.revision} "
-            f"under {g.path}: the recreate would bring back the wrong selector",
-            hint="push the change to the branch the application tracks (or set its "
-            "targetRevision), wait for Argo CD to see it, then rerun",
-        )
+    meta = creates.get("metadata") or {}
+    if t.namespace and not meta.get("namespace"):  # Argo CD applies it in its destination's
+        creates = {**creates, "metadata": {**meta, "namespace": t.namespace}}
+    theirs, ours = t.values(creates), t.values(desired)
+    for path in t.fields:
+        if (theirs[path] or {}) != (ours[path] or {}):
+            g = ctx.config.git
+            raise Refused(
+                f"Argo CD would create {_named(t)} with {path} {_shown(theirs[path])} (its "
+                f"rendering of {app} at {at}), but git has {_shown(ours[path])} at "
+                f"{g.revision} under {g.path}: the recreate would bring back the wrong "
+                f"{path.rsplit('.', 1)[-1]}",
+                hint="push the change to the branch the application tracks (or set its "
+                "targetRevision), wait for Argo CD to see it, then rerun",
+            )
     return creates

@@ -15,18 +15,19 @@ from typing import Any
 
 from fracctl.core.clock import utc_timestamp
 from fracctl.core.outcome import Outcome
-from fracctl.errors import Refused, UsageError
+from fracctl.errors import ExternalError, Refused, UsageError
 from fracctl.flows.context import Context
 from fracctl.flows.kinds import journal as journals
 from fracctl.flows.kinds.plan import Planned, find_desired, plan, prove
 from fracctl.flows.kinds.result import ObjectResult
+from fracctl.flows.kinds.steps import Creator
 from fracctl.flows.lock import LeaseLock, NoLock
 from fracctl.flows.recreate_state import audit_entry, record
 from fracctl.flows.signals import interrupt_on_sigterm
 
 Obj = dict[str, Any]
 Boundary = Callable[[str], None]
-SUPPORTED_BACKENDS = ("apply",)
+SUPPORTED_BACKENDS = ("apply", "argocd")
 
 __all__ = ["ObjectResult", "recreate_object"]
 
@@ -58,9 +59,9 @@ def recreate_object(
     backend = backend or ctx.config.recreate.backend
     if backend not in SUPPORTED_BACKENDS:
         raise UsageError(
-            f"recreate {spec} runs through the apply backend only; the {backend} backend "
-            f"recreates {ctx.config.target.kind}/{ctx.config.target.name}",
-            hint="pass --backend apply",
+            f"recreate {spec} runs through the apply and argocd backends; the {backend} "
+            f"backend recreates {ctx.config.target.kind}/{ctx.config.target.name} only",
+            hint="pass --backend apply or --backend argocd",
         )
     require_confirmation(ctx, f"recreate {spec}", dry_run=dry_run, yes=yes, confirm=confirm)
     objects = desired_objects if desired_objects is not None else render_desired(ctx)
@@ -77,6 +78,7 @@ def recreate_object(
             raise Refused(f"{p.key}: {p.refusal.reason}; nothing changed", hint=p.refusal.fix)
         if p.procedure is None:
             return result
+        p.creator = _creator(backend, p)
         result.proofs = prove(ctx, p)
         at("proven")
         if dry_run:
@@ -88,6 +90,33 @@ def recreate_object(
         return result
 
 
+def _creator(backend: str, p: Planned) -> Creator:
+    """The backend's creator, its target the object and the immutable fields git changes."""
+    from fracctl.core.sync_target import SyncTarget
+    from fracctl.flows.kinds.creators import creator_for
+
+    fields = tuple(f.path for f in p.drift.fields)
+    desired = p.drift.desired or {}
+    return creator_for(backend, SyncTarget.of_object(desired, p.ref, fields))
+
+
+def _verify(ctx: Context, p: Planned, result: ObjectResult) -> None:
+    """After a backend's create: the live object is git's, judged as ``drift`` judges it."""
+    from fracctl.core import drift as d
+    from fracctl.flows.drift import check_objects
+
+    (o,) = check_objects(ctx, [p.drift.desired or {}]).objects
+    if o.verdict not in (d.IN_SYNC, d.APPLIES_IN_PLACE):
+        why = o.message or o.note or o.verdict
+        raise ExternalError(
+            f"the {p.creator.name} backend reported {p.key} done, but the live object is "
+            f"not git's: {o.verdict} ({why})",
+            hint=f"see `fracctl drift --all`; the backup is {result.backup}",
+        )
+    result.notes.append(f"verified: drift judges the live {p.key} {o.verdict} with git")
+    ctx.info(result.notes[-1])
+
+
 def _run(
     ctx: Context, p: Planned, result: ObjectResult, lock: LeaseLock | NoLock, at: Boundary,
     entry: dict[str, Any],
@@ -96,6 +125,8 @@ def _run(
 
     try:
         execute(ctx, p, result, lock, at)
+        if p.creator.name != "apply":
+            _verify(ctx, p, result)
         result.outcome = Outcome.RECREATED
         entry.update(outcome=Outcome.RECREATED, procedure=p.procedure and p.procedure.name)
     except BaseException as e:

@@ -42,7 +42,11 @@ def path_for(ctx: Context, key: str) -> Path:
 
 def read(ctx: Context, key: str) -> ObjectJournal | None:
     """The journal of ``key``, or None."""
-    path = path_for(ctx, key)
+    return read_path(path_for(ctx, key))
+
+
+def read_path(path: Path) -> ObjectJournal | None:
+    """The journal in ``path``, or None when there is none."""
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
@@ -52,7 +56,26 @@ def read(ctx: Context, key: str) -> ObjectJournal | None:
             f"cannot read the journal {path}: {e}",
             hint="inspect it; remove it only once the object and its pods are as they should be",
         ) from None
-    return ObjectJournal(**data)
+    try:
+        return ObjectJournal(**data)
+    except TypeError:
+        raise ExternalError(
+            f"the journal {path} is not one fracctl wrote",
+            hint="inspect it; remove it only once the object and its pods are as they should be",
+        ) from None
+
+
+def pending(ctx: Context) -> list[ObjectJournal]:
+    """Every journal on this machine: procedures that began and have not ended."""
+    folder = state_dir(ctx) / "objects"
+    if not folder.is_dir():
+        return []
+    found = []
+    for path in sorted(folder.glob("*.json")):
+        data = read_path(path)
+        if data is not None:
+            found.append(data)
+    return found
 
 
 def write(ctx: Context, journal: ObjectJournal) -> str:

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from fracctl.core import drift as d
 from fracctl.core.outcome import Outcome
-from fracctl.core.procedures import BRIDGE, ORPHAN_ADOPT, Facts, Procedure, Refusal
+from fracctl.core.procedures import BRIDGE, ORPHAN_ADOPT, SURGE, Facts, Procedure, Refusal
 from fracctl.core.resources import PVCS, REPLICASETS, ResourceRef
 from fracctl.errors import Conflict, UsageError
 from fracctl.flows.backends import clean_desired
@@ -15,11 +15,14 @@ from fracctl.flows.backends.access import require
 from fracctl.flows.context import Context
 from fracctl.flows.kinds import journal as journals
 from fracctl.flows.kinds.bridge import bridge_body
+from fracctl.flows.kinds.creators import ApplyCreator
 from fracctl.flows.kinds.journal import ObjectJournal
+from fracctl.flows.kinds.steps import Creator
 
 Obj = dict[str, Any]
 SARS = ResourceRef("authorization.k8s.io", "v1", "subjectaccessreviews", "", namespaced=False)
-PROPAGATION = {ORPHAN_ADOPT: "Orphan"}  # every other procedure deletes in the background
+#: The delete's propagation: every other procedure deletes in the background.
+PROPAGATION = {ORPHAN_ADOPT: "Orphan", SURGE: "Orphan"}
 
 
 @dataclass
@@ -35,6 +38,7 @@ class Planned:
     journal: ObjectJournal | None = None
     facts: Facts | None = None
     resumed: bool = False
+    creator: Creator = field(default_factory=ApplyCreator)
 
     @property
     def key(self) -> str:
@@ -139,13 +143,13 @@ def prove(ctx: Context, p: Planned) -> list[str]:
         patch = {"spec": {"resources": {"requests": {"storage": after}}}}
         ctx.kube.patch(PVCS, claim, patch, namespace=ns, dry_run=True)
         said.append(f"a dry-run expansion of claim {claim} to {after} passes")
-    if proc and proc.name == ORPHAN_ADOPT and o.kind == "Deployment":
+    if proc and proc.name in (ORPHAN_ADOPT, SURGE) and o.kind == "Deployment":
         said.append(require(ctx, "delete", ref=REPLICASETS, name="", namespace=ns))
     if proc and proc.name == BRIDGE and live is not None and not p.resumed:
         _dry_create(ctx, p.ref, bridge_body(live))
         said.append("a dry-run create of the bridge passes (the identity may bind the old role)")
         said.append(require(ctx, "create", ref=SARS, name=""))
-    return said
+    return said + p.creator.prove(ctx, o.desired or {})
 
 
 def _dry_create(ctx: Context, ref: ResourceRef, body: Obj) -> None:

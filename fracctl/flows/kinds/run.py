@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from fracctl.core.procedures import BRIDGE, NEW_IP, ORPHAN_ADOPT, RERUN
+from fracctl.core.procedures import BRIDGE, NEW_IP, ORPHAN_ADOPT, RERUN, SURGE
 from fracctl.core.resources import PVCS, REPLICASETS
 from fracctl.errors import ExternalError
 from fracctl.flows.context import Context
@@ -15,14 +15,13 @@ from fracctl.flows.kinds.journal import ObjectJournal
 from fracctl.flows.kinds.plan import Planned
 from fracctl.flows.kinds.steps import (
     Work,
-    create,
     delete_original,
     expand_claims,
-    held,
-    release,
     remove_left_replicasets,
+    remove_old_replicasets,
     restart_count,
     wait_adopted,
+    wait_available,
     wait_job,
 )
 from fracctl.flows.lock import LeaseLock, NoLock
@@ -45,10 +44,12 @@ def execute(
     result.backup = journal.backup or None
     at("journaled")
     o = p.drift
-    w = Work(ctx, p.ref, o.namespace, o.name, o.desired or {}, journal, o.kind, ctx.info)
+    w = Work(ctx, p.ref, o.namespace, o.name, o.desired or {}, journal, o.kind, ctx.info,
+             creator=p.creator)  # fmt: skip
     original = p.live if not p.resumed else None
     steps = {
         ORPHAN_ADOPT: _orphan_adopt,
+        SURGE: _surge,
         RERUN: _rerun,
         BRIDGE: _bridge,
         NEW_IP: _new_ip,
@@ -57,6 +58,9 @@ def execute(
     if run is None:
         raise ExternalError(f"{p.key}: the journal names an unknown procedure {p.procedure.name}")
     lock.check()
+    if original is not None:
+        for line in p.creator.before_delete(ctx):
+            ctx.info(line)
     run(w, p, original, at)
     result.notes += w.notes
     journals.remove(ctx, journal.key)
@@ -98,11 +102,11 @@ def _orphan_adopt(w: Work, p: Planned, original: Obj | None, at: Boundary) -> No
             expand_claims(w, p.procedure)
         delete_original(w, "Orphan")
         _phase(w, "deleted", at)
-        new = create(w, held(w))
+        new = w.creator.create(w, held=True)
         _phase(w, "created", at)
         wait_adopted(w, new)
         _phase(w, "adopted", at)
-    release(w)
+    w.creator.release(w)
     _phase(w, "released", at)
     if w.kind == "Deployment":
         remove_left_replicasets(w)
@@ -114,10 +118,21 @@ def _orphan_adopt(w: Work, p: Planned, original: Obj | None, at: Boundary) -> No
         w.say(f"every claim ({len(w.journal.claims)}) still exists")
 
 
+def _surge(w: Work, p: Planned, original: Obj | None, at: Boundary) -> None:
+    if w.journal.phase in ("", "deleted", "created"):
+        delete_original(w, "Orphan")
+        _phase(w, "deleted", at)
+        new = w.creator.create(w)
+        _phase(w, "created", at)
+        wait_available(w, new)
+        _phase(w, "available", at)
+    remove_old_replicasets(w)
+
+
 def _rerun(w: Work, p: Planned, original: Obj | None, at: Boundary) -> None:
     delete_original(w, "Background")
     _phase(w, "deleted", at)
-    new = create(w)
+    new = w.creator.create(w)
     _phase(w, "created", at)
     wait_job(w, new)
 
@@ -128,7 +143,7 @@ def _bridge(w: Work, p: Planned, original: Obj | None, at: Boundary) -> None:
         _phase(w, "bridged", at)
     delete_original(w, "Background")
     _phase(w, "deleted", at)
-    create(w)
+    w.creator.create(w)
     _phase(w, "created", at)
     w.notes += prove_access(w)
     for line in w.notes:
@@ -139,4 +154,4 @@ def _bridge(w: Work, p: Planned, original: Obj | None, at: Boundary) -> None:
 def _new_ip(w: Work, p: Planned, original: Obj | None, at: Boundary) -> None:
     delete_original(w, "Background")
     _phase(w, "deleted", at)
-    create(w)
+    w.creator.create(w)

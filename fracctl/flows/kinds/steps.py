@@ -15,7 +15,7 @@ from __future__ import annotations
 import copy
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from fracctl.core.labels import selector_matches
 from fracctl.core.procedures import Procedure
@@ -30,6 +30,28 @@ JOBS_DONE = ("Complete", "Failed")
 POLL = 0.5
 
 
+class Creator(Protocol):
+    """How a procedure's create and release steps are done (:mod:`.creators`)."""
+
+    name: str
+
+    def prove(self, ctx: Context, desired: Obj) -> list[str]:
+        """Rehearse the create of git's object read-only; the evidence."""
+        ...
+
+    def before_delete(self, ctx: Context) -> list[str]:
+        """What must happen right before the delete; the lines said."""
+        ...
+
+    def create(self, w: Work, *, held: bool = False) -> Obj:
+        """The recreated object (created now, or by an earlier run)."""
+        ...
+
+    def release(self, w: Work) -> None:
+        """Take the hold away: git's object, as the backend renders it, from here on."""
+        ...
+
+
 @dataclass
 class Work:
     """One object's procedure as it runs."""
@@ -42,6 +64,7 @@ class Work:
     journal: ObjectJournal
     kind: str
     say: Callable[[str], None]
+    creator: Creator
     notes: list[str] = field(default_factory=list)
 
     @property
@@ -125,9 +148,12 @@ def expand_claims(w: Work, proc: Procedure) -> None:
         w.say(f"expanded claim {claim} from {before} to {after}")
 
 
-def held(w: Work) -> Obj:
-    """Git's workload, created so that it adopts without rolling a pod."""
-    body = copy.deepcopy(w.desired)
+def held(w: Work, base: Obj | None = None) -> Obj:
+    """Git's workload, to be created so that it adopts without rolling a pod.
+
+    ``base`` is the backend's rendering of git's object, where the backend has one.
+    """
+    body = copy.deepcopy(base if base is not None else w.desired)
     spec = body.setdefault("spec", {})
     if w.kind == "StatefulSet":
         strategy = spec.get("updateStrategy") or {}
@@ -217,6 +243,54 @@ def remove_left_replicasets(w: Work) -> None:
         except NotFound:
             continue
         w.say(f"deleted the empty ReplicaSet {name} that nothing adopted")
+
+
+# --- surge ---------------------------------------------------------------------------------
+
+
+def wait_available(w: Work, new: Obj) -> None:
+    """Until the recreated Deployment's pods are all updated and available."""
+    timeout = w.ctx.config.timeouts.ready
+    uid = new["metadata"]["uid"]
+    seen: dict[str, int] = {}
+
+    def available(view: dict[str, Obj]) -> bool:
+        for d in view.values():
+            if d["metadata"].get("uid") != uid:
+                continue
+            want = int((d.get("spec") or {}).get("replicas", 1))
+            status = d.get("status") or {}
+            seen.update(want=want, have=int(status.get("availableReplicas") or 0))
+            return (
+                int(status.get("observedGeneration") or 0) >= int(d["metadata"]["generation"])
+                and int(status.get("updatedReplicas") or 0) >= want
+                and seen["have"] >= want
+            )
+        return False
+
+    if not watch_object(w, available, timeout):
+        raise TimedOut(
+            f"the new {w.journal.key} has {seen.get('have', 0)} of {seen.get('want', '?')} "
+            f"pod(s) available after {timeout:.0f}s; the old ReplicaSets still serve",
+            hint=f"see `kubectl describe deployment {w.name} -n {w.namespace}`; rerun to "
+            "wait again (the old pods keep running until the new ones are available)",
+        )
+    w.say(f"the new {w.journal.key} has all {seen['want']} pod(s) available")
+
+
+def remove_old_replicasets(w: Work) -> None:
+    """Delete the original's ReplicaSets that nothing adopted, their pods with them."""
+    for name in w.journal.replicasets:
+        rs = w.ctx.kube.get_or_none(REPLICASETS, name, w.ns)
+        if rs is None or _controller(rs) or rs["metadata"].get("deletionTimestamp"):
+            continue
+        try:
+            w.ctx.kube.delete(REPLICASETS, name, w.ns, uid=rs["metadata"]["uid"],
+                              propagation="Background")  # fmt: skip
+        except NotFound:
+            continue
+        pods = int((rs.get("status") or {}).get("replicas") or 0)
+        w.say(f"deleted the old ReplicaSet {name} and its {pods} pod(s)")
 
 
 def owned_pods(pods: list[Obj], selector: Obj | None) -> dict[str, Obj]:
