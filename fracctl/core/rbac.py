@@ -317,7 +317,12 @@ def _recreate_objects(p: Params) -> Rules:
                          "check the lock Lease's namespace exists before creating the Lease",
                          (p.recreate.lock_namespace,))  # fmt: skip
     cluster = [*(RbacRule(*g) for g in object_grants()), namespace]
-    return cluster, {p.recreate.lock_namespace: _lock(p)}
+    namespaced = {p.recreate.lock_namespace: _lock(p)}
+    extra = backend_rules(p)  # the Kustomization Flux reconciles (suspended for a held one)
+    cluster += extra.pop("", [])
+    for ns, rules in extra.items():
+        namespaced.setdefault(ns, []).extend(rules)
+    return cluster, namespaced
 
 
 def _recreate(p: Params) -> tuple[list[RbacRule], dict[str, list[RbacRule]]]:

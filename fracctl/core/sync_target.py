@@ -42,6 +42,7 @@ class SyncTarget:
     ref: ResourceRef
     namespace: str = ""  # "" for a cluster-scoped object
     fields: tuple[str, ...] = ()  # dotted paths: the backend must render git's values there
+    refusal: str = ""  # how the API server refuses git's change ("spec: Forbidden"), or ""
 
     @classmethod
     def of_config(cls, t: ConfigTarget) -> SyncTarget:
@@ -50,13 +51,20 @@ class SyncTarget:
 
     @classmethod
     def of_object(
-        cls, obj: Mapping[str, Any], ref: ResourceRef, fields: tuple[str, ...]
+        cls, obj: Mapping[str, Any], ref: ResourceRef, fields: tuple[str, ...], message: str = ""
     ) -> SyncTarget:
-        """A built-in object (git's manifest): ``fields`` must be git's."""
+        """A built-in object (git's manifest): ``fields`` must be git's.
+
+        ``message`` is the API server's refusal of git's change (drift's dry run); its
+        field and cause (``spec: Forbidden``) is what a GitOps engine's failure names.
+        """
         group, _ = split_api_version(str(obj.get("apiVersion", "")))
         meta = obj.get("metadata") or {}
         namespace = str(meta.get("namespace") or "") if ref.namespaced else ""
-        return cls(group, str(obj.get("kind")), str(meta.get("name")), ref, namespace, fields)
+        cause = message.split("is invalid: ", 1)[-1] if "is invalid: " in message else ""
+        refusal = ": ".join(cause.split(": ")[:2]) if cause else ""
+        return cls(group, str(obj.get("kind")), str(meta.get("name")), ref, namespace, fields,
+                   refusal)  # fmt: skip
 
     @property
     def label(self) -> str:
@@ -77,6 +85,12 @@ class SyncTarget:
             and obj.get("kind") == self.kind
             and meta.get("name") == self.name
             and str(meta.get("namespace") or "") in ("", self.namespace)
+        )
+
+    def refuses(self, line: str) -> bool:
+        """Whether a GitOps engine's failure line refuses this object's immutable change."""
+        return self.label in line and (
+            "immutable" in line or bool(self.refusal and self.refusal in line)
         )
 
     def values(self, obj: Mapping[str, Any] | None) -> dict[str, Any]:

@@ -1,11 +1,16 @@
-"""The ``flux`` backend: a Flux Kustomization reconciles now, and fracctl waits for it."""
+"""The ``flux`` backend: a Flux Kustomization reconciles now, and fracctl waits for it.
+
+The target is the fractioning config unless the backend is given another
+:class:`~fracctl.core.sync_target.SyncTarget` (``recreate KIND/NAME``).
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
 from fracctl.adapters.flux import commit_of
-from fracctl.core.nodes import condition, selector_of
+from fracctl.core.nodes import condition
+from fracctl.core.sync_target import SyncTarget
 from fracctl.errors import ExternalError, FracctlError, NotFound, Refused, UsageError
 from fracctl.flows.backends import Obj, Proof, clean_desired, dry_run_create
 from fracctl.flows.backends.access import require
@@ -22,9 +27,15 @@ class FluxBackend:
     name = "flux"
     claim = "Flux reported Ready but the live object differs"
 
-    def __init__(self) -> None:
+    def __init__(self, target: SyncTarget | None = None, *, suspended_here: bool = False) -> None:
+        self.target = target  # None: the configured fractioning config
+        # fracctl suspended the Kustomization itself (a held recreate a rerun resumes).
+        self.suspended_here = suspended_here
         # The source revision the rehearsal rendered; the wait then wants Flux to apply it.
         self.revision: str | None = None
+
+    def _target(self, ctx: Context) -> SyncTarget:
+        return self.target or SyncTarget.of_config(ctx.config.target)
 
     def validate(self, ctx: Context) -> None:
         """The Kustomization is named."""
@@ -53,12 +64,18 @@ class FluxBackend:
         obj = flux.get()  # NotFound names the missing CRD or Kustomization
         where = f"{flux.namespace}/{flux.name}"
         spec = obj.get("spec") or {}
-        if spec.get("suspend"):
+        t = self._target(ctx)
+        if spec.get("suspend") and not self.suspended_here:
             raise Refused(
                 f"Flux Kustomization {where} is suspended: it would not reconcile",
                 hint=f"resume it first: flux resume kustomization {flux.name} -n {flux.namespace}",
             )
-        evidence = [f"Flux Kustomization {where} exists and is not suspended"]
+        evidence = [
+            f"Flux Kustomization {where} exists and is not suspended"
+            if not spec.get("suspend")
+            else f"Flux Kustomization {where} exists, suspended by fracctl's earlier run of "
+            "this procedure (resumed when the hold is released)"
+        ]
         if ctx.config.flux.leases:
             evidence += fp.controllers_lead(ctx)
         said, revision = _ready_source(flux, spec.get("sourceRef") or {})
@@ -68,19 +85,22 @@ class FluxBackend:
             )
             evidence.append(fp.dependency_ready(ctx, obj, dep, other, revision))
         evidence.append(said)
-        creates, rest, said = _flux_would_apply(ctx, flux, spec, revision, desired)
+        creates, rest, said = _flux_would_apply(ctx, flux, spec, revision, desired, t)
         evidence.append(said)
         evidence.append(fp.not_skipped(obj, creates))
-        evidence.append(_admitted(ctx, creates))
+        evidence.append(_admitted(ctx, creates, t))
         evidence += _rest_admitted(ctx, rest)
-        evidence.append(fp.identity_may_create(ctx, obj))
+        evidence.append(fp.identity_may_create(ctx, obj, t))
         evidence.append(
             require(ctx, "patch", ref=flux.ref, name=flux.name, namespace=flux.namespace)
         )
+        if spec.get("suspend"):  # suspended by fracctl: no verdict since; resumed later
+            self.revision = revision
+            return Proof(evidence, creates)
         if not ctx.config.flux.leases:
             said_now, obj = fp.handles_now(ctx, flux, obj)
             evidence += said_now
-        evidence.append(fp.verdict_only_immutable(ctx, obj))
+        evidence.append(fp.verdict_only_immutable(ctx, obj, t))
         self.revision = revision
         return Proof(evidence, creates)
 
@@ -157,7 +177,7 @@ def source_state(ctx: Context) -> tuple[Obj, str, str]:
 
 
 def _flux_would_apply(
-    ctx: Context, flux: Any, spec: Obj, revision: str, desired: Obj
+    ctx: Context, flux: Any, spec: Obj, revision: str, desired: Obj, t: SyncTarget
 ) -> tuple[Obj, list[Obj], str]:
     """The target object Flux would apply: its source's commit rendered at its path.
 
@@ -176,7 +196,6 @@ def _flux_would_apply(
             hint="keep the fractioning config in a Kustomization without them, or use "
             "--backend apply",
         )
-    t = ctx.config.target
     commit = commit_of(revision)
     path = kustomization_path(spec)
     try:
@@ -190,31 +209,43 @@ def _flux_would_apply(
         ) from None
     found = [o for o in rendered if t.matches(o)]
     rest = [o for o in rendered if not t.matches(o)]
-    ours = selector_of(desired, t.selector_field)
     if len(found) != 1:
         raise Refused(
-            f"{where} would apply {len(found)} {t.kind}/{t.name} objects from {revision} "
+            f"{where} would apply {len(found)} {_named(t)} objects from {revision} "
             f"(path {path or '.'}), not one",
             hint="check the Kustomization's path and its source",
         )
-    theirs = selector_of(found[0], t.selector_field)
-    if theirs != ours:
-        raise Refused(
-            f"Flux would create {t.kind}/{t.name} with {t.selector_field} {theirs} (its source "
-            f"is at {revision}, path {path or '.'}), but git has {ours} at "
-            f"{ctx.config.git.revision}",
-            hint="push the change where Flux's source reads it and reconcile the source "
-            f"(flux reconcile kustomization {flux.name} -n {flux.namespace} --with-source); "
-            "then run again",
-        )
+    theirs, ours = t.values(found[0]), t.values(desired)
+    for field_path in t.fields:
+        if (theirs[field_path] or {}) != (ours[field_path] or {}):
+            raise Refused(
+                f"Flux would create {_named(t)} with {field_path} {_shown(theirs[field_path])} "
+                f"(its source is at {revision}, path {path or '.'}), but git has "
+                f"{_shown(ours[field_path])} at {ctx.config.git.revision}",
+                hint="push the change where Flux's source reads it and reconcile the source "
+                f"(flux reconcile kustomization {flux.name} -n {flux.namespace} "
+                "--with-source); then run again",
+            )
+    creates = clean_desired(found[0])
+    meta = creates.get("metadata") or {}
+    if t.namespace and not meta.get("namespace"):
+        creates["metadata"] = {**meta, "namespace": t.namespace}
+    held = " and ".join(f"{p} {_shown(v)}" for p, v in theirs.items())
     return (
-        clean_desired(found[0]),
+        creates,
         rest,
-        (
-            f"Flux's source commit {commit[:12]} renders {t.kind}/{t.name} at {path or '.'} with "
-            f"{t.selector_field} {theirs}, as git has"
-        ),
+        f"Flux's source commit {commit[:12]} renders {_named(t)} at {path or '.'} with "
+        f"{held}, as git has",
     )
+
+
+def _named(t: SyncTarget) -> str:
+    return t.label
+
+
+def _shown(value: Any) -> str:
+    said = str({} if value is None else value)
+    return said if len(said) <= 200 else said[:200] + "…"
 
 
 def _rest_admitted(ctx: Context, rest: list[Obj]) -> list[str]:
@@ -237,7 +268,7 @@ def _rest_admitted(ctx: Context, rest: list[Obj]) -> list[str]:
     return [f"the other {len(rest)} object(s) Flux applies pass a dry-run apply"] if rest else []
 
 
-def _admitted(ctx: Context, obj: Obj) -> str:
+def _admitted(ctx: Context, obj: Obj, t: SyncTarget) -> str:
     """The API server would admit the object Flux applies (a dry-run create)."""
-    dry_run_create(ctx, obj)
+    dry_run_create(ctx, obj, ref=t.ref)
     return "a dry-run create of Flux's object passes admission and validation"

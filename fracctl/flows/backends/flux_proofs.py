@@ -32,6 +32,7 @@ from typing import Any
 from fracctl.core.nodes import condition
 from fracctl.core.operator import lease_renewed
 from fracctl.core.resources import LEASES
+from fracctl.core.sync_target import SyncTarget
 from fracctl.errors import Refused
 from fracctl.flows.context import Context
 
@@ -73,22 +74,24 @@ def service_account_user(ctx: Context, ks: Obj) -> tuple[str, tuple[str, ...]]:
     return f"system:serviceaccount:{ns}:{sa}", groups
 
 
-def identity_may_create(ctx: Context, ks: Obj) -> str:
+def identity_may_create(ctx: Context, ks: Obj, t: SyncTarget) -> str:
     """The identity Flux applies as may create (and patch) the target."""
-    t = ctx.config.target
     user, groups = service_account_user(ctx, ks)
+    what = f"{t.ref.plural}.{t.group}" if t.group else t.ref.plural
     for verb in ("create", "patch"):
-        allowed, reason = ctx.kube.can_they(user, verb, t.ref, t.name, groups=groups)
+        allowed, reason = ctx.kube.can_they(
+            user, verb, t.ref, t.name, namespace=t.namespace or None, groups=groups
+        )
         if not allowed:
             raise Refused(
-                f"Flux applies as {user}, which may not {verb} {t.plural}.{t.group}"
+                f"Flux applies as {user}, which may not {verb} {what}"
                 + (f" ({reason})" if reason else "")
                 + ": the object would stay deleted",
-                hint="grant it (a ClusterRole with create and patch on "
-                f"{t.plural}.{t.group}), or set the Kustomization's serviceAccountName, "
-                "or flux.service_account in fracctl.yaml to the identity it really uses",
+                hint=f"grant it (a ClusterRole with create and patch on {what}), or set the "
+                "Kustomization's serviceAccountName, or flux.service_account in fracctl.yaml "
+                "to the identity it really uses",
             )
-    return f"Flux applies as {user}, which may create and patch {t.plural}.{t.group}"
+    return f"Flux applies as {user}, which may create and patch {what}"
 
 
 def not_skipped(ks: Obj, creates: Obj) -> str:
@@ -160,23 +163,20 @@ def dependency_ready(ctx: Context, ks: Obj, dep_ref: Obj, dep: Obj | None, revis
     return f"its dependency {name} is Ready" + (f" at {revision}" if same else "")
 
 
-def verdict_only_immutable(ctx: Context, ks: Obj) -> str:
+def verdict_only_immutable(ctx: Context, ks: Obj, t: SyncTarget) -> str:
     """The Kustomization's last verdict fails only on the target's immutable field.
 
     Ready=True: nothing failed. Ready=False from an apply: every failing object named in
     its message must be the target, refused for its immutable selector; anything else
     would fail the reconcile after the delete too.
     """
-    t = ctx.config.target
     ready = condition(ks, "Ready") or {}
     if ready.get("status") != "False":
         return f"the Kustomization's last verdict is Ready={ready.get('status') or 'Unknown'}"
     message = str(ready.get("message") or "")
     lines = [ln.strip() for ln in message.splitlines() if ln.strip()]
-    target = f"{t.kind}/{t.name}"
-    others = [
-        ln for ln in lines if not (target in ln and "immutable" in ln) and "/" in ln.split(" ")[0]
-    ]
+    target = t.label
+    others = [ln for ln in lines if not t.refuses(ln) and "/" in ln.split(" ")[0]]
     if ready.get("reason") != "ReconciliationFailed" or others or not lines:
         clipped = " ".join(message.split())[:300]
         raise Refused(

@@ -27,7 +27,7 @@ from fracctl.flows.signals import interrupt_on_sigterm
 
 Obj = dict[str, Any]
 Boundary = Callable[[str], None]
-SUPPORTED_BACKENDS = ("apply", "argocd")
+SUPPORTED_BACKENDS = ("apply", "argocd", "flux")
 
 __all__ = ["ObjectResult", "recreate_object"]
 
@@ -59,9 +59,10 @@ def recreate_object(
     backend = backend or ctx.config.recreate.backend
     if backend not in SUPPORTED_BACKENDS:
         raise UsageError(
-            f"recreate {spec} runs through the apply and argocd backends; the {backend} "
-            f"backend recreates {ctx.config.target.kind}/{ctx.config.target.name} only",
-            hint="pass --backend apply or --backend argocd",
+            f"recreate {spec} runs through the apply, argocd and flux backends; the "
+            f"{backend} backend recreates {ctx.config.target.kind}/{ctx.config.target.name} "
+            "only",
+            hint="pass --backend apply, argocd or flux",
         )
     require_confirmation(ctx, f"recreate {spec}", dry_run=dry_run, yes=yes, confirm=confirm)
     objects = desired_objects if desired_objects is not None else render_desired(ctx)
@@ -92,12 +93,16 @@ def recreate_object(
 
 def _creator(backend: str, p: Planned) -> Creator:
     """The backend's creator, its target the object and the immutable fields git changes."""
+    from fracctl.core.procedures import ORPHAN_ADOPT
     from fracctl.core.sync_target import SyncTarget
     from fracctl.flows.kinds.creators import creator_for
 
     fields = tuple(f.path for f in p.drift.fields)
     desired = p.drift.desired or {}
-    return creator_for(backend, SyncTarget.of_object(desired, p.ref, fields))
+    target = SyncTarget.of_object(desired, p.ref, fields, p.drift.message)
+    holds = p.procedure is not None and p.procedure.name == ORPHAN_ADOPT
+    suspended = bool(p.journal and p.journal.suspended)
+    return creator_for(backend, target, holds=holds, suspended=suspended)
 
 
 def _verify(ctx: Context, p: Planned, result: ObjectResult) -> None:
@@ -135,6 +140,12 @@ def _run(
             f"{p.key}: the {p.procedure and p.procedure.name} procedure stopped; "
             f"its journal is {where}"
             + (f", the backup {p.journal.backup}" if p.journal and p.journal.backup else "")
+            + (
+                f"; Flux Kustomization {p.journal.suspended} stays suspended until the rerun "
+                "releases the hold"
+                if p.journal and p.journal.suspended
+                else ""
+            )
             + f"; rerun `fracctl recreate {p.spec}` to resume"
         )
         if isinstance(e, Refused | UsageError) or not hasattr(e, "add_context"):

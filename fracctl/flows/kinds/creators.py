@@ -1,4 +1,4 @@
-"""Who brings a recreated object back: fracctl's server-side apply, or Argo CD.
+"""Who brings a recreated object back: fracctl's server-side apply, Argo CD or Flux.
 
 With ``--backend apply`` fracctl applies git's object itself. With ``--backend argocd``
 the application that manages the object brings it back, so that it stays Argo CD's:
@@ -13,6 +13,11 @@ the application that manages the object brings it back, so that it stays Argo CD
   CD's own rendering (its tracking annotation included, so Argo CD sees its own object),
   and once every pod is proven adopted the hold is applied away and Argo CD syncs the
   resource: from then on it is Argo CD's object as git renders it.
+
+With ``--backend flux`` the Kustomization that applies the object does the same, its
+rehearsal the flux backend's own. Flux retries a failed apply on its own, so for a held
+create fracctl suspends the Kustomization right before the delete (journaled first) and
+resumes it at the release, then asks it to reconcile and waits for Ready.
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ from fracctl.flows.kinds import steps
 
 if TYPE_CHECKING:
     from fracctl.flows.context import Context
+    from fracctl.flows.kinds.journal import ObjectJournal
     from fracctl.flows.kinds.steps import Creator, Work
 
 Obj = dict[str, Any]
@@ -41,7 +47,7 @@ class ApplyCreator:
         """Nothing beyond the dry-run create every plan proves."""
         return []
 
-    def before_delete(self, ctx: Context) -> list[str]:
+    def before_delete(self, ctx: Context, journal: ObjectJournal) -> list[str]:
         """Nothing."""
         return []
 
@@ -72,7 +78,7 @@ class ArgoCDCreator:
         self.creates = proof.creates
         return proof.evidence
 
-    def before_delete(self, ctx: Context) -> list[str]:
+    def before_delete(self, ctx: Context, journal: ObjectJournal) -> list[str]:
         """Stop Argo CD's automated sync that fails on this object, then dry-run again."""
         return self.backend.before_delete(ctx)
 
@@ -100,6 +106,78 @@ class ArgoCDCreator:
         return copy.deepcopy(self.creates)
 
 
+class FluxCreator:
+    """The Flux Kustomization that applies the object applies it again."""
+
+    name = "flux"
+
+    def __init__(self, target: SyncTarget, *, holds: bool, suspended: bool) -> None:
+        from fracctl.flows.backends.flux import FluxBackend
+
+        self.backend = FluxBackend(target, suspended_here=suspended)
+        self.target = target
+        self.holds = holds  # the procedure creates the object held: Flux waits meanwhile
+        self.creates: Obj | None = None
+
+    def prove(self, ctx: Context, desired: Obj) -> list[str]:
+        """The flux backend's own rehearsal of its reconcile (see the module)."""
+        proof = self.backend.check(ctx, desired)
+        self.creates = proof.creates
+        said = proof.evidence
+        if self.holds:
+            said = [*said, "fracctl suspends the Kustomization from the delete until the hold is "
+                    "released: Flux would otherwise create the object unheld"]  # fmt: skip
+        return said
+
+    def before_delete(self, ctx: Context, journal: ObjectJournal) -> list[str]:
+        """A held recreate: suspend the Kustomization (journaled first).
+
+        Flux's retries would otherwise create the object before fracctl creates it held.
+        """
+        if not self.holds:
+            return []
+        from fracctl.flows.backends.flux import configured_kustomization
+        from fracctl.flows.kinds import journal as journals
+
+        flux = configured_kustomization(ctx)
+        journal.suspended = f"{flux.namespace}/{flux.name}"
+        journals.write(ctx, journal)
+        flux.kube.patch(flux.ref, flux.name, {"spec": {"suspend": True}},
+                        namespace=flux.namespace)  # fmt: skip
+        return [f"suspended Flux Kustomization {journal.suspended} until the hold is released"]
+
+    def create(self, w: Work, *, held: bool = False) -> Obj:
+        """Held: from Flux's rendering, by fracctl; else Flux's reconcile."""
+        done = w.recreated()
+        if done is not None:
+            return done
+        if held:
+            made = steps.create(w, steps.held(w, _copy(self.creates)))
+            w.say("created from Flux's rendering, held")
+            return made
+        w.say(self.backend.recreate(w.ctx, w.desired))
+        return _wait_recreated(w)
+
+    def release(self, w: Work) -> None:
+        """Apply Flux's rendering (the hold goes), resume the Kustomization, reconcile."""
+        from fracctl.flows.backends.flux import configured_kustomization
+
+        w.ctx.kube.apply(w.ref, clean_desired(_copy(self.creates)))
+        w.say(f"applied Flux's rendering of {w.journal.key}: the hold is gone")
+        if w.journal.suspended:
+            flux = configured_kustomization(w.ctx)
+            flux.kube.patch(flux.ref, flux.name, {"spec": {"suspend": False}},
+                            namespace=flux.namespace)  # fmt: skip
+            w.say(f"resumed Flux Kustomization {w.journal.suspended}")
+        w.say(self.backend.recreate(w.ctx, w.desired))
+
+
+def _copy(obj: Obj | None) -> Obj:
+    if obj is None:
+        raise AssertionError("the backend's rendering is read by prove() before any step")
+    return copy.deepcopy(obj)
+
+
 def _wait_recreated(w: Work) -> Obj:
     """The recreated object, once the backend's create is visible."""
     timeout = w.ctx.config.timeouts.sync
@@ -118,8 +196,16 @@ def _wait_recreated(w: Work) -> Obj:
     return found[0]
 
 
-def creator_for(backend: str, target: SyncTarget) -> Creator:
-    """The creator of ``backend`` (``apply`` or ``argocd``) for ``target``."""
+def creator_for(
+    backend: str, target: SyncTarget, *, holds: bool = False, suspended: bool = False
+) -> Creator:
+    """The creator of ``backend`` (``apply``, ``argocd`` or ``flux``) for ``target``.
+
+    ``holds``: the procedure creates the object held; ``suspended``: a journal says an
+    earlier run suspended the Flux Kustomization.
+    """
     if backend == "argocd":
         return ArgoCDCreator(target)
+    if backend == "flux":
+        return FluxCreator(target, holds=holds, suspended=suspended)
     return ApplyCreator()

@@ -32,6 +32,7 @@ class ObjectJournal:
     claims: list[str] = field(default_factory=list)
     bridge: str = ""
     backup: str = ""
+    suspended: str = ""  # the Flux Kustomization (namespace/name) this run suspended
     phase: str = ""  # the last step done: deleted, created, adopted, released
 
 

@@ -59,7 +59,7 @@ def execute(
         raise ExternalError(f"{p.key}: the journal names an unknown procedure {p.procedure.name}")
     lock.check()
     if original is not None:
-        for line in p.creator.before_delete(ctx):
+        for line in p.creator.before_delete(ctx, journal):
             ctx.info(line)
     run(w, p, original, at)
     result.notes += w.notes

@@ -39,8 +39,8 @@ class Creator(Protocol):
         """Rehearse the create of git's object read-only; the evidence."""
         ...
 
-    def before_delete(self, ctx: Context) -> list[str]:
-        """What must happen right before the delete; the lines said."""
+    def before_delete(self, ctx: Context, journal: ObjectJournal) -> list[str]:
+        """What must happen right before the delete (recorded in ``journal``); the lines."""
         ...
 
     def create(self, w: Work, *, held: bool = False) -> Obj:
