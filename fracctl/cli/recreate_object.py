@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import typer
@@ -26,14 +27,7 @@ def recreate_object(
 
     if others:
         raise UsageError("KIND/NAME takes none of --drain, --force, --abort, --restore-from")
-    if _app.fleet(ctx, git__revision=revision) is not None:
-        raise UsageError(ONE_CLUSTER)
-    c = _app.context(ctx, git__revision=revision)
-
-    def confirm(planned: ObjectResult) -> bool:
-        show(c, planned, to_stderr=True)
-        return typer.confirm("Proceed?", default=False, err=True)
-
+    c, confirm = _one_cluster(ctx, revision)
     result = flow(
         c, obj, namespace=namespace, dry_run=dry_run, yes=yes, backend=backend,
         allow_active=allow_active, allow_new_ip=allow_new_ip, confirm=confirm,
@@ -56,13 +50,7 @@ def recreate_every(
         raise UsageError(
             "--all takes no KIND/NAME and none of --drain, --force, --abort, --restore-from"
         )
-    if _app.fleet(ctx, git__revision=revision) is not None:
-        raise UsageError(ONE_CLUSTER)
-    c = _app.context(ctx, git__revision=revision)
-
-    def confirm(planned: ObjectResult) -> bool:
-        show(c, planned, to_stderr=True)
-        return typer.confirm("Proceed?", default=False, err=True)
+    c, confirm = _one_cluster(ctx, revision)
 
     def each(result: ObjectResult) -> None:
         if output != "json":
@@ -80,6 +68,21 @@ def recreate_every(
         c.out.print(every.summary(), markup=False)
     if every.refused:
         raise typer.Exit(Outcome.REFUSED.exit_code)
+
+
+def _one_cluster(
+    ctx: typer.Context, revision: str | None
+) -> tuple[Context, Callable[[ObjectResult], bool]]:
+    """The one cluster's context, and the confirmation that shows a plan on stderr first."""
+    if _app.fleet(ctx, git__revision=revision) is not None:
+        raise UsageError(ONE_CLUSTER)
+    c = _app.context(ctx, git__revision=revision)
+
+    def confirm(planned: ObjectResult) -> bool:
+        show(c, planned, to_stderr=True)
+        return typer.confirm("Proceed?", default=False, err=True)
+
+    return c, confirm
 
 
 def _print(c: Context, result: ObjectResult, *, dry_run: bool) -> None:

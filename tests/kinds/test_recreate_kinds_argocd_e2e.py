@@ -13,7 +13,6 @@ import subprocess
 import time
 import uuid
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -21,21 +20,19 @@ import pytest
 from fracctl.core.rehearsal import ARGOCD_TRACKING
 from fracctl.errors import ExitCode
 from tests.support.argocd_real import RealArgoCD
-from tests.support.helpers import Cluster, run_cli
-from tests.support.kinds_fixtures import PVCS, Shop, controller_of, identity, statefulset
+from tests.support.helpers import run_cli
+from tests.support.kinds_fixtures import (
+    PVCS,
+    Shop,
+    controller_of,
+    deployment,
+    identity,
+    statefulset,
+)
 
 pytestmark = pytest.mark.e2e
 Obj = dict[str, Any]
 RBAC = "rbac.authorization.k8s.io"
-
-
-@pytest.fixture
-def shop(cluster: Cluster, tmp_path: Path) -> Iterator[Shop]:
-    s = Shop(cluster, tmp_path)
-    try:
-        yield s
-    finally:
-        s.cleanup()
 
 
 @pytest.fixture
@@ -126,6 +123,30 @@ def test_argocd_brings_a_statefulset_back_held_and_no_pod_restarts(
     claims = {c["metadata"]["name"]: c for c in shop.kube.list(PVCS, namespace=shop.ns)}
     assert set(claims) == {"data-db-0", "data-db-1"}
     assert resource_status(real_argocd, app, "StatefulSet", "db") == "Synced"
+
+
+def test_argocd_brings_a_deployment_back_held_and_it_adopts_its_pods(
+    shop: Shop, real_argocd: RealArgoCD, app: str
+) -> None:
+    both = {"app": "web", "tier": "front"}
+    shop.commit(deployment({"app": "web"}, both), message="labels in the template first")
+    synced(real_argocd, app, shop)
+    before = identity(shop.running(2, timeout=120))
+    old = shop.live("apps/v1", "Deployment", "web")
+    assert old is not None
+    shop.commit(deployment(both, both), message="the selector second")
+    seen(real_argocd, app, shop)
+
+    r = recreate(shop, "Deployment/web", "--yes")
+    assert r.exit_code == ExitCode.OK, r.output
+    assert "created from Argo CD's rendering, held" in r.stderr
+    new = shop.live("apps/v1", "Deployment", "web")
+    assert new is not None and new["metadata"]["uid"] != old["metadata"]["uid"]
+    assert new["spec"]["selector"] == {"matchLabels": both}
+    assert not new["spec"].get("paused")  # the hold is gone
+    assert ARGOCD_TRACKING in new["metadata"]["annotations"]
+    assert identity(shop.pods()) == before  # the same pods, none restarted
+    assert resource_status(real_argocd, app, "Deployment", "web") == "Synced"
 
 
 def binding(role: str) -> Obj:

@@ -9,14 +9,12 @@ from __future__ import annotations
 import copy
 import json
 import time
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from fracctl.errors import ExitCode
-from tests.support.helpers import Cluster, run_cli
+from tests.support.helpers import run_cli
 from tests.support.killing import kill_when
 from tests.support.kinds_fixtures import (
     PVCS,
@@ -30,15 +28,6 @@ from tests.support.kinds_fixtures import (
 
 Obj = dict[str, Any]
 RBAC = "rbac.authorization.k8s.io"
-
-
-@pytest.fixture
-def shop(cluster: Cluster, tmp_path: Path) -> Iterator[Shop]:
-    s = Shop(cluster, tmp_path)
-    try:
-        yield s
-    finally:
-        s.cleanup()
 
 
 def recreate(shop: Shop, obj: str, *more: str) -> Any:

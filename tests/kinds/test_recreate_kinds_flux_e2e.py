@@ -11,7 +11,6 @@ the bridge.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,7 +19,7 @@ import pytest
 
 from fracctl.errors import ExitCode
 from tests.support.flux_real import RealFlux, Served, ready
-from tests.support.helpers import Cluster, run_cli
+from tests.support.helpers import run_cli
 from tests.support.killing import kill_when
 from tests.support.kinds_fixtures import PVCS, Shop, controller_of, identity, statefulset
 
@@ -35,15 +34,6 @@ class Root:
     """What :meth:`RealFlux.serving` reads of an incident: its folder (``root/gitops``)."""
 
     root: Path
-
-
-@pytest.fixture
-def shop(cluster: Cluster, tmp_path: Path) -> Iterator[Shop]:
-    s = Shop(cluster, tmp_path)
-    try:
-        yield s
-    finally:
-        s.cleanup()
 
 
 def in_ns(shop: Shop, obj: Obj) -> Obj:
@@ -148,6 +138,39 @@ def test_sigkill_while_flux_is_suspended_then_the_rerun_resumes_it(
         assert new is not None and new["spec"]["serviceName"] == "db-v2"
     assert identity(shop.pods()) == before, "no pod was lost or restarted"
     assert not state.exists()
+
+
+def test_flux_runs_a_job_again_and_the_recreated_one_completes(
+    shop: Shop, real_flux: RealFlux
+) -> None:
+    def job(image: str) -> Obj:
+        pod = {"restartPolicy": "Never", "containers": [{"name": "m", "image": image}]}
+        return in_ns(shop, {"apiVersion": "batch/v1", "kind": "Job",
+                            "metadata": {"name": "migrate"},
+                            "spec": {"backoffLimit": 0, "template": {"spec": pod}}})  # fmt: skip
+
+    def complete() -> Obj | None:
+        j = shop.live("batch/v1", "Job", "migrate") or {}
+        conds = (j.get("status") or {}).get("conditions") or []
+        done = any(c["type"] == "Complete" and c["status"] == "True" for c in conds)
+        return j if done else None
+
+    from tests.support.waiting import until
+
+    shop.commit(job("registry.invalid/m:1"))
+    with real_flux.serving(Root(shop.config.parent), path=".") as flux:  # type: ignore[arg-type]
+        served(shop, flux)
+        old = until("the first Job completes", complete, timeout=90)
+        changed(shop, flux, job("registry.invalid/m:2"))
+        r = recreate(shop, "Job/migrate", "--yes")
+        assert r.exit_code == ExitCode.OK, r.output
+        assert "Flux applied revision" in r.stderr
+        assert "the recreated Job/" in r.stdout + r.stderr and "ended Complete" in r.stderr
+        new = complete()
+        assert new is not None and new["metadata"]["uid"] != old["metadata"]["uid"]
+        image = new["spec"]["template"]["spec"]["containers"][0]["image"]
+        assert image == "registry.invalid/m:2"
+        assert new["metadata"]["labels"][FLUX_LABEL] == flux.name
 
 
 def binding(shop: Shop, role: str) -> Obj:

@@ -11,28 +11,15 @@ in ``test_recreate_kinds_cluster.py``.
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
-
-import pytest
 
 from fracctl.core.resources import PVCS, STORAGE_CLASSES
 from fracctl.errors import ExitCode
-from tests.support.helpers import Cluster, run_cli
+from tests.support.helpers import run_cli
 from tests.support.kinds_fixtures import Shop, identity, statefulset
 
 Obj = dict[str, Any]
 RBAC = "rbac.authorization.k8s.io"
-
-
-@pytest.fixture
-def shop(cluster: Cluster, tmp_path: Path) -> Iterator[Shop]:
-    s = Shop(cluster, tmp_path)
-    try:
-        yield s
-    finally:
-        s.cleanup()
 
 
 def refused(shop: Shop, obj: Obj, then: Obj, *words: str, live: Obj | None = None) -> None:
