@@ -259,7 +259,7 @@ def startup_section(data: Any) -> list[str]:
     if not data:
         return [*lines, "Not run.", ""]
     lines += [
-        "    python benchmarks/bench_startup.py --runs 20",
+        f"    python benchmarks/bench_startup.py --runs {data.get('runs', 20)}",
         "",
         "| command | runs | median | min | max |",
         "|---|---:|---:|---:|---:|",
