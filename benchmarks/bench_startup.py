@@ -4,8 +4,10 @@ Heavy libraries (kubernetes, httpx, ruamel) must not load on these paths; this m
 what a user waits for before anything happens. Every command is run in the same loop,
 interleaved, so a change in machine load affects them all alike; `kubectl version
 --client` is the yardstick the target is stated in (`--help` at most 3.5x of it).
-Beside them runs the floor: typer alone printing the same help, which no change to
-fracctl's own code can beat.
+Beside them run two floors: typer alone printing the same help the plain way, and the
+lean floor, typer printing it the way fracctl does (commands listed from their summaries,
+its rich renderer without what the help never uses) with no fracctl code at all: what no
+change to fracctl's own code can beat.
 
 fracctl is invoked as a user would: the console script next to the interpreter
 (`.venv/bin/fracctl`) when it exists, else `python -m fracctl`.
@@ -73,21 +75,85 @@ def fracctl_command() -> tuple[list[str], str]:
     return [sys.executable, "-m", "fracctl"], f"{sys.executable} -m fracctl"
 
 
-#: Where `fracctl --help`'s time goes, measured inside one fresh process: typer and the rich
-#: renderers its help uses, fracctl's own modules, then the run that renders the help.
+#: The lean floor: typer printing the same help the way fracctl does (the command list from
+#: summaries, no command built; typer's rich renderer without the Markdown and traceback
+#: renderers the help never uses), with no fracctl code. What no change to fracctl beats.
+LEAN = """\
+import sys
+import types
+from typing import Annotated
+
+import typer
+from typer.core import TyperCommand, TyperGroup
+
+UNUSED = ("rich.markdown", "rich.traceback")
+for name in UNUSED:
+    stand_in = types.ModuleType(name)
+    stand_in.__getattr__ = lambda attr: type(attr, (), {{}})
+    sys.modules[name] = stand_in
+import typer.rich_utils  # noqa: E402
+
+for name in UNUSED:
+    del sys.modules[name]
+SUMMARIES = {commands!r}
+
+
+class Group(TyperGroup):
+    def list_commands(self, ctx):
+        return list(SUMMARIES)
+
+    def get_command(self, ctx, name):
+        return TyperCommand(name, help=SUMMARIES[name]) if name in SUMMARIES else None
+
+
+app = typer.Typer(name="fracctl", help={help!r}, cls=Group, no_args_is_help=True,
+                  context_settings={{"help_option_names": ["-h", "--help"]}},
+                  pretty_exceptions_enable=False)
+
+
+@app.callback()
+def root(
+    config: Annotated[str | None, typer.Option("--config", "-c", help="Path to fracctl.yaml.",
+                                               show_default=False)] = None,
+    kubeconfig: Annotated[str | None, typer.Option(help="Kubeconfig file (else $KUBECONFIG).",
+                                                   show_default=False)] = None,
+    context: Annotated[list[str] | None, typer.Option("--context", metavar="NAME",
+                                                      help={context!r},
+                                                      show_default=False)] = None,
+    all_contexts: Annotated[bool, typer.Option("--all-contexts", help={all_contexts!r})] = False,
+    debug: Annotated[bool, typer.Option("--debug", help={debug!r})] = False,
+    version: Annotated[bool, typer.Option("--version", is_eager=True,
+                                          help="Print the version.")] = False,
+) -> None:
+    \"\"\"Global options.\"\"\"
+
+
+app(prog_name="fracctl")
+"""
+
+#: Where `fracctl --help`'s time goes, measured inside one fresh process, in the order the
+#: run imports: typer, fracctl's own modules, typer's rich help renderer as fracctl imports
+#: it (without the Markdown and traceback renderers it never uses), then the run itself.
 PARTS = """\
 import contextlib, io, time
 t0 = time.perf_counter()
-import typer, typer.rich_utils, rich.columns, rich.align
+import typer
 t1 = time.perf_counter()
 from fracctl.cli import _root, main
 t2 = time.perf_counter()
+_root.import_rich_help()
+t3 = time.perf_counter()
 with contextlib.redirect_stdout(io.StringIO()), contextlib.suppress(SystemExit):
     main.main(["--help"])
-t3 = time.perf_counter()
-print(t1 - t0, t2 - t1, t3 - t2)
+t4 = time.perf_counter()
+print(t1 - t0, t2 - t1, t3 - t2, t4 - t3)
 """
-PART_NAMES = ("typer and rich imported", "fracctl's modules imported", "the help rendered")
+PART_NAMES = (
+    "typer imported",
+    "fracctl's modules imported",
+    "typer's rich help renderer imported",
+    "the help rendered",
+)
 
 
 def parts(runs: int) -> dict[str, float]:
@@ -118,6 +184,14 @@ def floor_script(where: Path) -> Path:
     where.mkdir(parents=True, exist_ok=True)
     path = where / "floor_help.py"
     path.write_text(textwrap.dedent(script), encoding="utf-8")
+    lean = LEAN.format(
+        help=app.info.help,
+        context=params["context"].help,
+        all_contexts=params["all_contexts"].help,
+        debug=params["debug"].help,
+        commands={name: summary for name, (_module, summary) in COMMANDS.items()},
+    )
+    (where / "floor_lean_help.py").write_text(lean, encoding="utf-8")
     return path
 
 
@@ -143,11 +217,10 @@ def commands(floor_dir: Path | None = None) -> tuple[dict[str, list[str]], list[
     found["fracctl --help"] = [*fracctl, "--help"]
     found["fracctl drift --help"] = [*fracctl, "drift", "--help"]
     if floor_dir is not None:
-        found["floor: typer, same --help"] = [
-            sys.executable,
-            str(floor_script(floor_dir)),
-            "--help",
-        ]
+        floor = floor_script(floor_dir)
+        found["floor: typer, same --help"] = [sys.executable, str(floor), "--help"]
+        lean = str(floor.with_name("floor_lean_help.py"))
+        found["floor: typer as fracctl uses it"] = [sys.executable, lean, "--help"]
     return found, notes
 
 
@@ -191,7 +264,7 @@ def main(argv: list[str] | None = None) -> int:
         s = summary(t)
         per_command[label] = {"argv": cmds[label], "times_s": t, **s}
         print(
-            f"{label:<26} median {s['median'] * 1000:6.1f} ms   min {s['min'] * 1000:6.1f} ms"
+            f"{label:<32} median {s['median'] * 1000:6.1f} ms   min {s['min'] * 1000:6.1f} ms"
             f"   max {s['max'] * 1000:6.1f} ms   ({runs} runs)"
         )
     result["commands"] = per_command
@@ -203,11 +276,17 @@ def main(argv: list[str] | None = None) -> int:
         floor = statistics.median(times["floor: typer, same --help"]) / statistics.median(kubectl)
         result["floor_to_kubectl_ratio"] = floor
         print(f"the floor (typer alone, the same help) / kubectl version --client: {floor:.2f}x")
+        lean = statistics.median(times["floor: typer as fracctl uses it"])
+        result["lean_floor_to_kubectl_ratio"] = lean / statistics.median(kubectl)
+        print(
+            "the lean floor (typer as fracctl uses it, no fracctl code) / kubectl version "
+            f"--client: {result['lean_floor_to_kubectl_ratio']:.2f}x"
+        )
     split = parts(runs)
     result["help_parts_s"] = split
     print("where `fracctl --help` goes, inside the process (medians):")
     for name, t in split.items():
-        print(f"  {name:<28} {t * 1000:6.1f} ms")
+        print(f"  {name:<36} {t * 1000:6.1f} ms")
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
     print(f"wrote {args.out}")

@@ -277,6 +277,12 @@ def startup_section(data: Any) -> list[str]:
         lines += ["", f"The floor, typer alone printing the same help (fracctl's root options "
                       f"and command summaries, no fracctl code), takes "
                       f"{data['floor_to_kubectl_ratio']:.2f}x."]  # fmt: skip
+    if data.get("lean_floor_to_kubectl_ratio"):
+        lines += ["", "The lean floor, typer printing the same help the way fracctl does (commands "
+                      "listed from their summaries, its rich renderer without the Markdown and "
+                      "traceback renderers) with no fracctl code at all, takes "
+                      f"{data['lean_floor_to_kubectl_ratio']:.2f}x: what no change to fracctl's "
+                      "own code can beat."]  # fmt: skip
     if data.get("help_parts_s"):
         lines += ["", "Where `fracctl --help`'s time goes inside the process (medians of "
                       "fresh processes):", "", "| part | median |", "|---|---:|"]  # fmt: skip

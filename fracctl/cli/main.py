@@ -36,7 +36,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "preflight": ("preflight", "Run every guard a recreate must pass, and show the blast radius."),
     "recreate": (
         "recreate",
-        "Delete and recreate the fractioning config from git, guarded and resumable.",
+        "Delete and recreate the fractioning config (or a built-in object) from git, guarded.",
     ),
     "wait": (
         "recreate",

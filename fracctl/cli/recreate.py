@@ -199,7 +199,7 @@ def recreate(
     force: ForceOption = False,
     abort: AbortOption = False,
 ) -> None:
-    """Delete and recreate the fractioning config from git, guarded and resumable.
+    """Delete and recreate the fractioning config (or a built-in object) from git, guarded.
 
     Takes a Lease lock, runs every preflight guard, renders git, backs up the live
     object, deletes it and waits until it is really gone, recreates it through Argo CD,
