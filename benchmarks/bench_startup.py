@@ -28,18 +28,8 @@ from pathlib import Path
 DEFAULT_OUT = Path(__file__).resolve().parent / "out" / "startup.json"
 #: `fracctl --help` may take at most this many times `kubectl version --client`.
 RATIO_LIMIT = 3.5
-#: The floor: typer alone printing the same help (fracctl's root options, its command
-#: names and summaries), with no fracctl module, no lazy loading and no redaction.
-FLOOR = """\
-from typing import Annotated
-
-import typer
-
-app = typer.Typer(name="fracctl", help={help!r}, no_args_is_help=True,
-                  context_settings={{"help_option_names": ["-h", "--help"]}},
-                  pretty_exceptions_enable=False)
-
-
+#: The root callback both floors register: fracctl's global options, as typer declares them.
+ROOT = """\
 @app.callback()
 def root(
     config: Annotated[str | None, typer.Option("--config", "-c", help="Path to fracctl.yaml.",
@@ -55,7 +45,20 @@ def root(
                                           help="Print the version.")] = False,
 ) -> None:
     \"\"\"Global options.\"\"\"
+"""
+#: The floor: typer alone printing the same help (fracctl's root options, its command
+#: names and summaries), with no fracctl module, no lazy loading and no redaction.
+FLOOR = """\
+from typing import Annotated
 
+import typer
+
+app = typer.Typer(name="fracctl", help={help!r}, no_args_is_help=True,
+                  context_settings={{"help_option_names": ["-h", "--help"]}},
+                  pretty_exceptions_enable=False)
+
+
+{root}
 
 def command() -> None:
     pass
@@ -111,22 +114,7 @@ app = typer.Typer(name="fracctl", help={help!r}, cls=Group, no_args_is_help=True
                   pretty_exceptions_enable=False)
 
 
-@app.callback()
-def root(
-    config: Annotated[str | None, typer.Option("--config", "-c", help="Path to fracctl.yaml.",
-                                               show_default=False)] = None,
-    kubeconfig: Annotated[str | None, typer.Option(help="Kubeconfig file (else $KUBECONFIG).",
-                                                   show_default=False)] = None,
-    context: Annotated[list[str] | None, typer.Option("--context", metavar="NAME",
-                                                      help={context!r},
-                                                      show_default=False)] = None,
-    all_contexts: Annotated[bool, typer.Option("--all-contexts", help={all_contexts!r})] = False,
-    debug: Annotated[bool, typer.Option("--debug", help={debug!r})] = False,
-    version: Annotated[bool, typer.Option("--version", is_eager=True,
-                                          help="Print the version.")] = False,
-) -> None:
-    \"\"\"Global options.\"\"\"
-
+{root}
 
 app(prog_name="fracctl")
 """
@@ -168,29 +156,21 @@ def parts(runs: int) -> dict[str, float]:
 
 
 def floor_script(where: Path) -> Path:
-    """Write the floor's script (:data:`FLOOR`) from fracctl's own table; its path."""
+    """Write both floors' scripts (:data:`FLOOR`, :data:`LEAN`) from fracctl's own table;
+    the first one's path."""
     from fracctl.cli import _root
     from fracctl.cli.main import COMMANDS
 
     app = _root.new_app()
     params = {p.name: p for p in typer_params(app)}
-    script = FLOOR.format(
-        help=app.info.help,
-        context=params["context"].help,
-        all_contexts=params["all_contexts"].help,
-        debug=params["debug"].help,
-        commands={name: summary for name, (_module, summary) in COMMANDS.items()},
-    )
+    root = ROOT.format(context=params["context"].help, all_contexts=params["all_contexts"].help,
+                       debug=params["debug"].help)  # fmt: skip
+    summaries = {name: summary for name, (_module, summary) in COMMANDS.items()}
+    script = FLOOR.format(help=app.info.help, root=root, commands=summaries)
     where.mkdir(parents=True, exist_ok=True)
     path = where / "floor_help.py"
     path.write_text(textwrap.dedent(script), encoding="utf-8")
-    lean = LEAN.format(
-        help=app.info.help,
-        context=params["context"].help,
-        all_contexts=params["all_contexts"].help,
-        debug=params["debug"].help,
-        commands={name: summary for name, (_module, summary) in COMMANDS.items()},
-    )
+    lean = LEAN.format(help=app.info.help, root=root, commands=summaries)
     (where / "floor_lean_help.py").write_text(lean, encoding="utf-8")
     return path
 

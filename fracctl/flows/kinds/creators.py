@@ -60,73 +60,86 @@ class ApplyCreator:
         steps.release(w)
 
 
-class ArgoCDCreator:
-    """The Argo CD application that manages the object syncs it back."""
+class _GitOpsCreator:
+    """What the Argo CD and Flux creators share.
 
-    name = "argocd"
+    The backend's rendering, proven first, is what a held object is created from and
+    released to; the backend does the rest.
+    """
+
+    name = ""
+    engine = ""  # the GitOps engine, in messages
+    backend: Any
 
     def __init__(self, target: SyncTarget) -> None:
-        from fracctl.flows.backends.argocd import ArgoCDBackend
-
-        self.backend = ArgoCDBackend(target)
         self.target = target
-        self.creates: Obj | None = None  # Argo CD's rendering of the object, once proven
+        self.creates: Obj | None = None  # the backend's rendering of the object, once proven
 
     def prove(self, ctx: Context, desired: Obj) -> list[str]:
-        """Argo CD's own rehearsal of the one-resource sync (see the module)."""
+        """The backend's own rehearsal (see the module)."""
         proof = self.backend.check(ctx, desired)
         self.creates = proof.creates
-        return proof.evidence
-
-    def before_delete(self, ctx: Context, journal: ObjectJournal) -> list[str]:
-        """Stop Argo CD's automated sync that fails on this object, then dry-run again."""
-        return self.backend.before_delete(ctx)
+        return list(proof.evidence)
 
     def create(self, w: Work, *, held: bool = False) -> Obj:
-        """Held: from Argo CD's rendering, by fracctl; else Argo CD's sync of the resource."""
+        """Held: from the backend's rendering, by fracctl; else the backend's own create."""
         done = w.recreated()
         if done is not None:
             return done
         if held:
-            made = steps.create(w, steps.held(w, self._rendered()))
-            w.say("created from Argo CD's rendering, held, so that Argo CD tracks it")
+            made = steps.create(w, steps.held(w, _copy(self.creates)))
+            w.say(f"created from {self.engine}'s rendering, held, so that {self.engine} tracks it")
             return made
         w.say(self.backend.recreate(w.ctx, w.desired))
         return _wait_recreated(w)
 
     def release(self, w: Work) -> None:
-        """Apply Argo CD's rendering (the hold goes), then Argo CD syncs the resource."""
-        w.ctx.kube.apply(w.ref, clean_desired(self._rendered()))
-        w.say(f"applied Argo CD's rendering of {w.journal.key}: the hold is gone")
+        """Apply the backend's rendering (the hold goes), then the backend applies it."""
+        w.ctx.kube.apply(w.ref, clean_desired(_copy(self.creates)))
+        w.say(f"applied {self.engine}'s rendering of {w.journal.key}: the hold is gone")
+        self._released(w)
         w.say(self.backend.recreate(w.ctx, w.desired))
 
-    def _rendered(self) -> Obj:
-        if self.creates is None:
-            raise AssertionError("the Argo CD rendering is read by prove() before any step")
-        return copy.deepcopy(self.creates)
+    def _released(self, w: Work) -> None:
+        """What follows the release before the backend applies (nothing by default)."""
 
 
-class FluxCreator:
+class ArgoCDCreator(_GitOpsCreator):
+    """The Argo CD application that manages the object syncs it back."""
+
+    name = "argocd"
+    engine = "Argo CD"
+
+    def __init__(self, target: SyncTarget) -> None:
+        from fracctl.flows.backends.argocd import ArgoCDBackend
+
+        super().__init__(target)
+        self.backend = ArgoCDBackend(target)
+
+    def before_delete(self, ctx: Context, journal: ObjectJournal) -> list[str]:
+        """Stop Argo CD's automated sync that fails on this object, then dry-run again."""
+        return list(self.backend.before_delete(ctx))
+
+
+class FluxCreator(_GitOpsCreator):
     """The Flux Kustomization that applies the object applies it again."""
 
     name = "flux"
+    engine = "Flux"
 
     def __init__(self, target: SyncTarget, *, holds: bool, suspended: bool) -> None:
         from fracctl.flows.backends.flux import FluxBackend
 
+        super().__init__(target)
         self.backend = FluxBackend(target, suspended_here=suspended)
-        self.target = target
         self.holds = holds  # the procedure creates the object held: Flux waits meanwhile
-        self.creates: Obj | None = None
 
     def prove(self, ctx: Context, desired: Obj) -> list[str]:
-        """The flux backend's own rehearsal of its reconcile (see the module)."""
-        proof = self.backend.check(ctx, desired)
-        self.creates = proof.creates
-        said = proof.evidence
+        """The flux backend's own rehearsal of its reconcile, and the suspension to come."""
+        said = super().prove(ctx, desired)
         if self.holds:
-            said = [*said, "fracctl suspends the Kustomization from the delete until the hold is "
-                    "released: Flux would otherwise create the object unheld"]  # fmt: skip
+            said.append("fracctl suspends the Kustomization from the delete until the hold is "
+                        "released: Flux would otherwise create the object unheld")  # fmt: skip
         return said
 
     def before_delete(self, ctx: Context, journal: ObjectJournal) -> list[str]:
@@ -136,40 +149,29 @@ class FluxCreator:
         """
         if not self.holds:
             return []
-        from fracctl.flows.backends.flux import configured_kustomization
         from fracctl.flows.kinds import journal as journals
 
-        flux = configured_kustomization(ctx)
-        journal.suspended = f"{flux.namespace}/{flux.name}"
-        journals.write(ctx, journal)
-        flux.kube.patch(flux.ref, flux.name, {"spec": {"suspend": True}},
-                        namespace=flux.namespace)  # fmt: skip
+        journal.suspended = _suspend(ctx, None)
+        journals.write(ctx, journal)  # journaled first: a rerun knows whom to resume
+        _suspend(ctx, True)
         return [f"suspended Flux Kustomization {journal.suspended} until the hold is released"]
 
-    def create(self, w: Work, *, held: bool = False) -> Obj:
-        """Held: from Flux's rendering, by fracctl; else Flux's reconcile."""
-        done = w.recreated()
-        if done is not None:
-            return done
-        if held:
-            made = steps.create(w, steps.held(w, _copy(self.creates)))
-            w.say("created from Flux's rendering, held")
-            return made
-        w.say(self.backend.recreate(w.ctx, w.desired))
-        return _wait_recreated(w)
-
-    def release(self, w: Work) -> None:
-        """Apply Flux's rendering (the hold goes), resume the Kustomization, reconcile."""
-        from fracctl.flows.backends.flux import configured_kustomization
-
-        w.ctx.kube.apply(w.ref, clean_desired(_copy(self.creates)))
-        w.say(f"applied Flux's rendering of {w.journal.key}: the hold is gone")
+    def _released(self, w: Work) -> None:
+        """Resume the Kustomization this run (or an earlier one) suspended."""
         if w.journal.suspended:
-            flux = configured_kustomization(w.ctx)
-            flux.kube.patch(flux.ref, flux.name, {"spec": {"suspend": False}},
-                            namespace=flux.namespace)  # fmt: skip
+            _suspend(w.ctx, False)
             w.say(f"resumed Flux Kustomization {w.journal.suspended}")
-        w.say(self.backend.recreate(w.ctx, w.desired))
+
+
+def _suspend(ctx: Context, suspend: bool | None) -> str:
+    """The configured Kustomization's ``namespace/name``; sets ``spec.suspend`` unless None."""
+    from fracctl.flows.backends.flux import configured_kustomization
+
+    flux = configured_kustomization(ctx)
+    if suspend is not None:
+        flux.kube.patch(flux.ref, flux.name, {"spec": {"suspend": suspend}},
+                        namespace=flux.namespace)  # fmt: skip
+    return f"{flux.namespace}/{flux.name}"
 
 
 def _copy(obj: Obj | None) -> Obj:
