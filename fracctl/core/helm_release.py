@@ -1,0 +1,189 @@
+"""Helm's release records, read as Helm writes them; and whether an object is a hook.
+
+Helm 3 and 4 keep each revision of a release in a Secret named
+``sh.helm.release.v1.<release>.v<revision>`` in the release's namespace, labelled
+``owner=helm``, ``name``, ``status`` and ``version`` (helm/helm ``pkg/storage/driver/
+secrets.go`` ``newSecretsObject``). Its ``data.release`` is, under the Secret's own base64,
+``base64(gzip(json(release)))`` (``pkg/storage/driver/util.go`` ``encodeRelease``;
+``decodeRelease`` accepts the payload without gzip too). The release JSON
+(``pkg/release/v1/release.go``, ``hook.go``, ``info.go``) holds ``name``, ``namespace``,
+``version``, ``info.status``, ``chart.metadata``, ``config`` (the values given),
+``manifest`` (the release's own objects) and ``hooks`` (each with ``kind``, ``name``,
+``path``, ``events``, ``manifest`` and ``delete_policies``): hooks are not in
+``manifest``, which is why ``helm get manifest`` and ``helm uninstall`` never see them.
+
+Pure data in, data out: the Secrets are read by the caller.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import gzip
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+Obj = dict[str, Any]
+
+SECRET_PREFIX = "sh.helm.release.v1."
+OWNER_SELECTOR = "owner=helm"
+HOOK = "helm.sh/hook"
+HOOK_WEIGHT = "helm.sh/hook-weight"
+HOOK_DELETE_POLICY = "helm.sh/hook-delete-policy"
+# Argo CD's own hook annotation; Argo CD maps Helm's install/upgrade hooks onto its
+# phases (argo-cd docs/user-guide/helm.md, "Helm Hooks").
+ARGOCD_HOOK = "argocd.argoproj.io/hook"
+ARGOCD_HOOK_DELETE_POLICY = "argocd.argoproj.io/hook-delete-policy"
+# Helm's default when a hook names no delete policy (pkg/action/hooks.go: a hook with
+# no policy gets before-hook-creation): the old object is deleted, and the delete waited
+# for, before the hook is created again.
+BEFORE_HOOK_CREATION = "before-hook-creation"
+# The statuses Helm treats as an operation in progress (pkg/release/v1/info.go
+# ``Status.IsPending``); an upgrade refuses while the last revision has one ("another
+# operation (install/upgrade/rollback) is in progress").
+PENDING = ("pending-install", "pending-upgrade", "pending-rollback")
+DEPLOYED = "deployed"
+FAILED = "failed"
+
+
+class NotARelease(ValueError):
+    """A Secret's payload is not a Helm release record."""
+
+
+@dataclass(frozen=True)
+class Hook:
+    """One hook of a release: the object it creates, and when."""
+
+    kind: str
+    name: str
+    path: str  # the template, "<chart>/templates/…"
+    events: tuple[str, ...]
+    delete_policies: tuple[str, ...]
+    manifest: str
+
+    @property
+    def recreated_on(self) -> tuple[str, ...]:
+        """The events that delete and recreate it (none if a policy removes it after)."""
+        policies = self.delete_policies or (BEFORE_HOOK_CREATION,)
+        return self.events if BEFORE_HOOK_CREATION in policies else ()
+
+
+@dataclass(frozen=True)
+class Release:
+    """One revision of a release, as its Secret records it."""
+
+    name: str
+    namespace: str
+    version: int
+    status: str
+    chart: str  # "<name>-<version>"
+    manifest: str
+    hooks: tuple[Hook, ...] = ()
+    values: Mapping[str, Any] = field(default_factory=dict)
+    description: str = ""
+
+    @property
+    def pending(self) -> bool:
+        """Whether Helm counts this revision as an operation still in progress."""
+        return self.status in PENDING
+
+    def hook_for(self, kind: str, name: str) -> Hook | None:
+        """The hook that creates ``kind``/``name``, if this revision has one."""
+        return next((h for h in self.hooks if h.kind == kind and h.name == name), None)
+
+
+def decode(secret: Obj) -> Release:
+    """The release a ``sh.helm.release.v1.*`` Secret (as the API returns it) records.
+
+    Raises:
+        NotARelease: the Secret holds no readable release.
+    """
+    data = (secret.get("data") or {}).get("release")
+    if not isinstance(data, str):
+        raise NotARelease("no data.release")
+    try:
+        payload = base64.b64decode(base64.b64decode(data, validate=True), validate=True)
+        if payload[:3] == b"\x1f\x8b\x08":  # gzip's magic, as decodeRelease checks it
+            payload = gzip.decompress(payload)
+        raw = json.loads(payload)
+    except (binascii.Error, OSError, EOFError, ValueError) as e:
+        raise NotARelease(f"data.release does not decode: {e}") from e
+    if not isinstance(raw, dict):
+        raise NotARelease("data.release is not an object")
+    return _release(raw)
+
+
+def _release(raw: Obj) -> Release:
+    meta = (raw.get("chart") or {}).get("metadata") or {}
+    hooks = tuple(
+        Hook(
+            kind=str(h.get("kind") or ""),
+            name=str(h.get("name") or ""),
+            path=str(h.get("path") or ""),
+            events=tuple(str(e) for e in h.get("events") or ()),
+            delete_policies=tuple(str(p) for p in h.get("delete_policies") or ()),
+            manifest=str(h.get("manifest") or ""),
+        )
+        for h in raw.get("hooks") or ()
+        if isinstance(h, dict)
+    )
+    info = raw.get("info") or {}
+    return Release(
+        name=str(raw.get("name") or ""),
+        namespace=str(raw.get("namespace") or ""),
+        version=int(raw.get("version") or 0),
+        status=str(info.get("status") or ""),
+        chart=f"{meta.get('name', '')}-{meta.get('version', '')}",
+        manifest=str(raw.get("manifest") or ""),
+        hooks=hooks,
+        values=raw.get("config") or {},
+        description=str(info.get("description") or ""),
+    )
+
+
+def latest(secrets: Iterable[Obj]) -> dict[tuple[str, str], Release]:
+    """The newest readable revision of each release, by (namespace, name).
+
+    Secrets that are not release records (or do not decode) are skipped: a reader of
+    many namespaces must not fail on one foreign Secret that happens to match.
+    """
+    newest: dict[tuple[str, str], Release] = {}
+    for s in secrets:
+        if not str((s.get("metadata") or {}).get("name", "")).startswith(SECRET_PREFIX):
+            continue
+        try:
+            r = decode(s)
+        except NotARelease:
+            continue
+        key = (r.namespace, r.name)
+        if key not in newest or r.version > newest[key].version:
+            newest[key] = r
+    return newest
+
+
+def hook_events(obj: Mapping[str, Any]) -> tuple[str, ...]:
+    """The Helm hook events an object's annotations declare (empty: not a Helm hook)."""
+    ann = (obj.get("metadata") or {}).get("annotations") or {}
+    return tuple(e.strip() for e in str(ann.get(HOOK, "")).split(",") if e.strip())
+
+
+def argocd_hook(obj: Mapping[str, Any]) -> str:
+    """The Argo CD hook phase an object declares itself, if any."""
+    ann = (obj.get("metadata") or {}).get("annotations") or {}
+    return str(ann.get(ARGOCD_HOOK, ""))
+
+
+def recreated_by_hook(obj: Mapping[str, Any]) -> tuple[str, ...]:
+    """The Helm events on which this object, a hook, is deleted and created again.
+
+    Empty when it is not a Helm hook or its delete policy removes it after it ran (then
+    it is not kept at all).
+    """
+    events = hook_events(obj)
+    ann = (obj.get("metadata") or {}).get("annotations") or {}
+    policies = tuple(
+        p.strip() for p in str(ann.get(HOOK_DELETE_POLICY, "")).split(",") if p.strip()
+    )
+    return Hook("", "", "", events, policies, "").recreated_on
