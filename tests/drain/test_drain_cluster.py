@@ -83,6 +83,8 @@ def test_the_dry_run_lists_fence_groups_owners_and_budgets(
         assert "owner ReplicaSet/frac-g0-" in r.output
         assert f"budget {busy.ns}/frac: allows 24, the drain needs 24 (ok)" in r.output
         assert "fractional-pods" in r.output and "the drain evicts 24 pod(s) first" in r.output
+        # The row passes: its fix for a refusal ("let them finish") is not shown with it.
+        assert "let them finish or scale them down" not in r.output, r.output
         j = run_cli("-c", str(busy.incident.config_file), "recreate", "--drain", "--dry-run",
                     "-o", "json")  # fmt: skip
         assert j.exit_code == ExitCode.OK, j.output
@@ -93,9 +95,20 @@ def test_the_dry_run_lists_fence_groups_owners_and_budgets(
 
 
 def refused(busy: Busy, *args: str) -> str:
-    r = run_cli("-c", str(busy.incident.config_file), "recreate", "--drain", "--yes", *args)
+    from fracctl.core.drain import REFUSAL_FIX as DRAIN_REFUSAL_FIX
+
+    cfg = str(busy.incident.config_file)
+    r = run_cli("-c", cfg, "recreate", "--drain", "--yes", *args)
     assert r.exit_code == ExitCode.FINDING, r.output
     assert "nothing changed" in r.output or "nothing was deleted or changed" in r.output
+    if "; drain: " in r.output or ": drain: " in r.output:
+        # A refusal of the drain's plan ends with the fix the dry run shows for it, and
+        # that fix names the runbook whole.
+        assert r.output.rstrip().endswith(f"-> {DRAIN_REFUSAL_FIX}"), r.output
+        assert "runbooks/drain.md" in DRAIN_REFUSAL_FIX
+        plan = run_cli("-c", cfg, "recreate", "--drain", "--dry-run", "-o", "json", *args)
+        fixes = {c["fix"] for c in plan.json["guards"]["checks"] if c["name"] == "drain"}
+        assert fixes == {DRAIN_REFUSAL_FIX}, plan.output
     return r.output
 
 
