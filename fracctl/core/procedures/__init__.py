@@ -82,7 +82,7 @@ def _controlled(o: ObjectDrift, live: Obj) -> Refusal | None:
         if ref.get("controller"):
             owner = f"{ref.get('kind')}/{ref.get('name')}"
             return Refusal(
-                f"{owner} controls it and would recreate it first",
+                f"it is controlled by {owner}, which would recreate it first",
                 f"change it through {owner}",
             )
     return None
