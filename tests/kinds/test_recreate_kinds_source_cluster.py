@@ -31,6 +31,8 @@ def elsewhere(shop: Shop) -> None:
     (shop.repo / "gpu-fractioning").mkdir()
     cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "other"}, "data": {}}
     (shop.repo / "gpu-fractioning" / "other.yaml").write_text(yaml.safe_dump(cm))
+    commit_all(shop.repo, message="gpu-fractioning")
+    shop.create(cm)  # in sync: drift at git.path finds nothing to do
 
 
 def commit_under(shop: Shop, folder: str, *objects: Obj, message: str = "change") -> None:
