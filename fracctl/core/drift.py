@@ -417,15 +417,16 @@ def narrow(fields: Iterable[FieldDiff]) -> list[FieldDiff]:
     return out
 
 
-_GO_VALUE = re.compile(r"\b[a-z][\w]*\.[A-Z]\w*\{")
+_GO_VALUE = re.compile(r"(?:\b[a-z]\w*\.[A-Z]\w*|Invalid value: )\{")
 
 
 def short_message(message: str) -> str:
-    """An API message with each Go value it dumps (``core.PodTemplateSpec{…}``) cut short.
+    """An API message with each object value it dumps cut short (``{…}``).
 
     Validation prints the whole rejected value (k8s.io/apimachinery
-    ``pkg/util/validation/field/errors.go``, ``Invalid``: ``Invalid value: %#v``): for a
-    Job's template a couple of kilobytes that say nothing the fields do not.
+    ``pkg/util/validation/field/errors.go``: ``Invalid value: …``, as JSON in v1.34, as
+    ``core.PodTemplateSpec{…}`` in older releases): for a Job's template a couple of
+    kilobytes, the controller's labels among them, that say nothing the fields do not.
     """
     out, i = [], 0
     for m in _GO_VALUE.finditer(message):

@@ -433,3 +433,7 @@ def test_a_go_value_in_an_api_message_is_cut_short() -> None:
         "field is immutable"
     )
     assert d.short_message("nodeSelector is immutable") == "nodeSelector is immutable"
+    as_json = 'spec.template: Invalid value: {"labels":{"a":"u"},"Spec":{}}: field is immutable'
+    assert d.short_message(as_json) == "spec.template: Invalid value: {…}: field is immutable"
+    cut = 'spec.template: Invalid value: {"labels":{"controller-uid":"u"},"Spec":{"Host'
+    assert d.short_message(cut) == "spec.template: Invalid value: {…}"
