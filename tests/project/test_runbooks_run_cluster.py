@@ -132,6 +132,7 @@ def fractional(replicas: int) -> dict[str, Any]:
                      "metadata": {"labels": labels,
                                   "annotations": {"gpu-fraction": "0.5", **kwok_delays(0)}},
                      "spec": {"schedulerName": "kai-scheduler",
+                              "securityContext": {"runAsNonRoot": True, "runAsUser": 1000},
                               "terminationGracePeriodSeconds": 1,
                               "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists"}],
                               "containers": [{"name": "main", "image": "busybox"}]}}},
