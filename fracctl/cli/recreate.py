@@ -236,8 +236,9 @@ def recreate(
 
     KIND/NAME (or --all: each object drift --all finds) recreates a built-in object by its
     kind's safe procedure instead, or refuses with the fix (runbooks/recreate-kinds.md).
-    KIND is spelled as kubectl takes it (sts, statefulsets.apps); --path, --revision,
-    --repo and --renderer say where git's objects are, as for render and drift.
+    KIND is spelled as kubectl takes it (sts, statefulsets.apps); --path,
+    --revision, --repo and --renderer say where git's objects are, as for
+    render and drift.
 
     Examples:
         fracctl recreate --dry-run
