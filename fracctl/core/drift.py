@@ -399,13 +399,14 @@ def narrow(fields: Iterable[FieldDiff]) -> list[FieldDiff]:
     ``spec.template`` (a Job's): the live side then holds what the server defaulted or
     added (``podManagementPolicy``, ``revisionHistoryLimit``, the Job controller's
     ``controller-uid`` labels), which git never changed. A plain string map (a node
-    selector) stays whole: a key git removed from it is a change too.
+    selector) and a label selector stay whole: a key git removed from one is a change too.
     """
     out: list[FieldDiff] = []
     for f in fields:
         live, desired = f.live, f.desired
         objects = isinstance(live, Mapping) and isinstance(desired, Mapping)
-        if objects and not (_scalar_map(live) and _scalar_map(desired)):
+        whole = f.path.rsplit(".", 1)[-1] == "selector"
+        if objects and not whole and not (_scalar_map(live) and _scalar_map(desired)):
             opened = diff_paths(live, desired, f.path, subset=True)
             if opened:
                 out += [

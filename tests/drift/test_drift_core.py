@@ -418,6 +418,9 @@ def test_a_whole_spec_field_narrows_to_what_git_changes() -> None:
     # A selector map stays whole: a key git removed is a change too.
     sel = d.FieldDiff("spec.nodeSelector", {"a": "1", "b": "2"}, {"a": "1"}, "immutable")
     assert d.narrow([sel]) == [sel]
+    labels = d.FieldDiff("spec.selector", {"matchLabels": {"a": "1", "b": "2"}},
+                         {"matchLabels": {"a": "2"}}, "immutable")  # fmt: skip
+    assert d.narrow([labels]) == [labels]
 
 
 def test_a_go_value_in_an_api_message_is_cut_short() -> None:
