@@ -385,11 +385,63 @@ def fields_from_causes(
                 get_path(live, path),
                 get_path(desired, path),
                 "immutable",
-                c.message,
+                short_message(c.message),
                 "api-server",
             )
         )
     return out
+
+
+def narrow(fields: Iterable[FieldDiff]) -> list[FieldDiff]:
+    """Each field whose values are objects, down to the values git sets that differ.
+
+    A rule or an API server cause may name a whole ``spec`` (a StatefulSet's) or a
+    ``spec.template`` (a Job's): the live side then holds what the server defaulted or
+    added (``podManagementPolicy``, ``revisionHistoryLimit``, the Job controller's
+    ``controller-uid`` labels), which git never changed. A plain string map (a node
+    selector) and a label selector stay whole: a key git removed from one is a change too.
+    """
+    out: list[FieldDiff] = []
+    for f in fields:
+        live, desired = f.live, f.desired
+        objects = isinstance(live, Mapping) and isinstance(desired, Mapping)
+        whole = f.path.rsplit(".", 1)[-1] == "selector"
+        if objects and not whole and not (_scalar_map(live) and _scalar_map(desired)):
+            opened = diff_paths(live, desired, f.path, subset=True)
+            if opened:
+                out += [
+                    FieldDiff(o.path, o.live, o.desired, f.constraint, f.message, f.source)
+                    for o in opened
+                ]
+                continue
+        out.append(f)
+    return out
+
+
+_GO_VALUE = re.compile(r"(?:\b[a-z]\w*\.[A-Z]\w*|Invalid value: )\{")
+
+
+def short_message(message: str) -> str:
+    """An API message with each object value it dumps cut short (``{…}``).
+
+    Validation prints the whole rejected value (k8s.io/apimachinery
+    ``pkg/util/validation/field/errors.go``: ``Invalid value: …``, as JSON in v1.34, as
+    ``core.PodTemplateSpec{…}`` in older releases): for a Job's template a couple of
+    kilobytes, the controller's labels among them, that say nothing the fields do not.
+    """
+    out, i = [], 0
+    for m in _GO_VALUE.finditer(message):
+        if m.start() < i:
+            continue
+        depth, j = 0, m.end() - 1
+        while j < len(message):
+            depth += {"{": 1, "}": -1}.get(message[j], 0)
+            if depth == 0:
+                break
+            j += 1
+        out.append(message[i : m.end()] + "…}")
+        i = j + 1
+    return "".join(out) + message[i:]
 
 
 def unapplied(after: Mapping[str, Any], fields: Iterable[FieldDiff]) -> list[FieldDiff]:

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from fracctl.core import recreate_plan
 from fracctl.core.clock import utc_timestamp
-from fracctl.core.drain import DELETING
+from fracctl.core.drain import DELETING, REFUSAL_FIX
 from fracctl.core.drift import IN_SYNC, MISSING_DESIRED, REJECTED
 from fracctl.core.nodes import selector_of
 from fracctl.core.outcome import Outcome
@@ -184,19 +184,20 @@ def _drain_guards(run: Run, report: PreflightReport) -> PreflightReport:
     from fracctl.flows import drain
 
     if run.live is not None and not (run.journal and run.journal.phase == DELETING):
-        run.result.drain = drain.plan(
-            run.ctx, live=run.live, desired=run.desired, force=run.force, journal=run.journal
-        )
+        run.result.drain = drain.plan(run.ctx, live=run.live, desired=run.desired,
+                                      force=run.force, journal=run.journal,
+                                      run_id=run.lock.run_id)  # fmt: skip
     planned = run.result.drain
     checks = []
     for c in report.checks:
         if c.name == "fractional-pods" and not c.ok:
             n = len(planned.pods) if planned else 0
-            c = replace(c, ok=True, evidence=f"{c.evidence}; the drain evicts {n} pod(s) first")
+            c = replace(c, ok=True, fix="",  # the drain is the fix now
+                        evidence=f"{c.evidence}; the drain evicts {n} pod(s) first")  # fmt: skip
         checks.append(c)
     for why in planned.refusals if planned else ():
         checks.append(replace(report.checks[0], name="drain", ok=False, evidence=why,
-                              fix="see runbooks/drain.md"))  # fmt: skip
+                              fix=REFUSAL_FIX))  # fmt: skip
     return replace(report, checks=checks)
 
 

@@ -397,3 +397,46 @@ def test_github_annotations_use_the_error_file_form() -> None:
 )
 def test_annotation_escaping(message: str, expected: str) -> None:
     assert annotation("error", message, title="t:1,2") == f"::error title=t%3A1%2C2::{expected}"
+
+
+def test_a_whole_spec_field_narrows_to_what_git_changes() -> None:
+    """A StatefulSet's rule names ``spec``: what git changes, not the server's defaults."""
+    live = {"serviceName": "db", "podManagementPolicy": "OrderedReady",
+            "revisionHistoryLimit": 10, "selector": {"matchLabels": {"app": "db"}}}  # fmt: skip
+    desired = {"serviceName": "db-v2", "selector": {"matchLabels": {"app": "db"}}}
+    (f,) = d.narrow([d.FieldDiff("spec", live, desired, "immutable", "m", "built-in")])
+    assert (f.path, f.live, f.desired) == ("spec.serviceName", "db", "db-v2")
+    assert (f.constraint, f.message, f.source) == ("immutable", "m", "built-in")
+    # A Job's template: the controller's labels are not git's change; the image is.
+    live_t = {"metadata": {"labels": {"app": "m", "controller-uid": "u",
+                                      "batch.kubernetes.io/controller-uid": "u"}},
+              "spec": {"containers": [{"name": "m", "image": "m:1"}]}}  # fmt: skip
+    desired_t = {"metadata": {"labels": {"app": "m"}},
+                 "spec": {"containers": [{"name": "m", "image": "m:2"}]}}  # fmt: skip
+    got = d.narrow([d.FieldDiff("spec.template", live_t, desired_t, "immutable")])
+    assert [f.path for f in got] == ["spec.template.spec.containers[0].image"]
+    # A selector map stays whole: a key git removed is a change too.
+    sel = d.FieldDiff("spec.nodeSelector", {"a": "1", "b": "2"}, {"a": "1"}, "immutable")
+    assert d.narrow([sel]) == [sel]
+    labels = d.FieldDiff("spec.selector", {"matchLabels": {"a": "1", "b": "2"}},
+                         {"matchLabels": {"a": "2"}}, "immutable")  # fmt: skip
+    assert d.narrow([labels]) == [labels]
+
+
+def test_a_go_value_in_an_api_message_is_cut_short() -> None:
+    value = (
+        'core.PodTemplateSpec{ObjectMeta:v1.ObjectMeta{Name:"", Labels:map[string]string{'
+        + "x" * 2000
+        + "}}}"
+    )
+    message = f'Job.batch "m" is invalid: spec.template: Invalid value: {value}: field is immutable'
+    short = d.short_message(message)
+    assert short == (
+        'Job.batch "m" is invalid: spec.template: Invalid value: core.PodTemplateSpec{…}: '
+        "field is immutable"
+    )
+    assert d.short_message("nodeSelector is immutable") == "nodeSelector is immutable"
+    as_json = 'spec.template: Invalid value: {"labels":{"a":"u"},"Spec":{}}: field is immutable'
+    assert d.short_message(as_json) == "spec.template: Invalid value: {…}: field is immutable"
+    cut = 'spec.template: Invalid value: {"labels":{"controller-uid":"u"},"Spec":{"Host'
+    assert d.short_message(cut) == "spec.template: Invalid value: {…}"

@@ -273,8 +273,8 @@ class Judge:
         out.causes = list(e.status.causes)
         if d.is_immutable_rejection(e.status.causes, e.status.message, rules):
             out.verdict = d.NEEDS_RECREATE
-            out.fields = immutable + d.fields_from_causes(
-                e.status.causes, it.live, it.desired, immutable
+            out.fields = d.narrow(
+                immutable + d.fields_from_causes(e.status.causes, it.live, it.desired, immutable)
             )
             from fracctl.flows.procedures import name_procedure
 
