@@ -45,5 +45,7 @@ def test_the_registry_is_what_config_and_lookup_accept(with_dry: dry_backend.Cal
     assert registry.choices() == "argocd, flux, helm, apply or dry"
     assert cfg.load(None, env={}, overrides={"recreate.backend": "dry"}).recreate.backend == "dry"
     assert backends.get("dry").name == "dry"
-    with pytest.raises(UsageError, match="unknown backend 'helm' .use argocd, flux, apply or dry"):
-        backends.get("helm")
+    with pytest.raises(
+        UsageError, match="unknown backend 'helmfile' .use argocd, flux, helm, apply or dry"
+    ):
+        backends.get("helmfile")

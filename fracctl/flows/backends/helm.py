@@ -50,8 +50,8 @@ from fracctl.core.helm_release import Release
 from fracctl.core.nodes import selector_of
 from fracctl.core.recreate_plan import ReleaseState
 from fracctl.core.resources import ResourceRef
-from fracctl.errors import ExternalError, Refused, UsageError
-from fracctl.flows.backends import Obj, Proof, clean_desired, dry_run_create
+from fracctl.errors import ExternalError, FracctlError, Refused, UsageError
+from fracctl.flows.backends import BackendCheckFailed, Obj, Proof, clean_desired, dry_run_create
 from fracctl.flows.backends.access import require
 from fracctl.flows.context import Context
 
@@ -347,7 +347,12 @@ class HelmBackend:
     def upgrade_facts(self, ctx: Context, desired: Obj) -> Upgrade:
         """The release and helm's rendering, read once per run (the plan and proofs share it)."""
         if self.facts is None:
-            self.facts = upgrade_facts(ctx, desired)
+            try:
+                self.facts = upgrade_facts(ctx, desired)
+            except UsageError:
+                raise
+            except FracctlError as e:  # read before the proofs: say so the same way
+                raise BackendCheckFailed(self.name, e) from e
         return self.facts
 
     def check(self, ctx: Context, desired: Obj) -> Proof:
