@@ -235,7 +235,7 @@ def recreate(
         fracctl recreate StatefulSet/db -n shop --backend apply --dry-run
         fracctl recreate --all --backend apply --dry-run
         fracctl recreate --yes --backend argocd
-        fracctl recreate --restore-from ~/.local/state/fracctl/backups/FILE.yaml --yes
+        fracctl recreate --restore-from ~/.local/state/fracctl/backups/FILE --yes
         fracctl --context eu-1 --context us-1 recreate --dry-run
         fracctl recreate --drain --yes
         fracctl recreate --abort
