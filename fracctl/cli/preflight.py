@@ -13,7 +13,7 @@ from fracctl.errors import ExitCode
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from fracctl.flows.preflight import PreflightReport
+    from fracctl.flows.guards.preflight import PreflightReport
 
 SELECTOR_HELP = (
     "The desired selector as KEY=VALUE (repeatable); default: rendered from git (fracctl render)."
@@ -71,7 +71,7 @@ def command(
         fracctl preflight -o json | jq '.checks[] | select(.ok | not)'
         fracctl --all-contexts preflight
     """
-    from fracctl.flows.preflight import preflight
+    from fracctl.flows.guards.preflight import preflight
 
     wanted = selector_option(selector)
     found = _app.fleet(ctx, fleet__parallel=parallel)

@@ -355,7 +355,7 @@ def _one(
         return typer.confirm("Proceed?", default=False, err=True)
 
     if restore_from is not None:
-        from fracctl.flows.restore import restore
+        from fracctl.flows.recreate.restore import restore
 
         return restore(c, restore_from, dry_run=dry_run, yes=yes, confirm=confirm)
     return flow.recreate(
@@ -443,7 +443,7 @@ def wait(
         fracctl wait
         fracctl wait --timeout 15m
     """
-    from fracctl.flows.wait import wait_for_target
+    from fracctl.flows.recreate.wait import wait_for_target
 
     c = _app.context(ctx, timeouts__ready=timeout)
     result = wait_for_target(c)

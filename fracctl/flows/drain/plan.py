@@ -58,7 +58,7 @@ def plan(
     annotation prefix says which pods are fractional; ``force`` evicts bare pods too;
     ``journal`` is that of a drain this run resumes.
     """
-    from fracctl.flows.preflight import fractions, scan_fractional_pods
+    from fracctl.flows.guards.preflight import fractions, scan_fractional_pods
 
     cond_type = ctx.config.condition
     refusals: list[str] = []
