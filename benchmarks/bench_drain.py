@@ -36,7 +36,6 @@ import concurrent.futures
 import os
 import re
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -62,8 +61,6 @@ from fracctl.sandbox.seed import install_kai_config_crd  # noqa: E402
 
 SELECTOR = {"example.org/gpu-fractions": "enabled"}
 NAMESPACE_COUNT = 10
-#: The API server's limit: the figure the drain is held to (goal: within 1.3x).
-LIMIT = "bare, 16 at once"
 SMP = "application/strategic-merge-patch+json"
 KUBECTL_REQUEST = re.compile(
     r'verb="(GET|POST|PUT|PATCH|DELETE)"|\b(GET|POST|PUT|PATCH|DELETE) https'
@@ -272,33 +269,6 @@ def trial_kubectl(bench: Bench, kubectl: str) -> tuple[float, int]:
     return wall, calls
 
 
-def section(data: dict[str, Any]) -> str:
-    rows = data["rows"]
-    base = LIMIT if LIMIT in rows else next(iter(rows))
-    bare = statistics.median(rows[base]["wall"])
-    lines = [
-        "## drain: `recreate --drain`'s evictions against bare evictions and `kubectl drain`",
-        "",
-        "    python benchmarks/bench_drain.py                  # 1,000 pods, 250 groups, 100 nodes",
-        "",
-        f"{data['pods']} fractional pods in {data['groups']} PodGroups on {data['nodes']} KWOK "
-        f"nodes, 10 namespaces each with a budget covering its pods; {data['runs']} run(s). "
-        "Wall from the first request until no pod is left; requests counted at the client. "
-        "fracctl's figure is the plan, the journal, the fence, the evictions group by group "
-        "and the wait (the recreate that follows is not in it).",
-        "",
-        f"| how | wall: median (range) | requests | / {base} |",
-        "|---|---|---:|---:|",
-    ]
-    for name, r in rows.items():
-        med = statistics.median(r["wall"])
-        lines.append(
-            f"| {name} | {report.spread(r['wall'])} | {int(statistics.median(r['calls'])):,} | "
-            f"{med / bare:.2f}x |"
-        )
-    return "\n".join(lines) + "\n"
-
-
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     ap.add_argument("--quick", action="store_true")
@@ -317,7 +287,7 @@ def main(argv: list[str] | None = None) -> int:
             ways: dict[str, Any] = {
                 "fracctl drain": lambda: trial_fracctl(bench),
                 "bare, one by one": lambda: trial_bare(bench, 1),
-                "bare, 16 at once": lambda: trial_bare(bench, 16),
+                report.DRAIN_BASE: lambda: trial_bare(bench, 16),
             }
             if kubectl:
                 ways["kubectl drain"] = lambda: trial_kubectl(bench, kubectl)
@@ -338,7 +308,7 @@ def main(argv: list[str] | None = None) -> int:
     version = report._version([kubectl, "version", "--client"]) if kubectl else None
     data = {"nodes": nodes, "pods": pods, "groups": groups, "runs": args.runs, "rows": rows,
             "kubectl": version}  # fmt: skip
-    report.save(report.OUT / "drain.json", data, section(data))
+    report.save(report.OUT / "drain.json", data, "\n".join(report.drain_section(data)))
     return 0
 
 

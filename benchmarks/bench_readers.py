@@ -60,7 +60,7 @@ def probe_pool_only(kubeconfig: str) -> None:
     """Child process: ``fracctl probe``'s pool reading, the default pool."""
     from fracctl.adapters.kube import Kube
     from fracctl.flows.context import Context
-    from fracctl.flows.probe import refuse_denied_pool
+    from fracctl.flows.guards.probe import refuse_denied_pool
 
     config = Config()
     ctx = Context(config=config, kube_factory=lambda: Kube.connect(kubeconfig=kubeconfig))

@@ -107,8 +107,7 @@ def round_two(
     ctx: Context, backend: str, desired: dict[str, Any], live: dict[str, Any]
 ) -> dict[str, Callable[[], Any]]:
     """The second round's proofs, each on its own."""
-    from fracctl.flows import rehearse
-    from fracctl.flows.backends import flux_proofs
+    from fracctl.flows.backends import flux_proofs, rehearse
 
     steps: dict[str, Callable[[], Any]] = {
         "round 2: finalizers and the operator": lambda: delete_rehearsal.check_delete(ctx, live),

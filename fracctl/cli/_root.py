@@ -13,6 +13,7 @@ summaries, and the help output, equal to typer's rendering of the complete CLI).
 from __future__ import annotations
 
 import importlib
+import inspect
 import sys
 import types
 from collections.abc import Iterable, Iterator, Mapping
@@ -113,6 +114,51 @@ def new_app(cls: type[TyperGroup] | None = None) -> typer.Typer:
 Table = Mapping[str, tuple[str, str]]
 
 
+def reflow(text: str) -> str:
+    """A help text whose prose paragraphs are one line each, to wrap at the terminal's width.
+
+    Docstrings are hard-wrapped for the source; typer's rich help keeps those line breaks
+    and wraps each line again at the terminal's width, leaving a word or two on a line of
+    its own wherever the two widths disagree (click's own formatter rewraps paragraphs, and
+    keeps one that starts with a backspace character as written). So here each run of
+    unindented lines becomes one line, and what is indented (a table, an Examples block)
+    stays as written, line by line, as does a paragraph click would keep.
+    """
+    paragraphs = []
+    for paragraph in inspect.cleandoc(text).split("\n\n"):
+        if paragraph.startswith("\b"):
+            paragraphs.append(paragraph)
+            continue
+        lines: list[str] = []
+        prose = False  # whether the last line is prose that the next one continues
+        for line in paragraph.split("\n"):
+            if prose and line and not line[0].isspace():
+                lines[-1] += " " + line.strip()
+            else:
+                lines.append(line)
+                prose = bool(line) and not line[0].isspace()
+        paragraphs.append("\n".join(lines))
+    return "\n\n".join(paragraphs)
+
+
+def reflow_help(app: typer.Typer) -> None:
+    """:func:`reflow` the help of every command and group registered on ``app``, at any depth.
+
+    Run on the typer apps (the complete CLI's and each one a command is loaded on), so
+    both render the same help. It can run twice: a reflowed text reflows to itself.
+    """
+    for command in app.registered_commands:
+        text = command.help if command.help is not None else inspect.getdoc(command.callback)
+        if text:
+            command.help = reflow(text)
+    for group in app.registered_groups:
+        text = typer.main.solve_typer_info_help(group)
+        if text:
+            group.help = reflow(text)
+        if group.typer_instance is not None:
+            reflow_help(group.typer_instance)
+
+
 def module_path(module: str) -> str:
     """The module a command table names: ``render`` is ``fracctl.cli.render``."""
     return module if "." in module else f"fracctl.cli.{module}"
@@ -137,6 +183,7 @@ class LazyCommands(Mapping[str, "_click.Command"]):
             module = importlib.import_module(module_path(self.table[name][0]))
             app = typer.Typer(**SETTINGS)
             module.register(app)
+            reflow_help(app)
             group = typer.main.get_group(app)
             self.loaded.update(group.commands)
         return self.loaded[name]

@@ -39,7 +39,7 @@ def view(
     Examples:
         fracctl config view
         fracctl --config fracctl.yaml config view -o yaml
-        fracctl config view -o json | jq '.settings[] | select(.source != "default")'
+        fracctl config view -o json | jq '.settings[]|select(.source!="default")'
     """
     from fracctl.config.view import effective
 

@@ -119,12 +119,12 @@ def command(
     as a server-side dry-run apply. The API server's answers are the verdict:
 
       in-sync            live matches git
-      needs-recreate     the update is rejected as immutable: only delete + recreate
+      needs-recreate     refused as immutable: only a delete + recreate applies it
       applies-in-place   differs, and a sync would apply it
       missing-live       in git, not in the cluster
       missing-desired    in the cluster (or configured), not in git
-      rejected           the API server rejects the desired object (a missing required
-                         field, a schema or CEL rule): no sync or recreate can apply it
+      rejected           the API server rejects the desired object (a missing
+                         required field, a schema or CEL rule): nothing applies it
 
     With argocd.app configured, also shows what Argo CD claims and flags
     "Argo CD reports Synced but the live object differs".

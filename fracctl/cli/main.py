@@ -89,6 +89,7 @@ def complete_app() -> typer.Typer:
     root = _root.new_app()
     for name in dict.fromkeys(module for module, _ in COMMANDS.values()):
         importlib.import_module(_root.module_path(name)).register(root)
+    _root.reflow_help(root)
     return root
 
 

@@ -52,7 +52,7 @@ def preflight(
         fracctl node preflight
         fracctl node preflight --host-root /host -o json
     """
-    from fracctl.flows import node_checks
+    from fracctl.flows.guards import node_checks
 
     c = _app.context(ctx, mps__host_root=host_root)
     checks = node_checks.preflight(c)
@@ -307,7 +307,7 @@ def probe_memory(
         fracctl node probe-memory --limit 4096M --step 256M
         CUDA_MPS_PIPE_DIRECTORY=/run/nvidia-mps fracctl node probe-memory -o json
     """
-    from fracctl.flows import node_checks
+    from fracctl.flows.guards import node_checks
 
     limit_mib = _mib(limit) if limit is not None else None  # checked by the callbacks
     step_mib = _mib(step)

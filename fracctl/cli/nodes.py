@@ -11,7 +11,7 @@ from fracctl.errors import ExitCode
 
 if TYPE_CHECKING:
     from fracctl.flows.context import Context
-    from fracctl.flows.nodes import LabelReport
+    from fracctl.flows.guards.nodes import LabelReport
 
 app = typer.Typer(
     help="Check and label GPU nodes for fractions (opt-in label; denied classes such as H200).",
@@ -42,7 +42,7 @@ def check(ctx: typer.Context, output: _app.Output = "table") -> None:
         fracctl nodes check
         fracctl nodes check -o json
     """
-    from fracctl.flows.nodes import check as run
+    from fracctl.flows.guards.nodes import check as run
 
     c = _app.context(ctx)
     report = run(c)
@@ -116,7 +116,7 @@ def label(
         fracctl nodes label b200-0
         fracctl nodes label b200-0 b200-1 --dry-run
     """
-    from fracctl.flows.nodes import label as run
+    from fracctl.flows.guards.nodes import label as run
 
     c = _app.context(ctx)
     _show(c, run(c, nodes=nodes, dry_run=dry_run), output)
@@ -145,7 +145,7 @@ def unlabel(
         fracctl nodes unlabel h200-0
         fracctl nodes unlabel h200-0 --dry-run
     """
-    from fracctl.flows.nodes import unlabel as run
+    from fracctl.flows.guards.nodes import unlabel as run
 
     c = _app.context(ctx)
     _show(c, run(c, nodes=nodes, dry_run=dry_run, force=force), output)

@@ -21,7 +21,7 @@ from fracctl.errors import ExitCode, UsageError
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from fracctl.flows.preflight import PreflightReport
+    from fracctl.flows.guards.preflight import PreflightReport
 
 SELECTOR_HELP = (
     "The desired selector as KEY=VALUE (repeatable); default: rendered from git (fracctl render)."
@@ -83,7 +83,7 @@ def command(
         fracctl preflight -o json | jq '.checks[] | select(.ok | not)'
         fracctl --all-contexts preflight
     """
-    from fracctl.flows.preflight import preflight
+    from fracctl.flows.guards.preflight import preflight
 
     wanted = selector_option(selector)
     source = {"repo": repo, "revision": revision, "path": path, "renderer": renderer}

@@ -9,18 +9,18 @@ import typer
 from fracctl.cli import _app
 from fracctl.cli.preflight import check_selector, selector_option
 
-# What --expect accepts: fracctl.flows.probe.EXPECT (a test keeps the two in step).
+# What --expect accepts: fracctl.flows.guards.probe.EXPECT (a test keeps the two in step).
 Expect = Literal["any", "running", "not-ready"]
 
 
 def _memory(value: str) -> int:
-    from fracctl.flows.probe import memory_mib
+    from fracctl.flows.guards.probe import memory_mib
 
     return memory_mib(value)
 
 
 def _fraction(value: float) -> float:
-    from fracctl.flows.probe import check_fraction
+    from fracctl.flows.guards.probe import check_fraction
 
     return check_fraction(value)
 
@@ -98,7 +98,7 @@ def command(
         fracctl probe --memory 4Gi --pool example.org/gpu-class=b200
         fracctl probe --fraction 0.25 --expect running
     """
-    from fracctl.flows.probe import probe
+    from fracctl.flows.guards.probe import probe
 
     wanted = selector_option(pool)
     c = _app.context(ctx, timeouts__probe=timeout)

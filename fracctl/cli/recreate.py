@@ -246,7 +246,7 @@ def recreate(
         fracctl recreate sts/db -n shop --path shop --backend apply --dry-run
         fracctl recreate --all --backend apply --dry-run
         fracctl recreate --yes --backend argocd
-        fracctl recreate --restore-from ~/.local/state/fracctl/backups/FILE.yaml --yes
+        fracctl recreate --restore-from ~/.local/state/fracctl/backups/FILE --yes
         fracctl --context eu-1 --context us-1 recreate --dry-run
         fracctl recreate --drain --yes
         fracctl recreate --abort
@@ -386,7 +386,7 @@ def _one(
         return typer.confirm("Proceed?", default=False, err=True)
 
     if restore_from is not None:
-        from fracctl.flows.restore import restore
+        from fracctl.flows.recreate.restore import restore
 
         return restore(c, restore_from, dry_run=dry_run, yes=yes, confirm=confirm)
     return flow.recreate(
@@ -475,7 +475,7 @@ def wait(
         fracctl wait
         fracctl wait --timeout 15m
     """
-    from fracctl.flows.wait import wait_for_target
+    from fracctl.flows.recreate.wait import wait_for_target
 
     c = _app.context(ctx, timeouts__ready=timeout)
     result = wait_for_target(c)

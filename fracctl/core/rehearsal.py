@@ -1,6 +1,6 @@
 """What must hold after the delete for the next calls to succeed, judged on what was read.
 
-Pure decisions for the rehearsal of a recreate (:mod:`fracctl.flows.rehearse` reads):
+Pure decisions for the rehearsal of a recreate (:mod:`fracctl.flows.backends.rehearse` reads):
 
 * every finalizer on the live object has something that releases it: only the
   gpu-fractioning operator's is known, so any other refuses (the delete would leave the

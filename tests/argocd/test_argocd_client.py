@@ -35,7 +35,7 @@ from fracctl.errors import (
     Unreachable,
     UsageError,
 )
-from fracctl.flows.argocd_sync import (
+from fracctl.flows.backends.argocd_sync import (
     check_operation,
     resource_result,
     sync_resource_and_wait,

@@ -28,7 +28,11 @@ import pytest
 
 from fracctl.adapters.argocd import ArgoCD, ArgoCDStatus
 from fracctl.errors import ApiError, Forbidden, Unauthorized
-from fracctl.flows.argocd_sync import resource_result, sync_resource_and_wait, wait_operation
+from fracctl.flows.backends.argocd_sync import (
+    resource_result,
+    sync_resource_and_wait,
+    wait_operation,
+)
 from tests.support.argocd_real import TARGET, RealArgoCD
 from tests.support.argocd_standin import ArgoCDStandIn
 from tests.support.helpers import Cluster

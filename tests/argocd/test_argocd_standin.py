@@ -14,7 +14,11 @@ import pytest
 from fracctl.adapters.argocd import ArgoCD, ArgoCDStatus, OperationInProgress, SyncFailed
 from fracctl.config import ArgoCDConfig
 from fracctl.errors import Forbidden, ServerError, Unauthorized, Unreachable
-from fracctl.flows.argocd_sync import resource_result, sync_resource_and_wait, wait_operation
+from fracctl.flows.backends.argocd_sync import (
+    resource_result,
+    sync_resource_and_wait,
+    wait_operation,
+)
 from fracctl.sandbox.controlplane import ControlPlane
 from tests.support.argocd_standin import TRACKING_ANNOTATION, ArgoCDStandIn
 from tests.support.helpers import Cluster, FakeClock

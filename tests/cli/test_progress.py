@@ -11,7 +11,7 @@ from rich.console import Console
 from fracctl import config as cfg
 from fracctl.cli.progress import LiveNodeTable
 from fracctl.flows.context import Context
-from fracctl.flows.wait import PlainProgress, wait_ready
+from fracctl.flows.recreate.wait import PlainProgress, wait_ready
 from tests.support.helpers import Cluster, unit_context
 
 COND = cfg.Config().condition

@@ -23,7 +23,7 @@ from fracctl.core.fractional import PodKind, classify, unfinished_selector
 from fracctl.core.resources import NODES, PODS
 from fracctl.flows.context import Context
 from fracctl.flows.doctor import settings, snapshot
-from fracctl.flows.doctor_pods import StrayPod
+from fracctl.flows.doctor.pods import StrayPod
 from tests.support.helpers import Cluster
 
 ML, WEB = "rd-ml", "rd-web"

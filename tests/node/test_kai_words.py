@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from fracctl.core import kai_words as kai
-from fracctl.flows.probe import PodFate, PodProbeResult, decide
+from fracctl.flows.guards.probe import PodFate, PodProbeResult, decide
 
 # pkg/scheduler/plugins/gpusharingnodevalidation/gpusharingnodevalidation.go
 # (kai-scheduler/KAI-Scheduler): checkNvFractionalGPUReadyCondition

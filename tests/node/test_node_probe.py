@@ -12,8 +12,8 @@ import pytest
 from fracctl.adapters.cuda import CudaDriver, CudaError, DeviceInfo
 from fracctl.core.mps import MIB
 from fracctl.errors import ExitCode, ExternalError, UsageError
-from fracctl.flows import node_checks
-from fracctl.flows.node_checks import MemoryProbeReport
+from fracctl.flows.guards import node_checks
+from fracctl.flows.guards.node_checks import MemoryProbeReport
 from tests.support.fake_mps import FakeMPS, fake_mps
 from tests.support.helpers import run_cli
 

@@ -11,8 +11,8 @@ from fracctl.adapters.kube import Kube
 from fracctl.core.resources import NODES
 from fracctl.errors import ExitCode, Refused, UsageError
 from fracctl.flows.context import Context
-from fracctl.flows.nodes import label as label_nodes
-from fracctl.flows.nodes import unlabel as unlabel_nodes
+from fracctl.flows.guards.nodes import label as label_nodes
+from fracctl.flows.guards.nodes import unlabel as unlabel_nodes
 from tests.support.helpers import Cluster, run_cli
 
 KEY = "example.org/gpu-fractions"

@@ -18,7 +18,7 @@ from fracctl.adapters.kube import Kube
 from fracctl.core.resources import PODS
 from fracctl.errors import ExitCode, Unreachable
 from fracctl.flows.context import Context
-from fracctl.flows.probe import PROBE_LABEL, PodFate, probe
+from fracctl.flows.guards.probe import PROBE_LABEL, PodFate, probe
 from fracctl.sandbox.kai_sim import KaiSimulation, KaiSimulationThread
 from tests.support.helpers import Cluster, run_cli
 

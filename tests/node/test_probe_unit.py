@@ -6,7 +6,7 @@ import pytest
 
 from fracctl import config as cfg
 from fracctl.errors import ExitCode, UsageError
-from fracctl.flows.probe import (
+from fracctl.flows.guards.probe import (
     EXPECT,
     NOT_READY,
     PodFate,

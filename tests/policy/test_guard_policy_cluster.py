@@ -20,8 +20,8 @@ from fracctl.adapters.kube import Kube
 from fracctl.core.guard_policy import PARAM_LABEL, REQUESTER, message, policy_name
 from fracctl.core.resources import LEASES
 from fracctl.errors import ExitCode, FracctlError
-from fracctl.flows.lock import LeaseLock
 from fracctl.flows.policy import BINDINGS, POLICIES
+from fracctl.flows.recreate.lock import LeaseLock
 from fracctl.sandbox.controlplane import ADMIN_USER, VIEWER_USER, ControlPlane
 from tests.support.helpers import Cluster, granted, run_cli
 from tests.support.recreate_fixtures import NEW, OLD, Incident, make_incident

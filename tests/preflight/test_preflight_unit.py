@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from fracctl.core.blast import BlastRadius, Effect, PodRef, blast_radius
 from fracctl.core.fractional import Fractions
-from fracctl.flows.preflight import FractionalScan, GuardCheck, PreflightReport
+from fracctl.flows.guards.preflight import FractionalScan, GuardCheck, PreflightReport
 
 NODES = {
     "rtx-0": {"class": "rtx", "opt": "on"},

@@ -1,4 +1,7 @@
-"""No import circle anywhere in fracctl, lazy (in-function) and type-checking imports included.
+"""No import circle anywhere in the repository, lazy and type-checking imports included.
+
+The product (``fracctl``), its benchmarks and its tests are one graph: a circle between two
+benchmarks, or between a test helper and the tests, is as much a trap as one in fracctl.
 
 A circle is one even when every import in it is lazy: ``cli._app`` importing each command
 module to register it, while each command module imports ``cli._app``, worked only by the
@@ -12,9 +15,12 @@ from collections.abc import Iterator
 import grimp
 import pytest
 
+#: Every Python package of the repository (``scripts/`` holds stand-alone scripts, no package).
+PACKAGES = ("fracctl", "benchmarks", "tests")
+
 
 def _graph() -> dict[str, set[str]]:
-    graph = grimp.build_graph("fracctl", cache_dir=None)
+    graph = grimp.build_graph(*PACKAGES, cache_dir=None)
     return {m: set(graph.find_modules_directly_imported_by(m)) for m in graph.modules}
 
 
@@ -63,9 +69,10 @@ def test_strongly_connected_finds_circles() -> None:
     assert sorted(strongly_connected(edges)) == [["a", "b", "c"], ["e"]]
 
 
-def test_no_import_circle_in_fracctl() -> None:
+def test_no_import_circle_in_the_repository() -> None:
     edges = _graph()
     assert "fracctl.cli.main" in edges and "fracctl.cli._app" in edges
+    assert "benchmarks.report" in edges and "tests.support.helpers" in edges
     circles = list(strongly_connected(edges))
     assert not circles, "import circles:\n" + "\n".join(" <-> ".join(c) for c in circles)
 

@@ -28,3 +28,18 @@ def test_no_function_is_over_80_lines() -> None:
                 if n > FUNCTION_LINES:
                     long.append(f"{p.relative_to(PACKAGE)}:{node.lineno} {node.name} ({n})")
     assert not long, f"split these: {long}"
+
+
+#: The modules of fracctl/flows/ that every room shares; everything else is a package.
+FLOWS_SHARED = {"__init__.py", "context.py", "signals.py", "procedures.py"}
+
+
+def test_flows_holds_rooms_by_command() -> None:
+    """A newcomer who opens fracctl/flows/ sees the commands: one package per command or
+    concern, its entry point in its ``__init__.py``, beside the few shared modules."""
+    flows = PACKAGE / "flows"
+    loose = {p.name for p in flows.glob("*.py")} - FLOWS_SHARED
+    assert not loose, f"give these a room (a package): {sorted(loose)}"
+    rooms = {p.name for p in flows.iterdir() if p.is_dir() and p.name != "__pycache__"}
+    assert {"recreate", "guards", "doctor", "drain", "drift", "backends"} <= rooms
+    assert all((flows / room / "__init__.py").is_file() for room in rooms)

@@ -16,6 +16,9 @@ DOCS = sorted((REPO / "runbooks").glob("*.md")) + [REPO / "README.md"]
 FENCE = re.compile(r"```([\w-]*)\n(.*?)```", re.S)
 SHELL = ("", "bash", "sh", "console")
 ENV_PREFIX = re.compile(r"^(?:[A-Z_][A-Z0-9_]*=\S+\s+)+(?=fracctl )")
+#: A command written inline in prose: `fracctl …` in one code span.
+INLINE = re.compile(r"(?<!`)`(fracctl [^`]+)`(?!`)")
+README = REPO / "README.md"
 
 
 def command_lines(path: Path) -> list[str]:
@@ -27,6 +30,10 @@ def command_lines(path: Path) -> list[str]:
             line = ENV_PREFIX.sub("", raw.strip().removeprefix("$ "))
             if line.startswith("fracctl "):
                 lines.append(line.split(" | ")[0].split(" #")[0].strip())
+    if path == README:  # what a newcomer reads first: its inline commands run as written too
+        prose = FENCE.sub("", path.read_text())
+        spans = [m.split(" | ")[0].strip() for m in INLINE.findall(prose)]
+        lines += [s for s in spans if "…" not in s]  # `fracctl …` names them all
     return lines
 
 
@@ -61,12 +68,30 @@ def test_runbooks_have_commands() -> None:
 @pytest.mark.parametrize(("doc", "line"), CASES, ids=[f"{doc}:{line}" for doc, line in CASES])
 def test_command_line_parses(doc: str, line: str) -> None:
     argv = shlex.split(line)[1:]
-    if argv == ["--version"]:
+    if argv in (["--version"], ["--help"]):
         with pytest.raises(typer.Exit):
             parse(argv)
         return
     path = parse(argv)
     assert path, f"{doc}: {line!r} names no command"
+
+
+def test_readme_is_short_and_its_commands_are_checked() -> None:
+    """A newcomer reads the README in two minutes; every command in it is a case here."""
+    text = README.read_text()
+    assert len(text.splitlines()) < 120
+    readme = [line for doc, line in CASES if doc == "README.md"]
+    assert "fracctl drift" in readme and "fracctl recreate --yes" in readme
+    assert "fracctl recreate" in readme  # an inline one, from the prose
+
+
+def test_readme_links_resolve() -> None:
+    """What left the README went to a runbook: every relative link in it leads somewhere."""
+    links = re.findall(r"\]\(([^)#]+)(?:#[^)]*)?\)", README.read_text())
+    local = [link for link in links if "://" not in link]
+    assert "runbooks/install.md" in local and "runbooks/development.md" in local
+    missing = [link for link in local if not (REPO / link).exists()]
+    assert not missing, missing
 
 
 def test_a_wrong_flag_is_caught() -> None:

@@ -15,7 +15,7 @@ import pytest
 from fracctl.core.resources import LEASES
 from fracctl.errors import ExitCode, FracctlError
 from fracctl.flows.recreate import recreate
-from fracctl.flows.restore import restore
+from fracctl.flows.recreate.restore import restore
 from tests.support.argocd_real import TARGET
 from tests.support.argocd_standin import ArgoCDStandIn
 from tests.support.helpers import Cluster, granted, run_cli
@@ -288,7 +288,7 @@ def test_restore_with_another_backend_is_a_usage_error(incident: Incident, tmp_p
 
 def backup_of(incident: Incident) -> Path:
     """A backup of the live original, written the way recreate writes it."""
-    from fracctl.flows.recreate_state import backup
+    from fracctl.flows.recreate.state import backup
 
     live = incident.cluster.live_target()
     assert live is not None

@@ -336,7 +336,7 @@ class EventSink:
 def test_audit_line_and_event_are_masked(tmp_path: Path) -> None:
     from fracctl import config as cfg
     from fracctl.flows.context import Context
-    from fracctl.flows.recreate_state import record
+    from fracctl.flows.recreate.state import record
 
     sink = EventSink()
     config = cfg.load(None, env={}, overrides={"recreate.state_dir": str(tmp_path)})
@@ -360,7 +360,7 @@ def test_audit_line_and_event_are_masked(tmp_path: Path) -> None:
 
 
 def test_backup_is_masked_even_where_yaml_would_fold_it(tmp_path: Path) -> None:
-    from fracctl.flows.recreate_state import write_backup
+    from fracctl.flows.recreate.state import write_backup
 
     meta = {
         "name": "default",

@@ -23,7 +23,7 @@ from fracctl.core.resources import (
     ResourceRef,
 )
 from fracctl.errors import Conflict, NotFound
-from fracctl.flows.probe import PROBE_LABEL
+from fracctl.flows.guards.probe import PROBE_LABEL
 from fracctl.sandbox.controllers import KWOK_NODE, KWOK_NODE_VALUE, wait_node_ready
 from tests.support.kubelet import report_ready
 

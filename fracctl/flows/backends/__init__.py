@@ -138,7 +138,7 @@ def prove(
     Raises:
         BackendCheckFailed: a proof failed; the message says nothing was changed.
     """
-    from fracctl.flows.rehearse import check_owners, check_wait
+    from fracctl.flows.backends.rehearse import check_owners, check_wait
 
     evidence: list[str] = []
     try:

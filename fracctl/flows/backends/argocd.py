@@ -126,7 +126,7 @@ class ArgoCDBackend:
         client-side dry run for the apply. It writes the dry run's operation state over
         the application's last one; it adds no history entry and changes no resource.
         """
-        from fracctl.flows.argocd_sync import resource_result, wait_operation
+        from fracctl.flows.backends.argocd_sync import resource_result, wait_operation
 
         client = ctx.argocd
         resource = self._resource(ctx)
@@ -196,7 +196,7 @@ class ArgoCDBackend:
         that still had the deleted object cached would skip it (``ApplyOutOfSyncOnly``)
         or ``replace`` an object that is gone (``Replace=true``).
         """
-        from fracctl.flows.argocd_sync import sync_resource_and_wait
+        from fracctl.flows.backends.argocd_sync import sync_resource_and_wait
 
         app = self._app(ctx)
         ctx.argocd.get_application(app, refresh="normal")

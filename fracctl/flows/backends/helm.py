@@ -116,10 +116,9 @@ def cli(ctx: Context) -> Any:
 
 
 def journal_path(ctx: Context) -> Path:
-    """Where the journal of this release's upgrade lives (beside the backups)."""
-    from fracctl.flows.recreate_state import state_dir
-
-    return state_dir(ctx) / f"helm-{release_namespace(ctx)}-{release_name(ctx)}.json"
+    """Where the journal of this release's upgrade lives (``recreate.state_dir``)."""
+    state = Path(ctx.expand(ctx.config.recreate.state_dir))
+    return state / f"helm-{release_namespace(ctx)}-{release_name(ctx)}.json"
 
 
 def read_journal(ctx: Context) -> dict[str, Any] | None:

@@ -171,7 +171,7 @@ def wait_fractions_gone(
         TimedOut: naming the pods still there.
         Refused: a bare pod was placed while a fence was overwritten, and not ``force``.
     """
-    from fracctl.flows.preflight import scan_fractional_pods
+    from fracctl.flows.guards.preflight import scan_fractional_pods
 
     fenced = set(journal.nodes)
     last = ""

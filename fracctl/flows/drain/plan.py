@@ -58,7 +58,7 @@ def plan(ctx: Context, *, live: Obj | None, desired: Obj, force: bool, journal: 
     ``journal`` is that of a drain this run resumes (its run id is kept); ``run_id`` names
     a new one (the lock's, so that the Lease, the fence and the journal name one run).
     """
-    from fracctl.flows.preflight import fractions, scan_fractional_pods
+    from fracctl.flows.guards.preflight import fractions, scan_fractional_pods
 
     cond_type = ctx.config.condition
     refusals: list[str] = []

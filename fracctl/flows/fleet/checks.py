@@ -46,7 +46,7 @@ def preflight(
     progress: FleetProgress | None = None,
 ) -> FleetResult:
     """``fracctl preflight`` on every cluster at once: each cluster's own guards."""
-    from fracctl.flows.preflight import preflight as flow
+    from fracctl.flows.guards.preflight import preflight as flow
 
     def job(ctx: Context, m: Member, step: Callable[[str], None]) -> tuple[Outcome, int, Any]:
         report = flow(ctx, selector=selector)

@@ -198,8 +198,8 @@ def resume_command(
 
 def _audit(base: Context, out: FleetResult) -> str:
     """One audit line for the fleet run, beside the clusters' own."""
-    from fracctl.flows.lock import identity
-    from fracctl.flows.recreate_state import record
+    from fracctl.flows.recreate.lock import identity
+    from fracctl.flows.recreate.state import record
 
     entry = {
         "time": utc_timestamp(),

@@ -21,8 +21,8 @@ from fracctl.flows.kinds import journal as journals
 from fracctl.flows.kinds.plan import Planned, find_desired, plan, prove
 from fracctl.flows.kinds.result import ObjectResult
 from fracctl.flows.kinds.steps import Creator
-from fracctl.flows.lock import LeaseLock, NoLock
-from fracctl.flows.recreate_state import audit_entry, record
+from fracctl.flows.recreate.lock import LeaseLock, NoLock
+from fracctl.flows.recreate.state import audit_entry, record
 from fracctl.flows.signals import interrupt_on_sigterm
 
 Obj = dict[str, Any]

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from fracctl.errors import ExternalError
 from fracctl.flows.context import Context
-from fracctl.flows.recreate_state import state_dir
+from fracctl.flows.recreate.state import state_dir
 
 
 @dataclass

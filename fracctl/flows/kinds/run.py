@@ -24,8 +24,8 @@ from fracctl.flows.kinds.steps import (
     wait_available,
     wait_job,
 )
-from fracctl.flows.lock import LeaseLock, NoLock
-from fracctl.flows.recreate_state import backup
+from fracctl.flows.recreate.lock import LeaseLock, NoLock
+from fracctl.flows.recreate.state import backup
 
 if TYPE_CHECKING:
     from fracctl.flows.kinds.result import ObjectResult

@@ -152,7 +152,11 @@ def guard_again(
     Raises:
         Refused: a fractional pod runs now; nothing was deleted.
     """
-    from fracctl.flows.preflight import fractional_pods_check, fractions, scan_fractional_pods
+    from fracctl.flows.guards.preflight import (
+        fractional_pods_check,
+        fractions,
+        scan_fractional_pods,
+    )
 
     scan = scan_fractional_pods(ctx, fractions(ctx, live=live, desired=desired))
     if on_nodes_only:

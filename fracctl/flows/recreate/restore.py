@@ -21,12 +21,12 @@ from fracctl.core.recreate_plan import Plan
 from fracctl.errors import ConfigError, FracctlError, Refused, UsageError
 from fracctl.flows import backends
 from fracctl.flows.context import Context
-from fracctl.flows.live_object import verify, wait_gone
-from fracctl.flows.lock import LeaseLock, NoLock
 from fracctl.flows.recreate import RecreateResult, initial_outcome, require_confirmation
-from fracctl.flows.recreate_state import audit_entry, record
+from fracctl.flows.recreate.live_object import verify, wait_gone
+from fracctl.flows.recreate.lock import LeaseLock, NoLock
+from fracctl.flows.recreate.state import audit_entry, record
+from fracctl.flows.recreate.wait import wait_ready
 from fracctl.flows.signals import interrupt_on_sigterm
-from fracctl.flows.wait import wait_ready
 
 Obj = dict[str, Any]
 

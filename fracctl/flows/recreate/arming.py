@@ -11,7 +11,7 @@ from typing import Any
 
 from fracctl.errors import FracctlError, NotFound, Refused
 from fracctl.flows.context import Context
-from fracctl.flows.lock import LeaseLock, NoLock
+from fracctl.flows.recreate.lock import LeaseLock, NoLock
 
 Obj = dict[str, Any]
 

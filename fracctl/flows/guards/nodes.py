@@ -26,7 +26,7 @@ from fracctl.core.policy import (
 from fracctl.core.resources import NODES
 from fracctl.errors import Conflict, Refused, UsageError
 from fracctl.flows.context import Context
-from fracctl.flows.preflight import fractions, live_selector
+from fracctl.flows.guards.preflight import fractions, live_selector
 
 
 @dataclass(frozen=True)

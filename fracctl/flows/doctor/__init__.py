@@ -19,7 +19,7 @@ from fracctl.core.fractional import PodKind, PrefixError, classify
 from fracctl.core.resources import EVENTS, NODES, ResourceRef
 from fracctl.errors import ConfigError, Forbidden, NotFound
 from fracctl.flows.context import Context
-from fracctl.flows.doctor_pods import namespace_pods, read_pods
+from fracctl.flows.doctor.pods import namespace_pods, read_pods
 
 
 def settings(ctx: Context) -> DoctorSettings:
@@ -66,7 +66,7 @@ def snapshot(ctx: Context, s: DoctorSettings) -> Snapshot:
     """Read what the checks need, with GET requests only.
 
     Pods come through the paging scan, each cut down to the fields the checks read,
-    and only those the checks look at are kept (:mod:`fracctl.flows.doctor_pods`).
+    and only those the checks look at are kept (:mod:`fracctl.flows.doctor.pods`).
     Events are read only for fractional pods that are Pending.
 
     Raises:

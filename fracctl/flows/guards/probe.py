@@ -41,7 +41,7 @@ from fracctl.errors import (
     UsageError,
 )
 from fracctl.flows.context import Context
-from fracctl.flows.preflight import node_labels
+from fracctl.flows.guards.preflight import node_labels
 from fracctl.flows.signals import interrupt_on_sigterm as _interrupt_on_sigterm
 from fracctl.flows.signals import main_thread as _main_thread
 

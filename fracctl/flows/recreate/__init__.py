@@ -27,13 +27,13 @@ from fracctl.errors import (
     UsageError,
 )
 from fracctl.flows import backends
-from fracctl.flows.arming import arm
 from fracctl.flows.backends import Backend
 from fracctl.flows.context import Context
 from fracctl.flows.drain import steps as drain_steps
-from fracctl.flows.live_object import delete, unready_nodes, verify, wait_gone
-from fracctl.flows.lock import LeaseLock, NoLock
-from fracctl.flows.recreate_state import (
+from fracctl.flows.recreate.arming import arm
+from fracctl.flows.recreate.live_object import delete, unready_nodes, verify, wait_gone
+from fracctl.flows.recreate.lock import LeaseLock, NoLock
+from fracctl.flows.recreate.state import (
     audit_entry,
     backup,
     latest_backup,
@@ -41,13 +41,13 @@ from fracctl.flows.recreate_state import (
     state_after_failure,
     way_back,
 )
+from fracctl.flows.recreate.wait import ReadyResult, wait_ready
 from fracctl.flows.signals import interrupt_on_sigterm
-from fracctl.flows.wait import ReadyResult, wait_ready
 
 if TYPE_CHECKING:
     from fracctl.core.drain import DrainPlan
     from fracctl.flows.drain import Journal
-    from fracctl.flows.preflight import PreflightReport
+    from fracctl.flows.guards.preflight import PreflightReport
 
 Obj = dict[str, Any]
 Boundary = Callable[[str], None]
@@ -158,7 +158,7 @@ def _prove(run: Run) -> None:
 
 
 def _guards(run: Run) -> None:
-    from fracctl.flows.preflight import run_guards
+    from fracctl.flows.guards.preflight import run_guards
 
     report = run_guards(
         run.ctx,
@@ -210,7 +210,7 @@ def _backup(run: Run) -> None:
 
 def _delete(run: Run) -> None:
     if run.live is not None:
-        from fracctl.flows.rehearse import guard_again
+        from fracctl.flows.backends.rehearse import guard_again
 
         t = run.ctx.config.target
         run.ctx.info(guard_again(run.ctx, run.live, run.desired, on_nodes_only=run.drain))
@@ -228,7 +228,7 @@ def _delete(run: Run) -> None:
 
 def _upgrade(run: Run) -> None:
     """The backend's own run deletes and recreates the object: guard, arm, then run it."""
-    from fracctl.flows.rehearse import guard_again
+    from fracctl.flows.backends.rehearse import guard_again
 
     run.ctx.info(guard_again(run.ctx, run.live, run.desired, on_nodes_only=run.drain))
     if run.live is not None:  # the policy lets the backend's delete through, as ours
