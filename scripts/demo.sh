@@ -21,6 +21,25 @@ trap 'fracctl sandbox down >/dev/null' EXIT
 # fetches redis-server); otherwise fracctl applies the object itself.
 here="$(dirname "$0")"
 up=(fracctl sandbox up)
+if [[ -n "${DEMO_SCENARIO:-}" ]]; then
+  # Another scenario (make demo DEMO_SCENARIO=examples/sandbox/operator-chart.yaml: the
+  # operator from its chart, recreated through the chart's own helm upgrade).
+  export PATH="$(bash "$here/build-helm.sh"):$PATH"
+  say "A sandbox seeded with $DEMO_SCENARIO"
+  expect 0 "${up[@]}" --scenario "$DEMO_SCENARIO"
+  eval "$(fracctl sandbox env)"
+  expect 0 fracctl config view
+  say "Drift: the live object is what the chart's hook created; git wants another selector"
+  expect 1 fracctl drift
+  expect 0 fracctl nodes label b200-0
+  say "The plan, then the chart's upgrade as a guarded recreate"
+  expect 0 fracctl recreate --dry-run
+  expect 0 fracctl recreate --yes
+  expect 0 fracctl drift
+  echo
+  echo "demo: done ($DEMO_SCENARIO)"
+  exit 0
+fi
 if argocd_dir="$(bash "$here/build-argocd.sh" --check 2>/dev/null)" \
     && bash "$here/build-redis.sh" --check >/dev/null 2>&1; then
   up+=(--argocd)
