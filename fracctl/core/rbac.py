@@ -1,8 +1,8 @@
 """The Kubernetes permissions of each fracctl role, as plain data: the one source.
 
-``fracctl rbac print`` renders these, the manifests under ``deploy/rbac`` are its output,
-and the tests run each command as an identity bound to only its role. A rule that a
-command stops needing, or a call a command starts making, shows up there first.
+``fracctl rbac print`` renders these, ``deploy/rbac`` is its output, and the tests run
+each command as an identity bound to only its role: a rule a command stops needing, or a
+call it starts making, shows up there first.
 
 Roles:
 
@@ -48,8 +48,7 @@ class Params:
     backend: str  # the recreate backend: a flag's choice, else the configuration's
     events_namespace: str = EVENTS_NAMESPACE
     sections: Mapping[str, Any] = field(default_factory=dict, hash=False)  # backends' own
-    helm_release: str = ""  # git.helm_release, else the chart folder's name
-    helm_namespace: str = "default"  # git.helm_namespace: where the release's records are
+    helm_release: tuple[str, str] = ("release", "default")  # git's release: name, namespace
 
     def section(self, name: str) -> Any:
         """A backend's own configuration section: as configured, else its defaults."""
@@ -372,10 +371,7 @@ def _recreate(p: Params) -> tuple[list[RbacRule], dict[str, list[RbacRule]]]:
 
 
 def backend_rules(p: Params) -> dict[str, list[RbacRule]]:
-    """The rules the chosen backend declares in its registry entry (``rbac``), by namespace.
-
-    The key ``""`` holds its cluster-wide rules.
-    """
+    """The rules the chosen backend declares (``rbac``), by namespace (``""``: cluster-wide)."""
     from fracctl.core.backends import entry, load
 
     found = entry(p.backend)

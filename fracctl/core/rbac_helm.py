@@ -16,13 +16,14 @@ from fracctl.core.rbac import Params, RbacRule
 
 def helm_rules(p: Params) -> dict[str, list[RbacRule]]:
     """The ``helm`` backend's rules, by namespace: the release's records."""
+    name, namespace = p.helm_release
     return {
-        p.helm_namespace: [
+        namespace: [
             RbacRule(
                 ("",),
                 ("secrets",),
                 ("get", "list", "create", "update", "patch", "delete"),
-                f"read the records of Helm release {p.helm_release} (sh.helm.release.v1.*), mark a "
+                f"read the records of Helm release {name} (sh.helm.release.v1.*), mark a "
                 "revision a killed run left pending failed, and let helm write the "
                 "upgrade's (Secrets' names are only known once written)",
             )

@@ -15,8 +15,9 @@ def params(config: Config, *, backend: str | None = None) -> rbac.Params:
 
     return rbac.Params(
         c.target, c.cluster, c.recreate, c.flux, chosen, sections=c.backends,
-        helm_release=release_of(c.git.helm_release, c.git.path),
-        helm_namespace=c.git.helm_namespace or "default",
+        helm_release=(
+            release_of(c.git.helm_release, c.git.path), c.git.helm_namespace or "default"
+        ),
     )  # fmt: skip
 
 
