@@ -614,7 +614,7 @@ def _window_plot(plt: Any, data: Any) -> str:
     ax.invert_yaxis()
     ax.set(xlabel="seconds from fracctl's start (medians)",
            title="recreate --yes on the sandbox: where the time goes")  # fmt: skip
-    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.3), ncol=3)
+    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.25), ncol=2)
     ax.grid(True, axis="x", alpha=0.3)
     fig.tight_layout()
     fig.savefig(PLOTS / "window.png", dpi=110)
