@@ -449,6 +449,89 @@ def drain_section(data: Any) -> list[str]:
     return [*lines, ""]
 
 
+def window_section(data: Any) -> list[str]:
+    """bench_window: the window per backend, split, and per fraction node count."""
+    lines = ["## window: how long fractional scheduling is down during a recreate", ""]
+    if not data:
+        return [*lines, "Not run.", ""]
+    keys = data["keys"]
+    window, share = keys["window"], keys["share"]
+    lines += [
+        "    python benchmarks/bench_window.py --runs 3 --drain      # apply, argocd, flux",
+        "    python benchmarks/bench_window.py --backends apply --scale 1,10,100",
+        "",
+        "**Method.** `fracctl recreate --yes` as a process on the sandbox (real control "
+        "plane, KWOK nodes, the operator simulation, the real Argo CD v3.2.11 or Flux); "
+        "each run commits a new selector to the sandbox's git (alternating the opt-in label "
+        "alone and with `nvidia.com/gpu.present`, which pick the same nodes) and lets the "
+        "engine see it first. The bench's own watches of the config, the nodes and the "
+        "agents' pods stamp every event on arrival; fracctl's start, its stderr line handing "
+        "the request to Argo CD or Flux, and its exit are the process's. The host's 2 CPUs "
+        "were shared with other work (load average 12-16) while these ran. "
+        "*fracctl's share* is gone → its create request (apply) or gone → "
+        "its sync or reconcile request (Argo CD, Flux), plus last node ready → its return. "
+        "The agents' pods start 2 s after they are bound (the sandbox's KWOK delay), and "
+        "the operator simulation passes every 0.3 s: those two make most of the window here.",
+        "",
+    ]
+    rows = [r for r in data["rows"] if not r["scale"]]
+    if rows:
+        head = " | ".join(f"{r['way']}, {r['nodes']} nodes, {len(r['runs'])} runs" for r in rows)
+        lines += [f"| median (range) | {head} |", "|---|" + "---|" * len(rows)]
+        for key in rows[0]["summary"]:
+            cells = []
+            for r in rows:
+                x = r["summary"].get(key)
+                cells.append(f"{secs(x['median'])} ({secs(x['min'])}-{secs(x['max'])})"
+                             if x else "")  # fmt: skip
+            name = f"**{key}**" if key in (window, share) else key
+            lines.append(f"| {name} | " + " | ".join(cells) + " |")
+        lines += ["", "![the window per backend](plots/window.png)", ""]
+    scaled = sorted((r for r in data["rows"] if r["scale"]), key=lambda r: (r["way"], r["nodes"]))
+    if scaled:
+        seg = keys["segments"]
+        lines += [
+            "| backend | fraction nodes | window: median (range) | create → agents | "
+            "agents → ready | fracctl's share |",
+            "|---|---:|---|---:|---:|---:|",
+        ]
+        for r in scaled:
+            x = r["summary"]
+            w = x[window]
+            lines.append(
+                f"| {r['way']} | {r['nodes']} | {spread_of(w)} | {secs(x[seg[3]]['median'])} | "
+                f"{secs(x[seg[4]]['median'])} | {secs(x[share]['median'])} |"
+            )
+        for way in dict.fromkeys(r["way"] for r in scaled):
+            pts = [(r["nodes"], r["summary"][window]["median"]) for r in scaled if r["way"] == way]
+            fit = least_squares(pts)
+            if fit:
+                lines += [
+                    "",
+                    f"{way}: the window grows by {fit[0] * 1000:.1f} ms per fraction "
+                    f"node (least squares over the medians), {secs(fit[1])} at none.",
+                ]
+        lines.append("")
+    for note in data.get("notes", []):
+        lines += [note, ""]
+    return lines
+
+
+def spread_of(x: dict[str, float]) -> str:
+    """median (min-max) of a summary entry."""
+    return f"{secs(x['median'])} ({secs(x['min'])}-{secs(x['max'])})"
+
+
+def least_squares(points: list[tuple[float, float]]) -> tuple[float, float] | None:
+    """Slope and intercept of y on x; None with fewer than two distinct x."""
+    if len({x for x, _ in points}) < 2:
+        return None
+    mx = statistics.fmean(x for x, _ in points)
+    my = statistics.fmean(y for _, y in points)
+    k = sum((x - mx) * (y - my) for x, y in points) / sum((x - mx) ** 2 for x, _ in points)
+    return k, my - k * mx
+
+
 # --- plots ------------------------------------------------------------------------------
 
 
@@ -464,7 +547,7 @@ def _save_pair(plt: Any, fig: Any, ax_t: Any, ax_m: Any, name: str) -> str:
     return name
 
 
-def plots(preflight: Any, wait: Any, readers: Any = None) -> list[str]:
+def plots(preflight: Any, wait: Any, readers: Any = None, window: Any = None) -> list[str]:
     """Write the PNGs; the names of those written."""
     try:
         import matplotlib
@@ -537,7 +620,32 @@ def plots(preflight: Any, wait: Any, readers: Any = None) -> list[str]:
         fig.savefig(PLOTS / "wait.png", dpi=110)
         plt.close(fig)
         written.append("wait.png")
+    if window and any(not r["scale"] for r in window["rows"]):
+        written.append(_window_plot(plt, window))
     return written
+
+
+def _window_plot(plt: Any, data: Any) -> str:
+    """One stacked bar per backend: the median of each segment, the window marked."""
+    rows = [r for r in data["rows"] if not r["scale"]]
+    seg = data["keys"]["segments"]
+    fig, ax = plt.subplots(figsize=(9, 2.0 + 0.6 * len(rows)))
+    for y, r in enumerate(rows):
+        left = 0.0
+        for i, key in enumerate(seg):
+            width = r["summary"][key]["median"]
+            ax.barh(y, width, left=left, color=f"C{i}", label=key if y == 0 else None)
+            left += width
+    ax.set_yticks(range(len(rows)), [f"{r['way']} ({r['nodes']} nodes)" for r in rows])
+    ax.invert_yaxis()
+    ax.set(xlabel="seconds from fracctl's start (medians)",
+           title="recreate --yes on the sandbox: where the time goes")  # fmt: skip
+    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.25), ncol=2)
+    ax.grid(True, axis="x", alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(PLOTS / "window.png", dpi=110)
+    plt.close(fig)
+    return "window.png"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -570,9 +678,10 @@ def main(argv: list[str] | None = None) -> int:
         ),
         *fleet_section(fleet),
         *drain_section(load("drain")),
+        *window_section(load("window")),
     ]
     Path(args.out).write_text("\n".join(lines).rstrip() + "\n")
-    written = plots(preflight, wait, load("readers"))
+    written = plots(preflight, wait, load("readers"), load("window"))
     print(f"wrote {args.out}" + (f" and plots/{', plots/'.join(written)}" if written else ""))
     return 0
 

@@ -131,6 +131,7 @@ class Flux:
         timeout: float,
         clock: Clock | None = None,
         revision: str | None = None,
+        backoff: Backoff | None = None,
     ) -> Obj:
         """Wait until the controller handled ``requested_at`` and ``Ready`` settled.
 
@@ -140,6 +141,7 @@ class Flux:
             clock: ``monotonic``/``sleep`` provider (tests pass a fake).
             revision: when set, the applied revision must match it (a full Flux
                 revision such as ``main@sha1:…``, or a commit id or its prefix).
+            backoff: delays between reads (default 0.2 s growing to 2 s).
 
         Returns:
             The Kustomization's ``status``.
@@ -151,7 +153,7 @@ class Flux:
             TimedOut: not handled, or not settled, within ``timeout``.
         """
         clock = clock or SystemClock()
-        backoff = Backoff(first=0.2, cap=2.0)
+        backoff = backoff or Backoff(first=0.2, cap=2.0)
         deadline = clock.monotonic() + timeout
         who = f"Flux Kustomization {self.namespace}/{self.name}"
         while True:

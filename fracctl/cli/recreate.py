@@ -54,6 +54,8 @@ def _show_plan(c: Context, result: RecreateResult, *, to_stderr: bool = False) -
         console.print(f"  {i}. {STEP_TEXT.get(step, step)}", markup=False, soft_wrap=True)
     for line in result.proofs:
         console.print(f"  proven: {line}", markup=False, soft_wrap=True)
+    if result.expected_window:
+        console.print(f"  {result.expected_window}", markup=False, soft_wrap=True)
     if result.drain is not None:
         _show_drain(console, result.drain)
     if report is not None:

@@ -76,6 +76,16 @@ class Backoff:
         self.attempt = 0
 
 
+def following() -> Backoff:
+    """Delays for following an engine's verdict while the nodes come up: 0.1 s, to 0.5 s.
+
+    A recreate's wait for Argo CD's operation or Flux's reconcile runs while the agents
+    start; whatever the last delay overshoots the verdict by adds to the time between the
+    last ready node and fracctl's return, so it is short (``benchmarks/bench_window.py``).
+    """
+    return Backoff(first=0.1, factor=1.5, cap=0.5)
+
+
 def utc_timestamp() -> str:
     """Now, as RFC 3339 UTC to the second (``2026-12-01T10:00:00Z``), as Kubernetes writes it."""
     from datetime import datetime, timezone

@@ -21,6 +21,7 @@ from fracctl.adapters.argocd import (
     server_url,
 )
 from fracctl.config import ArgoCDConfig
+from fracctl.core.clock import following
 from fracctl.errors import (
     ApiError,
     ConfigError,
@@ -390,6 +391,24 @@ def test_wait_operation_polls_to_the_end_with_backoff() -> None:
     assert state["phase"] == "Succeeded"
     assert state["syncResult"]["resources"][0]["status"] == "Synced"
     assert clock.sleeps == [0.25, 0.4, pytest.approx(0.64)]
+
+
+@respx.mock
+def test_a_recreate_follows_the_operation_at_short_delays() -> None:
+    """The delays the recreate passes: the verdict is read at most 0.5 s after it came."""
+    respx.post(f"{SERVER}{APP}/sync").respond(200, json=app_with(None, operation=True))
+    respx.get(f"{SERVER}{APP}").mock(
+        side_effect=[httpx.Response(200, json=app_with("Running", operation=True))] * 8
+        + [httpx.Response(200, json=succeeded())]
+    )
+    clock = FakeClock()
+    with client() as c:
+        state = sync_resource_and_wait(
+            c, "gpu", resource=RESOURCE, timeout=30, clock=clock, backoff=following()
+        )
+    assert state["phase"] == "Succeeded"
+    assert clock.sleeps[:3] == [0.1, pytest.approx(0.15), pytest.approx(0.225)]
+    assert len(clock.sleeps) == 8 and max(clock.sleeps) == 0.5
 
 
 @respx.mock

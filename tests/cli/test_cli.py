@@ -120,6 +120,28 @@ def test_help_imports_no_heavy_library_nor_other_commands(
     assert commands == {f"fracctl.cli.{c}" for c in allowed_commands}
 
 
+def test_the_console_script_ends_the_process_itself(tmp_path: Path) -> None:
+    """Its code kept, both streams flushed, exit handlers run; nothing after ``main()`` runs.
+
+    The interpreter's own teardown is what is skipped (benchmarks/bench_window.py).
+    """
+    marker = tmp_path / "exit-handler"
+    code = (
+        "import atexit, sys\n"
+        f"atexit.register(lambda: open({str(marker)!r}, 'w').write('ran'))\n"
+        "sys.argv = ['fracctl', 'frobnicate']\n"
+        "print('before', flush=False)\n"
+        "from fracctl.cli.main import main\n"
+        "main()\n"
+        "print('not reached')\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == ExitCode.USAGE, done.stderr
+    assert done.stdout == "before\n"
+    assert done.stderr.startswith("Error: No such command 'frobnicate'"), done.stderr
+    assert marker.read_text() == "ran"
+
+
 def test_version_imports_only_the_standard_library(tmp_path: Path) -> None:
     modules, out = _imported_by(tmp_path, "--version")
     assert out == f"fracctl {__version__}\n"

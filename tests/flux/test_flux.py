@@ -14,6 +14,7 @@ import pytest
 
 import fracctl.adapters.flux as flux_module
 from fracctl.adapters.flux import Flux, revision_matches
+from fracctl.core.clock import following
 from fracctl.errors import NotFound, TimedOut
 from tests.support.flux_standin import FluxStandIn
 from tests.support.helpers import Cluster, FakeClock
@@ -76,6 +77,21 @@ def test_a_controller_that_never_handles_times_out(cluster: Cluster) -> None:
     assert "kustomize-controller running" in str(e.value)
     assert clock.t == pytest.approx(5)
     assert cluster.live_target() is None
+
+
+def test_a_recreate_follows_the_reconcile_at_short_delays(cluster: Cluster) -> None:
+    """The delays the flux backend's recreate passes: never more than 0.5 s between reads."""
+    with FluxStandIn(
+        kubeconfig=cluster.kubeconfig, manifests=[manifest(cluster, NEW)], stuck=True
+    ) as s:
+        flux = Flux(cluster.kube, s.namespace, s.name)
+        requested = flux.request_reconcile(now_iso())
+        clock = FakeClock()
+        with pytest.raises(TimedOut):
+            flux.wait_ready(requested, timeout=3, clock=clock, backoff=following())
+    assert clock.sleeps[:3] == [0.1, pytest.approx(0.15), pytest.approx(0.225)]
+    assert max(clock.sleeps) == 0.5
+    assert clock.t == pytest.approx(3)
 
 
 def test_handled_but_never_settled_times_out(cluster: Cluster) -> None:

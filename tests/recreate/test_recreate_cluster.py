@@ -16,6 +16,7 @@ from fracctl.core.nodes import is_ready
 from fracctl.core.resources import LEASES, NODES
 from fracctl.errors import ExitCode, ExternalError, Refused, TimedOut, Unsafe, UsageError
 from fracctl.flows.recreate import BOUNDARIES, recreate
+from fracctl.flows.recreate.window import expected
 from fracctl.sandbox.operator_sim import NEVER_READY
 from tests.support.argocd_standin import ArgoCDStandIn
 from tests.support.helpers import Cluster, run_cli
@@ -69,6 +70,37 @@ def test_recreate_converges_and_records(incident: Incident) -> None:
     assert any(
         e["involvedObject"].get("uid") == new_uid and e["reason"] == "Recreated" for e in events
     )
+
+
+def test_after_the_last_ready_node_the_run_reads_nothing(incident: Incident) -> None:
+    """What follows the wait is the record (an audit line, one Event) and the lock's release.
+
+    The Event names the object the run verified: no read of it, of the nodes or of the
+    agents between the last ready node and the return.
+    """
+    ctx = incident.context()
+    at_ready: dict[str, int] = {}
+
+    def boundary(step: str) -> None:
+        if step == "ready":
+            at_ready.update(ctx.kube.calls)
+
+    with incident.operator():
+        result = recreate(ctx, yes=True, boundary=boundary)
+    assert result.outcome == "recreated"
+    after = {k: n - at_ready.get(k, 0) for k, n in ctx.kube.calls.items() if n > at_ready.get(k, 0)}
+    # The lock's release reads its own Lease (it gives up only a Lease still its own), and
+    # its renewal may fall in between: nothing else is read.
+    reads = {k for k in after if k.startswith(("GET", "WATCH")) and k != "GET leases"}
+    assert reads == set(), after
+    assert after.get("POST events") == 1, after
+    new_uid = incident.cluster.live_target()["metadata"]["uid"]  # type: ignore[index]
+    events = incident.cluster.kube.list(
+        __import__("fracctl.core.resources", fromlist=["EVENTS"]).EVENTS, namespace="default"
+    )
+    assert [e["reason"] for e in events if e["involvedObject"].get("uid") == new_uid] == [
+        "Recreated"
+    ]
 
 
 @pytest.mark.parametrize("where", BOUNDARIES)
@@ -285,6 +317,11 @@ def test_dry_run_prints_the_plan_and_changes_nothing(incident: Incident) -> None
     assert text.exit_code == ExitCode.OK, text.output
     assert "delete the live object" in text.stdout
     assert "MPS daemons restart on" in text.stdout
+    # The window last measured for the backend, labelled as a measurement, not a promise.
+    said = expected("apply", drain=False)
+    assert said is not None and data["expected_window"] == said
+    assert f"  {said}" in text.stdout.splitlines()
+    assert "measured on" in said and "on the sandbox" in said and "not a promise" in said
 
 
 def test_no_terminal_and_no_yes_is_refused(incident: Incident) -> None:

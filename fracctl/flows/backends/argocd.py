@@ -196,6 +196,7 @@ class ArgoCDBackend:
         that still had the deleted object cached would skip it (``ApplyOutOfSyncOnly``)
         or ``replace`` an object that is gone (``Replace=true``).
         """
+        from fracctl.core.clock import following
         from fracctl.flows.backends.argocd_sync import sync_resource_and_wait
 
         app = self._app(ctx)
@@ -208,6 +209,7 @@ class ArgoCDBackend:
             timeout=ctx.config.timeouts.sync,
             clock=ctx.clock,
             notify=ctx.info,
+            backoff=following(),
         )
         at = f" at {self.pinned[:12]}" if self.pinned else ""
         return f"Argo CD sync of {app}{at}: {op.get('phase')} ({op.get('message', '')})"

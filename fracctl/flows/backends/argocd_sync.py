@@ -85,6 +85,7 @@ def sync_resource_and_wait(
     check: bool = True,
     sync_options: list[str] | None = None,
     notify: Callable[[str], None] | None = None,
+    backoff: Backoff | None = None,
 ) -> Obj:
     """Sync one resource and wait for the operation to end.
 
@@ -103,6 +104,7 @@ def sync_resource_and_wait(
         check: raise :class:`SyncFailed` when the operation or the resource failed.
         sync_options: per-sync options (replace the application's own).
         notify: called with a one-line progress note (never holds the token).
+        backoff: delays between reads of the operation (default: :func:`wait_operation`'s).
 
     Returns:
         The final ``operationState``. ``Succeeded`` means Argo CD's apply calls
@@ -128,7 +130,7 @@ def sync_resource_and_wait(
     )
     if notify:
         notify(f"Argo CD: syncing {_resource_id(resource)} in {name}")
-    state = wait_operation(client, name, timeout=timeout, clock=clock)
+    state = wait_operation(client, name, timeout=timeout, clock=clock, backoff=backoff)
     if check:
         check_operation(name, state, resource)
     return state

@@ -108,8 +108,15 @@ class FluxBackend:
         """Request a reconcile and wait until it was handled and Ready settled."""
         flux = configured_kustomization(ctx)
         requested = flux.request_reconcile()
+        ctx.info(f"Flux: reconcile of {flux.namespace}/{flux.name} requested ({requested})")
+        from fracctl.core.clock import following
+
         status = flux.wait_ready(
-            requested, timeout=ctx.config.timeouts.sync, clock=ctx.clock, revision=self.revision
+            requested,
+            timeout=ctx.config.timeouts.sync,
+            clock=ctx.clock,
+            revision=self.revision,
+            backoff=following(),
         )
         return f"Flux applied revision {status.get('lastAppliedRevision', '?')}"
 

@@ -67,6 +67,7 @@ class RecreateResult:
     notes: list[str] = field(default_factory=list)
     proofs: list[str] = field(default_factory=list)
     drain: DrainPlan | None = None  # with --drain (or a journaled drain to resume)
+    expected_window: str | None = None  # the bench's last figure, when the plan deletes
 
     def to_dict(self) -> dict[str, Any]:
         """Plain data for JSON output."""
@@ -82,6 +83,7 @@ class RecreateResult:
             "audit_file": self.audit_file,
             "notes": self.notes,
             "proofs": self.proofs,
+            "expected_window": self.expected_window,
         }
 
 
@@ -268,9 +270,13 @@ def _wait_ready(run: Run) -> None:
 
 
 def _record(run: Run) -> None:
-    t = run.ctx.config.target
+    """The audit line, and an Event on the object the run verified (or planned on).
+
+    The Event names the object by name and uid only, which the run holds already: no
+    read between the last ready node and the return.
+    """
     result = run.result
-    final = run.ctx.kube.get_or_none(t.ref, t.name)
+    final = run.live
     done = {
         **run.entry,
         "time": utc_timestamp(),
@@ -373,6 +379,10 @@ def recreate(
                 ctx.info(f"resuming the drain of run {run.journal.run_id} ({run.journal.phase})")
         at("planned")
         result = run.result
+        if recreate_plan.DELETE in result.plan.steps:
+            from fracctl.flows.recreate.window import expected
+
+            result.expected_window = expected(backend, drain=drain)
         steps = [STEPS[name] for name in result.plan.steps]
         for step in (s for s in steps if not s.acts):
             step.run(run)
