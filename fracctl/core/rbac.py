@@ -11,7 +11,8 @@ Roles:
   ``deploy/components/drift``).
 - ``preflight``: reads only; pods and nodes are listed.
 - ``doctor``: reads only: nodes, pods, the events of pending fractional pods, the
-  RuntimeClass, KAI's Config, the target, and the agents' and scheduler's workloads.
+  RuntimeClass, KAI's Config, the target, the agents' and scheduler's workloads, and
+  (list on Secrets in the agents' namespace) Helm's release records.
 - ``recreate``: the one target object (by name where RBAC allows it), the lock Lease in
   its namespace, an Event, and the reads of drift and preflight it runs first; for
   ``--drain``, evictions, the nodes' readiness condition (``nodes/status``), budgets,
@@ -251,6 +252,17 @@ def _doctor(p: Params) -> tuple[list[RbacRule], dict[str, list[RbacRule]]]:
                 "the workloads' images and tolerations",
             )
         )
+    namespaced[p.cluster.agent_namespace].append(
+        RbacRule(
+            ("",),
+            ("secrets",),
+            ("list",),
+            "Helm's release records (sh.helm.release.v1.*, label owner=helm), read only when "
+            "the live config is a hook, to name the release that recreates it; RBAC cannot "
+            "name a listed Secret, so this reads every Secret of the namespace: bind it only "
+            "where the operator's chart is installed",
+        )
+    )
     return cluster, namespaced
 
 
