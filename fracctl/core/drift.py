@@ -15,6 +15,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from fracctl.core.helm_release import hook_use
 from fracctl.core.immutability import FieldRule, expand, get_path, join, split_path, without
 from fracctl.core.resources import split_api_version
 from fracctl.errors import Cause
@@ -25,8 +26,19 @@ APPLIES_IN_PLACE = "applies-in-place"
 MISSING_LIVE = "missing-live"
 MISSING_DESIRED = "missing-desired"
 REJECTED = "rejected"  # the dry run failed for a reason that recreating does not fix
+# Live, not rendered, and a chart's hook: the tool that runs the chart (helm, Argo CD,
+# Flux's helm-controller) owns it outside any rendering; pruning it is never the answer.
+HOOK = "hook"
 
-VERDICTS = (IN_SYNC, NEEDS_RECREATE, APPLIES_IN_PLACE, MISSING_LIVE, MISSING_DESIRED, REJECTED)
+VERDICTS = (
+    IN_SYNC,
+    NEEDS_RECREATE,
+    APPLIES_IN_PLACE,
+    MISSING_LIVE,
+    MISSING_DESIRED,
+    REJECTED,
+    HOOK,
+)
 
 # Metadata an apply does not carry, or the server owns.
 _SERVER_METADATA = (
@@ -95,6 +107,9 @@ class ObjectDrift:
     note: str = ""
     next_step: str = ""  # what to do about it, when it depends on more than the verdict
     procedure: dict[str, Any] | None = None  # needs-recreate: how fracctl recreates it, or not
+    # The object is a chart's hook (git's or the engine's rendering, or the live object
+    # says so): its annotations and what deletes and recreates it. Drift either way.
+    hook: dict[str, Any] | None = None
 
     @property
     def key(self) -> str:
@@ -110,13 +125,14 @@ class ObjectDrift:
 
     @property
     def drifted(self) -> bool:
-        """Anything but in-sync is drift."""
-        return self.verdict != IN_SYNC
+        """Anything but in-sync is drift; so is a hook, which every upgrade recreates."""
+        return self.verdict != IN_SYNC or self.hook is not None
 
     @property
     def argocd_claims_synced(self) -> bool:
         """Whether Argo CD says this resource is synced although it drifted."""
-        return bool(self.drifted and self.argocd and self.argocd.get("status") == "Synced")
+        differs = self.verdict not in (IN_SYNC, HOOK)  # a hook is not Argo CD's to sync
+        return bool(differs and self.argocd and self.argocd.get("status") == "Synced")
 
     def to_dict(self) -> dict[str, Any]:
         """Plain data for JSON output."""
@@ -137,6 +153,7 @@ class ObjectDrift:
             "argocd": self.argocd,
             "note": self.note,
             "procedure": self.procedure,
+            "hook": self.hook,
         }
 
 
@@ -438,3 +455,35 @@ def apply_body(desired: Mapping[str, Any], namespace: str) -> dict[str, Any]:
     body = {k: v for k, v in desired.items() if k not in ("status", "metadata")}
     body["metadata"] = meta
     return body
+
+
+# What deletes and recreates a hook when nothing more is known of who runs the chart.
+HOOK_RECREATORS = (
+    "every helm upgrade of the release that installs the chart (by hand or by a Flux "
+    "HelmRelease without disableHooks), every Argo CD sync of an application rendering it"
+)
+
+
+def hook_of(
+    live: Mapping[str, Any] | None,
+    desired: Mapping[str, Any] | None,
+    recreated_by: str = HOOK_RECREATORS,
+) -> dict[str, Any] | None:
+    """How an object is a chart's hook, from git's (or the engine's) rendering or the live one.
+
+    The rendering is asked first: ``helm template`` keeps the hook annotations (Argo CD
+    renders charts that way, argo-cd ``docs/user-guide/helm.md``). None when neither
+    says hook.
+    """
+    for source, obj in (("in the rendering", desired), ("on the live object", live)):
+        use = hook_use(obj) if obj is not None else None
+        if use is not None:
+            return {
+                "annotations": use.annotations,
+                "events": list(use.events),
+                "argocd_phase": use.argocd_phase,
+                "recreated_on": list(use.recreated_on),
+                "source": source,
+                "recreated_by": recreated_by,
+            }
+    return None

@@ -166,6 +166,19 @@ class Judge:
         return None
 
     def judge(self, it: Item) -> d.ObjectDrift:
+        """The verdict on one item against its live object, and whether it is a hook.
+
+        A live hook that the rendering leaves out is ``hook``, never ``missing-desired``:
+        the tool that runs the chart recreates it, and pruning it deletes the config.
+        """
+        out = self._judge(it)
+        out.hook = d.hook_of(it.live, it.desired)
+        if out.hook is not None and out.verdict == d.MISSING_DESIRED and it.live is not None:
+            out.verdict = d.HOOK
+            out.note = "the rendering leaves out the chart's hooks; the live object is one"
+        return out
+
+    def _judge(self, it: Item) -> d.ObjectDrift:
         """The verdict on one item against its live object."""
         out = d.ObjectDrift(
             api_version=it.api_version,
