@@ -347,6 +347,40 @@ def test_doctor_as_its_role_names_the_release_of_a_hook(
     assert HOOK_ONLY <= recorded
 
 
+def test_doctor_without_list_secrets_says_what_it_could_not_read(
+    cluster: Cluster, control_plane: ControlPlane, tmp_path: Path, helm_bin: Helm
+) -> None:
+    import dataclasses
+
+    # The doctor role less its Secrets rule: the hook is still reported, with why no
+    # release is named, and the run is a finding (exit 1), not an error.
+    ctx = Context(config=Config(), kube_factory=lambda: cluster.kube)
+    roles, _text = flow.roles(ctx, role="doctor")
+    less = [
+        dataclasses.replace(r, rules=tuple(x for x in r.rules if "secrets" not in x.resources))
+        for r in roles
+    ]
+    assert less != roles
+    ns = cluster.namespace(cluster.config.cluster.agent_namespace)
+    helm_bin.run("install", "gpu-fractioning", str(CHART), "-n", ns, kubeconfig=cluster.kubeconfig)
+    who = Identity(cluster.kube, "doctor", less)
+    try:
+        who.setup(control_plane, tmp_path)
+        r = run_cli("--kubeconfig", who.kubeconfig, "doctor", "-o", "json")
+    finally:
+        who.teardown()
+        helm_bin.run(
+            "uninstall", "gpu-fractioning", "-n", ns, kubeconfig=cluster.kubeconfig, check=False
+        )
+        cluster.wipe_target()
+    assert r.exit_code == ExitCode.FINDING, r.output
+    (f,) = [f for f in r.json["findings"] if f["check"] == "config-hook"]
+    assert "no Helm release record found" in f["symptom"]
+    assert "Helm's release records could not be read" in " ".join(f["evidence"])
+    assert 'cannot list resource "secrets"' in " ".join(f["evidence"])
+    assert "fracctl rbac print --role doctor" in f["fix"]
+
+
 def test_recreate_runs_as_its_role_and_uses_every_grant(
     incident: Incident, control_plane: ControlPlane, recorded: set[tuple[str, str]]
 ) -> None:
