@@ -129,8 +129,8 @@ def fractioning_config_hook(manifests: Sequence[Manifest], s: LintSettings) -> I
         when = ", ".join(use.recreated_on) or use.argocd_phase or ", ".join(use.events)
         yield (
             m.index,
-            f"{object_name(m.obj)} is a hook ({use.annotations}): every {when} deletes it and "
-            f"creates it again (Helm: each helm upgrade; Argo CD: each sync, as PostSync), "
+            f"{object_name(m.obj)} is a hook ({use.annotations}): it is deleted and created "
+            f"again on every {when} (Helm: each helm upgrade; Argo CD: each sync, as PostSync), "
             f"restarting the MPS daemons under every fractional pod. Its spec.nodeSelector "
             f"{sel} is written in the chart, not a value; {against}. Keep the config in git "
             "as a plain object and stop the chart's hook (runbooks/operator-upgrades.md)",
