@@ -73,6 +73,13 @@ def init_repo(path: Path, *, message: str) -> str:
     return git(["rev-parse", "HEAD"], cwd=path).stdout.strip()
 
 
+def commit_all(path: Path, *, message: str) -> str:
+    """Commit every change in the repository at ``path``; return the commit."""
+    git(["add", "-A"], cwd=path)
+    git(["commit", "-q", "--allow-empty", "-m", message], cwd=path)
+    return git(["rev-parse", "HEAD"], cwd=path).stdout.strip()
+
+
 # --- a repository named by the user ----------------------------------------------------
 
 

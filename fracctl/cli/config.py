@@ -66,7 +66,11 @@ def view(
         _table.show(c.out, ("setting", "value", "source"), rows, env=c.env)
         given = sum(1 for s in found.settings if s.source != "default")
         where = f"file {found.file}" if found.file else "no file"
-        c.out.print(f"{len(found.settings)} settings, {given} not default ({where})", markup=False)
+        c.out.print(
+            f"{len(found.settings)} settings, {given} not default ({where})",
+            markup=False,
+            soft_wrap=True,
+        )
 
 
 def cell(setting: Setting) -> str:

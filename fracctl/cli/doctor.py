@@ -123,7 +123,7 @@ def render(out: Console, report: DoctorReport) -> None:
         out.print(f"  cause: {f.cause}", markup=False, soft_wrap=True)
         # Unwrapped, so the command can be copied.
         out.print(f"  fix:   {f.fix}", markup=False, soft_wrap=True)
-    out.print(("\n" if report.findings else "") + verdict(report), markup=False)
+    out.print(("\n" if report.findings else "") + verdict(report), markup=False, soft_wrap=True)
 
 
 def register(root: typer.Typer) -> None:

@@ -197,6 +197,10 @@ def _run(
             write_metrics(files["metrics"], fleet_cli.drift_metrics(c, result))
         return ExitCode(result.exit_code)
     c = _app.context(ctx)
+    if not what["app"]:  # a "Next:" command reads git where this drift did
+        from fracctl.cli.render import source_flags
+
+        c.source_flags = source_flags(**{k: what[k] for k in ("repo", "revision", "path")})
     fmt = output or _default_format(c.env)
     start = c.clock.monotonic()
     report = flow.run(c, **what)
@@ -259,7 +263,9 @@ def _show(c: Context, report: DriftReport, summary: str) -> None:
 
     src = report.source
     if src.get("argocd_app"):
-        c.out.print(f"desired: Argo CD application {src['argocd_app']}", markup=False)
+        c.out.print(
+            f"desired: Argo CD application {src['argocd_app']}", markup=False, soft_wrap=True
+        )
     elif src:
         commit = str(src.get("commit", ""))[:12]
         c.out.print(
@@ -304,10 +310,14 @@ def _show(c: Context, report: DriftReport, summary: str) -> None:
         op = a.get("operation") or {}
         last = f"; last operation {op.get('phase')}" if op.get("phase") else ""
         msg = f": {op.get('message')}" if op.get("message") else ""
-        c.out.print(f"Argo CD {a['app']}: {a['sync']}, {a['health']}{last}{msg}", markup=False)
+        c.out.print(
+            f"Argo CD {a['app']}: {a['sync']}, {a['health']}{last}{msg}",
+            markup=False,
+            soft_wrap=True,
+        )
     for w in report.warnings:
         c.out.print(Text(f"!! {w}", style="bold red"), soft_wrap=True)
-    c.out.print(summary, markup=False)
+    c.out.print(summary, markup=False, soft_wrap=True)
 
 
 def register(root: typer.Typer) -> None:

@@ -74,7 +74,7 @@ def summary(
         ]
         table.add_row(*row)
     c.out.print(table)
-    c.out.print(counts_line(result), markup=False)
+    c.out.print(counts_line(result), markup=False, soft_wrap=True)
 
 
 def counts_line(result: FleetResult) -> str:
@@ -189,7 +189,7 @@ def recreate(
     if dry_run:
         for r in result.results:
             if r.value is not None:
-                c.out.print(f"== {r.name} (wave {r.member.wave}) ==", markup=False)
+                c.out.print(f"== {r.name} (wave {r.member.wave}) ==", markup=False, soft_wrap=True)
                 show_plan(c, r.value)
                 c.out.print("")
 
@@ -210,9 +210,9 @@ def recreate(
         if r.exit_code == 0 and r.state not in (Outcome.NOT_STARTED, Outcome.DRY_RUN)
     ]
     waiting = [r.name for r in result.results if r.state is Outcome.NOT_STARTED]
-    c.out.print(f"done: {', '.join(done) or 'none'}", markup=False)
+    c.out.print(f"done: {', '.join(done) or 'none'}", markup=False, soft_wrap=True)
     if result.stopped:
         c.out.print(f"stopped: {result.stopped}", markup=False, soft_wrap=True)
-        c.out.print(f"not started: {', '.join(waiting) or 'none'}", markup=False)
+        c.out.print(f"not started: {', '.join(waiting) or 'none'}", markup=False, soft_wrap=True)
     if result.resume:
         c.out.print(f"resume: {result.resume}", markup=False, soft_wrap=True)

@@ -105,7 +105,7 @@ def render(out: Console, report: LintReport) -> None:
             soft_wrap=True,
         )
         out.print(f"    {f.finding.message}", markup=False, soft_wrap=True)
-    out.print(f"lint: {summary(report)}", markup=False)
+    out.print(f"lint: {summary(report)}", markup=False, soft_wrap=True)
 
 
 def register(root: typer.Typer) -> None:

@@ -75,7 +75,7 @@ def preflight(
             table.add_row(ch.name, ch.status, ch.detail, ch.fix or "-")
         c.out.print(table)
         summary = f"{len(failed)} of {len(checks)} checks failed" if failed else "all checks ok"
-        c.out.print(f"preflight: {summary}", markup=False)
+        c.out.print(f"preflight: {summary}", markup=False, soft_wrap=True)
     raise typer.Exit(ExitCode.FINDING if failed else ExitCode.OK)
 
 
@@ -182,13 +182,13 @@ def _print_install(c: Context, res: InstallResult) -> None:
     """What ``install --systemd`` wrote and ran, or with ``--dry-run`` would."""
     if res.dry_run:
         for path, text in res.files.items():
-            c.out.print(f"--- {path}", markup=False)
-            c.out.print(text.rstrip("\n"), markup=False, highlight=False)
-        c.out.print("--- would run:", markup=False)
+            c.out.print(f"--- {path}", markup=False, soft_wrap=True)
+            c.out.print(text.rstrip("\n"), markup=False, highlight=False, soft_wrap=True)
+        c.out.print("--- would run:", markup=False, soft_wrap=True)
     for line in res.actions:
-        c.out.print(f"  {line}" if res.dry_run else line, markup=False)
+        c.out.print(f"  {line}" if res.dry_run else line, markup=False, soft_wrap=True)
     for note in res.notes:
-        c.out.print(note, markup=False)
+        c.out.print(note, markup=False, soft_wrap=True)
 
 
 @mps_app.command()
@@ -262,16 +262,20 @@ def uninstall(
     c = _app.context(ctx)
     res = node_agent.uninstall(c, force=force)
     if not res.found:
-        c.out.print(f"nothing to uninstall: no install manifest at {res.manifest}", markup=False)
+        c.out.print(
+            f"nothing to uninstall: no install manifest at {res.manifest}",
+            markup=False,
+            soft_wrap=True,
+        )
         return
     if res.forced_clients:
         c.warn(f"--force: {len(res.forced_clients)} client(s) were connected")
     for line in res.actions:
-        c.out.print(line, markup=False)
+        c.out.print(line, markup=False, soft_wrap=True)
     for path in res.removed:
-        c.out.print(f"removed {path}", markup=False)
+        c.out.print(f"removed {path}", markup=False, soft_wrap=True)
     for path in res.kept:
-        c.out.print(f"kept {path}", markup=False)
+        c.out.print(f"kept {path}", markup=False, soft_wrap=True)
 
 
 @app.command("probe-memory")
@@ -332,6 +336,7 @@ def probe_memory(
             p(
                 f"  failing step:     #{r.failed_step}, to {r.failed_at_mib} MiB ({r.error})",
                 markup=False,
+                soft_wrap=True,
             )
         if r.enforced:
             p(f"  context overhead: {r.overhead_mib} MiB (limit minus usable)", markup=False)
@@ -340,6 +345,7 @@ def probe_memory(
                 f"  limit NOT enforced: {r.usable_mib} MiB allocated under a {r.limit_mib} MiB "
                 "limit (is this process an MPS client of a daemon with that limit?)",
                 markup=False,
+                soft_wrap=True,
             )
     raise typer.Exit(ExitCode.OK if r.enforced else ExitCode.FINDING)
 

@@ -71,12 +71,16 @@ def check(ctx: typer.Context, output: _app.Output = "table") -> None:
     headers = ("node", "class", "product", "opt-in", "policy", "selected now", "readiness")
     _table.show(c.out, headers, rows)
     if report.live_selector is None:
-        c.out.print("no live fractioning config: 'selected now' is unknown", markup=False)
+        c.out.print(
+            "no live fractioning config: 'selected now' is unknown", markup=False, soft_wrap=True
+        )
     for f in report.findings:
         c.out.print(f"{f.rule.value}: {f.message}", markup=False, soft_wrap=True)
         c.out.print(f"  fix: {f.fix}", markup=False, soft_wrap=True)
     if report.ok:
-        c.out.print(f"{len(report.rows)} GPU node(s) follow the policy", markup=False)
+        c.out.print(
+            f"{len(report.rows)} GPU node(s) follow the policy", markup=False, soft_wrap=True
+        )
     raise typer.Exit(ExitCode.OK if report.ok else ExitCode.FINDING)
 
 
@@ -88,9 +92,11 @@ def _show(c: Context, report: LabelReport, output: str) -> None:
     for change in report.changes:
         verb = {"labelled": "would label", "unlabelled": "would unlabel"}.get(change.action)
         action = verb if report.dry_run and verb else change.action
-        c.out.print(f"{prefix}{change.node}: {action} ({change.detail})", markup=False)
+        c.out.print(
+            f"{prefix}{change.node}: {action} ({change.detail})", markup=False, soft_wrap=True
+        )
     for note in report.notes:
-        c.out.print(f"note: {note}", markup=False)
+        c.out.print(f"note: {note}", markup=False, soft_wrap=True)
 
 
 @app.command()

@@ -65,7 +65,7 @@ def apply_policy(
 
     c = _app.context(ctx)
     for line in policy.apply(c, dry_run=dry_run):
-        c.out.print(line, markup=False)
+        c.out.print(line, markup=False, soft_wrap=True)
 
 
 def register(root: typer.Typer) -> None:

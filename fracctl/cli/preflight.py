@@ -8,7 +8,15 @@ import typer
 
 from fracctl.cli import _app
 from fracctl.cli import fleet as fleet_cli
-from fracctl.errors import ExitCode
+from fracctl.cli.render import (
+    PathOption,
+    RendererOption,
+    RepoOption,
+    RevisionOption,
+    source_context,
+    source_overrides,
+)
+from fracctl.errors import ExitCode, UsageError
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -46,6 +54,10 @@ def command(
             "--selector", "-l", help=SELECTOR_HELP, show_default=False, callback=check_selector
         ),
     ] = None,
+    repo: RepoOption = None,
+    revision: RevisionOption = None,
+    path: PathOption = None,
+    renderer: RendererOption = None,
     output: _app.Output = "table",
     parallel: fleet_cli.Parallel = None,
 ) -> None:
@@ -74,7 +86,12 @@ def command(
     from fracctl.flows.preflight import preflight
 
     wanted = selector_option(selector)
-    found = _app.fleet(ctx, fleet__parallel=parallel)
+    source = {"repo": repo, "revision": revision, "path": path, "renderer": renderer}
+    if wanted is not None and any(v is not None for v in source.values()):
+        raise UsageError(
+            "--selector replaces git's selector: drop --repo/--revision/--path/--renderer"
+        )
+    found = _app.fleet(ctx, fleet__parallel=parallel, **source_overrides(**source))
     if found is not None:
         from fracctl.flows import fleet
 
@@ -82,7 +99,7 @@ def command(
         result = fleet.preflight(fc, clusters, selector=wanted, progress=fleet_cli.progress(fc))
         fleet_cli.preflight(fc, result, output)
         raise typer.Exit(result.exit_code)
-    c = _app.context(ctx)
+    c = source_context(ctx, **source)
     report = preflight(c, selector=wanted)
     if output == "json":
         _app.emit_json(report.to_dict())
@@ -109,12 +126,12 @@ def render(out: Console, report: PreflightReport) -> None:
     _table.show(out, ("check", "result", "evidence", "what to do"), rows)
     failed = report.failed
     if failed:
-        out.print(f"preflight refused: {len(failed)} check(s) failed", markup=False)
+        out.print(f"preflight refused: {len(failed)} check(s) failed", markup=False, soft_wrap=True)
         # Unwrapped, so the commands can be copied.
         for check in failed:
             out.print(f"  {check.name}: {check.fix}", markup=False, soft_wrap=True)
     else:
-        out.print("preflight passed: safe to recreate", markup=False)
+        out.print("preflight passed: safe to recreate", markup=False, soft_wrap=True)
 
 
 def register(root: typer.Typer) -> None:

@@ -106,7 +106,11 @@ def command(
     if output == "json":
         _app.emit_json(result.to_dict())
     else:
-        c.out.print(f"probe {result.namespace}/{result.name}: {result.outcome.value}", markup=False)
+        c.out.print(
+            f"probe {result.namespace}/{result.name}: {result.outcome.value}",
+            markup=False,
+            soft_wrap=True,
+        )
         c.out.print(result.summary(), markup=False, soft_wrap=True)
         if result.message and result.outcome.value != "unschedulable":
             c.out.print(
@@ -115,6 +119,7 @@ def command(
         c.out.print(
             "probe deleted" if result.deleted else "warning: the probe may still exist",
             markup=False,
+            soft_wrap=True,
         )
     raise typer.Exit(int(result.exit_code(expect)))
 

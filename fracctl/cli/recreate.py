@@ -7,6 +7,14 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from fracctl.cli import _app
+from fracctl.cli.render import (
+    PathOption,
+    RendererOption,
+    RepoOption,
+    RevisionOption,
+    source_context,
+    source_overrides,
+)
 from fracctl.core.backends import NAMES, REGISTRY, names
 from fracctl.core.outcome import Outcome
 from fracctl.errors import UsageError
@@ -89,10 +97,6 @@ BackendOption = Annotated[
         parser=_app.one_of(names),
         callback=_app.setting("recreate.backend"),
     ),
-]
-RevisionOption = Annotated[
-    str | None,
-    typer.Option(help="Git revision to render.", show_default=False, callback=_app.not_blank),
 ]
 RestoreOption = Annotated[
     str | None,
@@ -190,7 +194,10 @@ def recreate(
     yes: YesOption = False,
     dry_run: DryRunOption = False,
     backend: BackendOption = None,
+    repo: RepoOption = None,
     revision: RevisionOption = None,
+    path: PathOption = None,
+    renderer: RendererOption = None,
     restore_from: RestoreOption = None,
     output: Output = "table",
     parallel: ParallelOption = 1,
@@ -229,10 +236,14 @@ def recreate(
 
     KIND/NAME (or --all: each object drift --all finds) recreates a built-in object by its
     kind's safe procedure instead, or refuses with the fix (runbooks/recreate-kinds.md).
+    KIND is spelled as kubectl takes it (sts, statefulsets.apps); --path,
+    --revision, --repo and --renderer say where git's objects are, as for
+    render and drift.
 
     Examples:
         fracctl recreate --dry-run
         fracctl recreate StatefulSet/db -n shop --backend apply --dry-run
+        fracctl recreate sts/db -n shop --path shop --backend apply --dry-run
         fracctl recreate --all --backend apply --dry-run
         fracctl recreate --yes --backend argocd
         fracctl recreate --restore-from ~/.local/state/fracctl/backups/FILE.yaml --yes
@@ -240,21 +251,38 @@ def recreate(
         fracctl recreate --drain --yes
         fracctl recreate --abort
     """
+    source = {"repo": repo, "revision": revision, "path": path, "renderer": renderer}
     if _objects(ctx, obj, namespace, all_objects, allow_active, allow_new_ip, yes=yes,
-                dry_run=dry_run, backend=backend, revision=revision, output=output,
+                dry_run=dry_run, backend=backend, source=source, output=output,
                 others=drain or force or abort or bool(restore_from)):  # fmt: skip
         return
     if abort:
-        _abort(ctx, others=drain or force or dry_run or restore_from is not None)
+        _abort(ctx, others=drain or force or dry_run or bool(restore_from) or _given(source))
         return
-    _check_flags(drain=drain, force=force, restore_from=restore_from, revision=revision,
+    _config(ctx, source, restore_from, dry_run=dry_run, yes=yes, backend=backend, drain=drain,
+            force=force, parallel=parallel, continue_on_failure=continue_on_failure,
+            output=output)  # fmt: skip
+
+
+def _given(source: dict[str, str | None]) -> bool:
+    """Whether any git source flag was given."""
+    return any(v is not None for v in source.values())
+
+
+def _config(
+    ctx: typer.Context, source: dict[str, str | None], restore_from: str | None, *,
+    dry_run: bool, yes: bool, backend: str | None, drain: bool, force: bool, parallel: int,
+    continue_on_failure: bool, output: str,
+) -> None:  # fmt: skip
+    """Recreate (or restore) the fractioning config, on one cluster or over a fleet."""
+    _check_flags(drain=drain, force=force, restore_from=restore_from, source=source,
                  backend=backend)  # fmt: skip
-    found = _fleet_of(ctx, revision=revision, restore_from=restore_from, drain=drain)
+    found = _fleet_of(ctx, source=source, restore_from=restore_from, drain=drain)
     if found is not None:
         _fleet(ctx, found, dry_run=dry_run, yes=yes, backend=backend, parallel=parallel,
                continue_on_failure=continue_on_failure, output=output)  # fmt: skip
         return
-    c = _app.context(ctx, git__revision=revision)
+    c = source_context(ctx, **source)
     result = _one(c, restore_from, dry_run=dry_run, yes=yes, backend=backend, drain=drain,
                   force=force)  # fmt: skip
     _print_result(c, result, output=output, dry_run=dry_run)
@@ -275,7 +303,7 @@ def _objects(
         objects.recreate_every(ctx, others=obj is not None or others, allow_active=allow_active,
                                allow_new_ip=allow_new_ip, **how)  # fmt: skip
         return True
-    if obj is not None and not _is_target(ctx, obj):
+    if obj is not None and not _is_target(ctx, obj, how["source"]):
         objects.recreate_object(ctx, obj, namespace=namespace, others=others,
                                 allow_active=allow_active, allow_new_ip=allow_new_ip,
                                 **how)  # fmt: skip
@@ -290,25 +318,28 @@ def _objects(
 def _abort(ctx: typer.Context, *, others: bool) -> None:
     """``recreate --abort``: undo a journaled drain."""
     if others:
-        raise UsageError("--abort takes none of --drain, --force, --dry-run, --restore-from")
+        raise UsageError(
+            "--abort takes none of --drain, --force, --dry-run, --restore-from, and no git "
+            "source (--repo, --revision, --path, --renderer)"
+        )
     from fracctl.flows.recreate import abort_drain
 
     c = _app.context(ctx)
     c.out.print(abort_drain(c), markup=False, soft_wrap=True)
 
 
-def _is_target(ctx: typer.Context, obj: str) -> bool:
+def _is_target(ctx: typer.Context, obj: str, source: dict[str, str | None]) -> bool:
     """Whether ``KIND/NAME`` names the fractioning config (its own guarded flow)."""
-    t = _app.context(ctx).config.target
+    t = source_context(ctx, **source).config.target
     kind, _, name = obj.partition("/")
     return kind.lower() in (t.kind.lower(), t.plural.lower()) and name == t.name
 
 
 def _fleet_of(
-    ctx: typer.Context, *, revision: str | None, restore_from: str | None, drain: bool
+    ctx: typer.Context, *, source: dict[str, str | None], restore_from: str | None, drain: bool
 ) -> tuple[Context, list[Member]] | None:
     """The fleet this run goes over, or None for one cluster."""
-    found = _app.fleet(ctx, git__revision=revision)
+    found = _app.fleet(ctx, **source_overrides(**source))
     if found is not None and restore_from is not None:
         if len(found[1]) > 1 or ctx.find_root().obj.context is None:
             raise UsageError(
@@ -322,7 +353,7 @@ def _fleet_of(
 
 
 def _check_flags(
-    *, drain: bool, force: bool, restore_from: str | None, revision: str | None,
+    *, drain: bool, force: bool, restore_from: str | None, source: dict[str, str | None],
     backend: str | None,
 ) -> None:  # fmt: skip
     """Flags that do not go together: a usage error before anything is read."""
@@ -330,10 +361,10 @@ def _check_flags(
         raise UsageError("--force is for --drain: it evicts bare pods too")
     if drain and restore_from is not None:
         raise UsageError("--drain and --restore-from do not go together")
-    if restore_from is not None and (revision is not None or backend not in (None, "apply")):
+    if restore_from is not None and (_given(source) or backend not in (None, "apply")):
         raise UsageError(
-            "--restore-from creates the backed-up object directly; it takes neither "
-            "--revision nor a --backend other than apply"
+            "--restore-from creates the backed-up object directly; it takes no git source "
+            "(--repo, --revision, --path, --renderer) and no --backend other than apply"
         )
 
 
@@ -370,13 +401,14 @@ def _print_result(c: Context, result: RecreateResult, *, output: str, dry_run: b
     if dry_run or not result.plan.steps:
         _show_plan(c, result)
     if result.backup:
-        c.out.print(f"backup: {result.backup}", markup=False)
+        c.out.print(f"backup: {result.backup}", markup=False, soft_wrap=True)
     if result.ready is not None:
         c.out.print(
             f"ready: {len(result.ready.nodes)} node(s) in {result.ready.seconds:.0f}s",
             markup=False,
+            soft_wrap=True,
         )
-    c.out.print(f"outcome: {result.outcome}", markup=False)
+    c.out.print(f"outcome: {result.outcome}", markup=False, soft_wrap=True)
 
 
 def _fleet(
@@ -400,7 +432,7 @@ def _fleet(
 
     def confirm(planned: fleet.FleetResult) -> bool:
         for r in planned.results:
-            c.err.print(f"== {r.name} (wave {r.member.wave}) ==", markup=False)
+            c.err.print(f"== {r.name} (wave {r.member.wave}) ==", markup=False, soft_wrap=True)
             _show_plan(c, r.value, to_stderr=True)
         return typer.confirm(
             f"Recreate on {len(planned.results)} clusters?", default=False, err=True
@@ -454,6 +486,7 @@ def wait(
             f"{len(result.nodes)} node(s) ready in {result.seconds:.0f}s: "
             + ", ".join(result.nodes),
             markup=False,
+            soft_wrap=True,
         )
 
 

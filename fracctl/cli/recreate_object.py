@@ -19,7 +19,7 @@ ONE_CLUSTER = "KIND/NAME and --all recreate on one cluster: give --context once"
 
 def recreate_object(
     ctx: typer.Context, obj: str, *, namespace: str | None, yes: bool, dry_run: bool,
-    backend: str | None, revision: str | None, output: str, allow_active: bool,
+    backend: str | None, source: dict[str, str | None], output: str, allow_active: bool,
     allow_new_ip: bool, others: bool,
 ) -> None:  # fmt: skip
     """Run (or plan) one object's procedure and print what it did."""
@@ -27,7 +27,7 @@ def recreate_object(
 
     if others:
         raise UsageError("KIND/NAME takes none of --drain, --force, --abort, --restore-from")
-    c, confirm = _one_cluster(ctx, revision)
+    c, confirm = _one_cluster(ctx, source)
     result = flow(
         c, obj, namespace=namespace, dry_run=dry_run, yes=yes, backend=backend,
         allow_active=allow_active, allow_new_ip=allow_new_ip, confirm=confirm,
@@ -40,7 +40,8 @@ def recreate_object(
 
 def recreate_every(
     ctx: typer.Context, *, yes: bool, dry_run: bool, backend: str | None,
-    revision: str | None, output: str, allow_active: bool, allow_new_ip: bool, others: bool,
+    source: dict[str, str | None], output: str, allow_active: bool, allow_new_ip: bool,
+    others: bool,
 ) -> None:  # fmt: skip
     """``recreate --all``: every object drift finds needs recreating, one after another."""
     from fracctl.core.outcome import Outcome
@@ -50,7 +51,7 @@ def recreate_every(
         raise UsageError(
             "--all takes no KIND/NAME and none of --drain, --force, --abort, --restore-from"
         )
-    c, confirm = _one_cluster(ctx, revision)
+    c, confirm = _one_cluster(ctx, source)
 
     def each(result: ObjectResult) -> None:
         if output != "json":
@@ -65,18 +66,20 @@ def recreate_every(
     else:
         for note in every.notes:
             c.out.print(f"note: {note}", markup=False, soft_wrap=True)
-        c.out.print(every.summary(), markup=False)
+        c.out.print(every.summary(), markup=False, soft_wrap=True)
     if every.refused:
         raise typer.Exit(Outcome.REFUSED.exit_code)
 
 
 def _one_cluster(
-    ctx: typer.Context, revision: str | None
+    ctx: typer.Context, source: dict[str, str | None]
 ) -> tuple[Context, Callable[[ObjectResult], bool]]:
     """The one cluster's context, and the confirmation that shows a plan on stderr first."""
-    if _app.fleet(ctx, git__revision=revision) is not None:
+    from fracctl.cli.render import source_context, source_overrides
+
+    if _app.fleet(ctx, **source_overrides(**source)) is not None:
         raise UsageError(ONE_CLUSTER)
-    c = _app.context(ctx, git__revision=revision)
+    c = source_context(ctx, **source)
 
     def confirm(planned: ObjectResult) -> bool:
         show(c, planned, to_stderr=True)
@@ -92,8 +95,8 @@ def _print(c: Context, result: ObjectResult, *, dry_run: bool) -> None:
     for line in result.notes:
         c.out.print(line, markup=False, soft_wrap=True)
     if result.backup:
-        c.out.print(f"backup: {result.backup}", markup=False)
-    c.out.print(f"outcome: {result.outcome}", markup=False)
+        c.out.print(f"backup: {result.backup}", markup=False, soft_wrap=True)
+    c.out.print(f"outcome: {result.outcome}", markup=False, soft_wrap=True)
 
 
 def show(c: Context, result: ObjectResult, *, to_stderr: bool = False) -> None:

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import sys
-from typing import Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import typer
 
 from fracctl.cli import _app
 from fracctl.errors import UsageError
+
+if TYPE_CHECKING:
+    from fracctl.flows.context import Context
 
 REPO_HELP = "Git repository: a path or a URL (default git.repo)."
 REVISION_HELP = "Commit, branch or tag (default git.revision)."
@@ -32,6 +35,35 @@ RendererOption = Annotated[
     Renderer | None,
     typer.Option(help=RENDERER_HELP, show_default=False, parser=_app.one_of(Renderer)),
 ]
+
+#: The flags of git's source, each with the configuration key it sets.
+SOURCE_KEYS = {"repo": "git.repo", "revision": "git.revision", "path": "git.path",
+               "renderer": "git.renderer"}  # fmt: skip
+
+
+def source_overrides(**given: str | None) -> dict[str, Any]:
+    """The git source flags as overrides for :func:`fracctl.cli._app.context`.
+
+    Every command that renders git (render, drift, preflight, recreate) takes the same
+    four flags; one that passes them on as configuration reads git where ``render`` does.
+    """
+    return {SOURCE_KEYS[k].replace(".", "__"): v for k, v in given.items() if k in SOURCE_KEYS}
+
+
+def source_flags(**given: str | None) -> tuple[str, ...]:
+    """The git source flags as typed (``("--path", "shop")``), to repeat in a printed command."""
+    words: list[str] = []
+    for name, value in given.items():
+        if name in SOURCE_KEYS and value is not None:
+            words += [f"--{name}", value]
+    return tuple(words)
+
+
+def source_context(ctx: typer.Context, **given: str | None) -> Context:
+    """The context of a command that renders git, its source flags applied and remembered."""
+    c = _app.context(ctx, **source_overrides(**given))
+    c.source_flags = source_flags(**given)
+    return c
 
 
 def command(

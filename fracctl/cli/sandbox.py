@@ -121,21 +121,24 @@ def up(
     if st.get("flux"):
         f = st["flux"]
         c.out.print(
-            f"  flux:       Kustomization {f['kustomization']}, git {f['git']}", markup=False
+            f"  flux:       Kustomization {f['kustomization']}, git {f['git']}",
+            markup=False,
+            soft_wrap=True,
         )
     c.out.print('  next:       eval "$(fracctl sandbox env)"', markup=False, soft_wrap=True)
 
 
 @app.command()
 def down(ctx: typer.Context, state_dir: StateDir = None) -> None:
-    """Stop the sandbox's processes and remove its state (safe to repeat)."""
+    """Stop the sandbox's processes and remove its state (safe to repeat).
+
+    Reads no fracctl.yaml: what the sandbox started is stopped even when the configuration
+    (the sandbox's own included) no longer loads.
+    """
     from fracctl.sandbox import flow as sandbox
 
-    c = _context(ctx, state_dir)
-    found = sandbox.down(c, root=_root(ctx, state_dir))
-    c.out.print(
-        "sandbox stopped" if found else "sandbox was not running", markup=False, soft_wrap=True
-    )
+    found = sandbox.down(root=_root(ctx, state_dir))
+    typer.echo("sandbox stopped" if found else "sandbox was not running")
 
 
 @app.command()
@@ -168,7 +171,9 @@ def status(
             f"operator simulation: {st['operator_simulation']}", markup=False, soft_wrap=True
         )
         c.out.print(
-            f"{st['target']['name']} nodeSelector: {st['target']['nodeSelector']}", markup=False
+            f"{st['target']['name']} nodeSelector: {st['target']['nodeSelector']}",
+            markup=False,
+            soft_wrap=True,
         )
         if st.get("argocd"):
             a = st["argocd"]

@@ -46,6 +46,13 @@ REGISTRY: tuple[BackendEntry, ...] = (
         rbac="fracctl.core.rbac_flux:flux_rules",
     ),
     BackendEntry(
+        "helm",
+        "the chart's own helm upgrade (its hook deletes and recreates the object)",
+        "fracctl.flows.backends.helm:HelmBackend",
+        rbac="fracctl.core.rbac_helm:helm_rules",
+        section="fracctl.flows.backends.helm:HelmSettings",
+    ),
+    BackendEntry(
         "apply",
         "fracctl creates it by server-side apply",
         "fracctl.flows.backends.apply:ApplyBackend",
@@ -61,7 +68,7 @@ def names() -> tuple[str, ...]:
 
 
 def choices() -> str:
-    """``argocd, flux or apply``: the names as a sentence, for messages."""
+    """``argocd, flux, helm or apply``: the names as a sentence, for messages."""
     known = names()
     return ", ".join(known[:-1]) + f" or {known[-1]}" if len(known) > 1 else known[0]
 

@@ -35,6 +35,12 @@ Obj = dict[str, Any]
 
 #: The reason of a fence written by fracctl; its message names the run.
 FENCE_REASON = "FracctlDrain"
+#: What to do about a refusal of the drain's plan, the same in the dry run's table and in
+#: the error of ``--yes``: the runbook's table names the fix of each refusal.
+REFUSAL_FIX = (
+    'fix what it names, then rerun (the table under "Look first" in runbooks/drain.md '
+    "gives each refusal's fix)"
+)
 #: KAI's annotation naming the PodGroup a pod belongs to.
 POD_GROUP = "pod-group-name"
 #: The name prefix of KAI's reservation pods (never evicted: without its reservation

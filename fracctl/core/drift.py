@@ -15,7 +15,6 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from fracctl.core.helm_release import hook_use
 from fracctl.core.immutability import FieldRule, expand, get_path, join, split_path, without
 from fracctl.core.resources import split_api_version
 from fracctl.errors import Cause
@@ -26,19 +25,10 @@ APPLIES_IN_PLACE = "applies-in-place"
 MISSING_LIVE = "missing-live"
 MISSING_DESIRED = "missing-desired"
 REJECTED = "rejected"  # the dry run failed for a reason that recreating does not fix
-# Live, not rendered, and a chart's hook: the tool that runs the chart (helm, Argo CD,
-# Flux's helm-controller) owns it outside any rendering; pruning it is never the answer.
-HOOK = "hook"
+HOOK = "hook"  # live, not rendered, a chart's hook: whoever runs the chart owns it
 
-VERDICTS = (
-    IN_SYNC,
-    NEEDS_RECREATE,
-    APPLIES_IN_PLACE,
-    MISSING_LIVE,
-    MISSING_DESIRED,
-    REJECTED,
-    HOOK,
-)
+VERDICTS = (IN_SYNC, NEEDS_RECREATE, APPLIES_IN_PLACE, MISSING_LIVE, MISSING_DESIRED, REJECTED,
+            HOOK)  # fmt: skip
 
 # Metadata an apply does not carry, or the server owns.
 _SERVER_METADATA = (
@@ -402,11 +392,63 @@ def fields_from_causes(
                 get_path(live, path),
                 get_path(desired, path),
                 "immutable",
-                c.message,
+                short_message(c.message),
                 "api-server",
             )
         )
     return out
+
+
+def narrow(fields: Iterable[FieldDiff]) -> list[FieldDiff]:
+    """Each field whose values are objects, down to the values git sets that differ.
+
+    A rule or an API server cause may name a whole ``spec`` (a StatefulSet's) or a
+    ``spec.template`` (a Job's): the live side then holds what the server defaulted or
+    added (``podManagementPolicy``, ``revisionHistoryLimit``, the Job controller's
+    ``controller-uid`` labels), which git never changed. A plain string map (a node
+    selector) and a label selector stay whole: a key git removed from one is a change too.
+    """
+    out: list[FieldDiff] = []
+    for f in fields:
+        live, desired = f.live, f.desired
+        objects = isinstance(live, Mapping) and isinstance(desired, Mapping)
+        whole = f.path.rsplit(".", 1)[-1] == "selector"
+        if objects and not whole and not (_scalar_map(live) and _scalar_map(desired)):
+            opened = diff_paths(live, desired, f.path, subset=True)
+            if opened:
+                out += [
+                    FieldDiff(o.path, o.live, o.desired, f.constraint, f.message, f.source)
+                    for o in opened
+                ]
+                continue
+        out.append(f)
+    return out
+
+
+_GO_VALUE = re.compile(r"(?:\b[a-z]\w*\.[A-Z]\w*|Invalid value: )\{")
+
+
+def short_message(message: str) -> str:
+    """An API message with each object value it dumps cut short (``{…}``).
+
+    Validation prints the whole rejected value (k8s.io/apimachinery
+    ``pkg/util/validation/field/errors.go``: ``Invalid value: …``, as JSON in v1.34, as
+    ``core.PodTemplateSpec{…}`` in older releases): for a Job's template a couple of
+    kilobytes, the controller's labels among them, that say nothing the fields do not.
+    """
+    out, i = [], 0
+    for m in _GO_VALUE.finditer(message):
+        if m.start() < i:
+            continue
+        depth, j = 0, m.end() - 1
+        while j < len(message):
+            depth += {"{": 1, "}": -1}.get(message[j], 0)
+            if depth == 0:
+                break
+            j += 1
+        out.append(message[i : m.end()] + "…}")
+        i = j + 1
+    return "".join(out) + message[i:]
 
 
 def unapplied(after: Mapping[str, Any], fields: Iterable[FieldDiff]) -> list[FieldDiff]:
@@ -455,35 +497,3 @@ def apply_body(desired: Mapping[str, Any], namespace: str) -> dict[str, Any]:
     body = {k: v for k, v in desired.items() if k not in ("status", "metadata")}
     body["metadata"] = meta
     return body
-
-
-# What deletes and recreates a hook when nothing more is known of who runs the chart.
-HOOK_RECREATORS = (
-    "every helm upgrade of the release that installs the chart (by hand or by a Flux "
-    "HelmRelease without disableHooks), every Argo CD sync of an application rendering it"
-)
-
-
-def hook_of(
-    live: Mapping[str, Any] | None,
-    desired: Mapping[str, Any] | None,
-    recreated_by: str = HOOK_RECREATORS,
-) -> dict[str, Any] | None:
-    """How an object is a chart's hook, from git's (or the engine's) rendering or the live one.
-
-    The rendering is asked first: ``helm template`` keeps the hook annotations (Argo CD
-    renders charts that way, argo-cd ``docs/user-guide/helm.md``). None when neither
-    says hook.
-    """
-    for source, obj in (("in the rendering", desired), ("on the live object", live)):
-        use = hook_use(obj) if obj is not None else None
-        if use is not None:
-            return {
-                "annotations": use.annotations,
-                "events": list(use.events),
-                "argocd_phase": use.argocd_phase,
-                "recreated_on": list(use.recreated_on),
-                "source": source,
-                "recreated_by": recreated_by,
-            }
-    return None

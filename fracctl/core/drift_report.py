@@ -50,7 +50,7 @@ def describe(o: d.ObjectDrift) -> str:
     if len(o.changes) > 5:
         lines.append(f"… and {len(o.changes) - 5} more changed fields")
     if o.message:
-        lines.append(f"API server: {o.message}")
+        lines.append(f"API server: {d.short_message(o.message)}")
     if o.note:
         lines.append(o.note)
     if o.hook:

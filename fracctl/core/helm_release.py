@@ -23,6 +23,7 @@ import gzip
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from pathlib import PurePosixPath
 from typing import Any
 
 Obj = dict[str, Any]
@@ -51,6 +52,11 @@ BEFORE_HOOK_CREATION = "before-hook-creation"
 PENDING = ("pending-install", "pending-upgrade", "pending-rollback")
 DEPLOYED = "deployed"
 FAILED = "failed"
+
+
+def release_of(configured: str, chart_path: str) -> str:
+    """The release name: as configured, else the chart folder's (as ``fracctl render``)."""
+    return configured or PurePosixPath(chart_path.rstrip("/") or ".").name or "release"
 
 
 class NotARelease(ValueError):
@@ -117,10 +123,11 @@ def decode(secret: Obj) -> Release:
         raise NotARelease(f"data.release does not decode: {e}") from e
     if not isinstance(raw, dict):
         raise NotARelease("data.release is not an object")
-    return _release(raw)
+    return from_json(raw)
 
 
-def _release(raw: Obj) -> Release:
+def from_json(raw: Obj) -> Release:
+    """A release from its JSON (a record's payload, or ``helm … -o json`` output)."""
     meta = (raw.get("chart") or {}).get("metadata") or {}
     hooks = tuple(
         Hook(
@@ -146,6 +153,39 @@ def _release(raw: Obj) -> Release:
         values=raw.get("config") or {},
         description=str(info.get("description") or ""),
     )
+
+
+def payload(secret: Obj) -> Obj:
+    """The release JSON a record holds, as Helm wrote it (every field kept)."""
+    data = str((secret.get("data") or {}).get("release") or "")
+    raw = base64.b64decode(base64.b64decode(data))
+    if raw[:3] == b"\x1f\x8b\x08":
+        raw = gzip.decompress(raw)
+    found = json.loads(raw)
+    if not isinstance(found, dict):
+        raise NotARelease("data.release is not an object")
+    return found
+
+
+def with_status(secret: Obj, status: str, description: str) -> Obj:
+    """The record Secret with its revision's status changed, as Helm writes one.
+
+    The payload keeps every other field; it is written back as Helm encodes it
+    (``encodeRelease``: JSON, gzip, base64) under the Secret's own base64, and the
+    ``status`` label (``newSecretsObject``) follows. ``resourceVersion`` is kept, so a
+    replace fails rather than overwrite a record that changed since it was read.
+    """
+    raw = payload(secret)
+    raw["info"] = {**(raw.get("info") or {}), "status": status, "description": description}
+    packed = base64.b64encode(gzip.compress(json.dumps(raw).encode(), compresslevel=9))
+    meta = dict(secret.get("metadata") or {})
+    meta["labels"] = {**(meta.get("labels") or {}), "status": status}
+    meta.pop("managedFields", None)
+    return {
+        **secret,
+        "metadata": meta,
+        "data": {**(secret.get("data") or {}), "release": base64.b64encode(packed).decode()},
+    }
 
 
 def latest(secrets: Iterable[Obj]) -> dict[tuple[str, str], Release]:
@@ -241,3 +281,35 @@ def hook_use(obj: Mapping[str, Any]) -> HookUse | None:
         p.strip() for p in str(ann.get(HOOK_DELETE_POLICY, "")).split(",") if p.strip()
     )
     return HookUse(events, policies, phase, recreated_by_hook(obj))
+
+
+# What deletes and recreates a hook when nothing more is known of who runs the chart.
+HOOK_RECREATORS = (
+    "every helm upgrade of the release that installs the chart (by hand or by a Flux "
+    "HelmRelease without disableHooks), every Argo CD sync of an application rendering it"
+)
+
+
+def hook_of(
+    live: Mapping[str, Any] | None,
+    desired: Mapping[str, Any] | None,
+    recreated_by: str = HOOK_RECREATORS,
+) -> dict[str, Any] | None:
+    """How an object is a chart's hook, from git's (or the engine's) rendering or the live one.
+
+    The rendering is asked first: ``helm template`` keeps the hook annotations (Argo CD
+    renders charts that way, argo-cd ``docs/user-guide/helm.md``). None when neither
+    says hook.
+    """
+    for source, obj in (("in the rendering", desired), ("on the live object", live)):
+        use = hook_use(obj) if obj is not None else None
+        if use is not None:
+            return {
+                "annotations": use.annotations,
+                "events": list(use.events),
+                "argocd_phase": use.argocd_phase,
+                "recreated_on": list(use.recreated_on),
+                "source": source,
+                "recreated_by": recreated_by,
+            }
+    return None

@@ -68,3 +68,9 @@ def lease_spec(
         "acquireTime": micro_time(acquired or now),
         "renewTime": micro_time(now),
     }
+
+
+def run_of(holder: str) -> str:
+    """The run id a holder identity names (``alice@host pid 7 run 3060ba5a``), or ""."""
+    head, sep, run = holder.rpartition(" run ")
+    return run if sep and head else ""

@@ -49,6 +49,8 @@ class Params:
     backend: str  # the recreate backend: a flag's choice, else the configuration's
     events_namespace: str = EVENTS_NAMESPACE
     sections: Mapping[str, Any] = field(default_factory=dict, hash=False)  # backends' own
+    helm_release: str = ""  # git.helm_release, else the chart folder's name
+    helm_namespace: str = "default"  # git.helm_namespace: where the release's records are
 
     def section(self, name: str) -> Any:
         """A backend's own configuration section: as configured, else its defaults."""

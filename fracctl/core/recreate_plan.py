@@ -21,6 +21,7 @@ BACKUP = "backup"
 DELETE = "delete"
 WAIT_GONE = "wait-gone"
 RECREATE = "recreate"
+UPGRADE = "upgrade"  # a backend whose own run deletes and recreates (helm's hook)
 VERIFY = "verify"
 WAIT_READY = "wait-ready"
 RECORD = "record"
@@ -33,6 +34,15 @@ FULL = "recreate"
 RESUME_GONE = "resume-terminating"
 RESUME_MISSING = "resume-missing"
 RESUME_READY = "resume-wait-ready"
+RESUME_UPGRADE = "resume-upgrade"
+
+
+@dataclass(frozen=True)
+class ReleaseState:
+    """What the plan needs of a release whose upgrade recreates the object."""
+
+    differs: bool  # git's chart would change it, or its newest revision is not deployed
+    interrupted: bool  # its newest revision is pending, left by a stopped run
 
 
 @dataclass
@@ -48,7 +58,7 @@ class Plan:
     @property
     def changes_cluster(self) -> bool:
         """Whether any step deletes or creates the object."""
-        return any(s in self.steps for s in (DELETE, RECREATE))
+        return any(s in self.steps for s in (DELETE, RECREATE, UPGRADE))
 
     def to_dict(self, texts: Mapping[str, str] | None = None) -> dict[str, Any]:
         """Plain data for JSON output; ``texts`` says what each step does."""
@@ -69,6 +79,7 @@ def decide(
     live_selector: dict[str, str] | None,
     desired_selector: dict[str, str] | None,
     unready_nodes: list[str],
+    release: ReleaseState | None = None,
 ) -> Plan:
     """Choose the remaining steps from what the cluster shows now.
 
@@ -80,7 +91,19 @@ def decide(
         live_selector: the live ``nodeSelector`` (None when absent).
         desired_selector: git's ``nodeSelector``.
         unready_nodes: nodes the live selector matches that are not ready.
+        release: for a backend whose own run deletes and recreates the object (a
+            chart's upgrade whose hook it is), the release's state: see
+            :func:`decide_upgrade`.
     """
+    if release is not None:
+        return decide_upgrade(
+            verdict=verdict,
+            terminating=terminating,
+            live_selector=live_selector,
+            desired_selector=desired_selector,
+            release=release,
+            unready_nodes=unready_nodes,
+        )
     if terminating:
         return Plan(
             RESUME_GONE,
@@ -128,4 +151,67 @@ def decide(
         "the live object already matches git and every selected node is ready",
         live_selector,
         desired_selector,
+    )
+
+
+def decide_upgrade(
+    *,
+    verdict: str,
+    terminating: bool,
+    live_selector: dict[str, str] | None,
+    desired_selector: dict[str, str] | None,
+    release: ReleaseState,
+    unready_nodes: list[str],
+) -> Plan:
+    """The remaining steps when the backend's own run deletes and recreates the object.
+
+    A chart's upgrade whose hook is the object (``recreate.backend: helm``) recreates it
+    whenever it runs, so it is needed when the object differs from git *or* the release
+    does (its values, its templates, a revision that is not ``deployed``), and its
+    window is paid either way.
+
+    Args:
+        verdict: the drift verdict for the target.
+        terminating: the live object has a deletion timestamp (an upgrade was stopped
+            while the hook's delete ran).
+        live_selector: the live ``nodeSelector`` (None when absent).
+        desired_selector: git's ``nodeSelector``.
+        release: whether git's chart would change the release (or its newest revision
+            is not deployed), and whether that revision is pending, left by a stopped run.
+        unready_nodes: nodes the live selector matches that are not ready.
+    """
+    after = [VERIFY, WAIT_READY, RECORD]
+    if terminating or release.interrupted or verdict == MISSING_LIVE:
+        return Plan(
+            RESUME_UPGRADE,
+            [PROVE, GUARDS, UPGRADE, *after],
+            "an upgrade was interrupted (the object is "
+            + ("terminating" if terminating else "absent" if verdict == MISSING_LIVE else "there")
+            + (", the release pending" if release.interrupted else "")
+            + "): run it again, its hook creates the object",
+            live_selector,
+            desired_selector,
+        )
+    if verdict in (NEEDS_RECREATE, APPLIES_IN_PLACE) or release.differs:
+        why = (
+            "an immutable field differs"
+            if verdict == NEEDS_RECREATE
+            else "the object differs from git"
+            if verdict == APPLIES_IN_PLACE
+            else "the object matches git but the release does not"
+        )
+        return Plan(
+            FULL,
+            [PROVE, GUARDS, BACKUP, UPGRADE, *after],
+            f"{why}: the upgrade's hook deletes and recreates the object, so the MPS "
+            "daemons restart on every fraction node even where the selector does not change",
+            live_selector,
+            desired_selector,
+        )
+    return decide(
+        verdict=verdict,
+        terminating=False,
+        live_selector=live_selector,
+        desired_selector=desired_selector,
+        unready_nodes=unready_nodes,
     )

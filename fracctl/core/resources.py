@@ -80,3 +80,44 @@ def target_ref(group: str, version: str, plural: str, kind: str) -> ResourceRef:
 
 # Events about a cluster-scoped object (the fractioning config) are recorded here.
 EVENTS_NAMESPACE = "default"
+
+
+@dataclass(frozen=True)
+class ServedResource:
+    """One resource type the API server serves, with the names kubectl takes for it."""
+
+    group: str
+    kind: str
+    plural: str
+    singular: str = ""
+    short_names: tuple[str, ...] = ()
+
+    def names(self) -> set[str]:
+        """Every lower-case name that resolves to it: plural, singular, short names, kind."""
+        return {n.lower() for n in (self.plural, self.singular, self.kind, *self.short_names) if n}
+
+
+def kinds_named(word: str, served: list[ServedResource]) -> list[tuple[str, str]]:
+    """The ``(group, kind)`` pairs ``word`` names, as kubectl resolves a resource argument.
+
+    kubectl takes ``RESOURCE``, ``RESOURCE.GROUP`` or ``RESOURCE.VERSION.GROUP``
+    (k8s.io/apimachinery ``pkg/runtime/schema/group_version.go``, ``ParseResourceArg``),
+    where RESOURCE is a plural, a singular or a short name from discovery (client-go
+    ``restmapper/shortcut.go`` expands short names; ``pkg/api/meta/restmapper.go`` matches
+    names lower-cased). The kind itself is taken too, as kubectl does (its singular is
+    the kind lower-cased). ``word`` is compared case-insensitively.
+    """
+    word = word.lower()
+    found: list[tuple[str, str]] = []
+    for r in served:
+        names = r.names()
+        group = r.group.lower()
+        head, _, rest = word.partition(".")
+        hit = (
+            word in names
+            or (rest and head in names and rest == group)
+            or (rest.count(".") >= 1 and head in names and rest.split(".", 1)[1] == group)
+        )
+        if hit and (r.group, r.kind) not in found:
+            found.append((r.group, r.kind))
+    return found

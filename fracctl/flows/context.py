@@ -59,6 +59,9 @@ class Context:
     node_progress: Callable[[Context, str], NodeProgress] | None = None
     # Shows the drain's evictions while they run: (context) -> progress.
     drain_progress: Callable[[Context], DrainProgress] | None = None
+    # The flags that named git's source on this command line (``--path shop``): a command
+    # printed for the user to run next repeats them, so that it reads the same objects.
+    source_flags: tuple[str, ...] = ()
     _kube: Kube | None = None
     _argocd: ArgoCD | None = None
     _host: Host | None = None
@@ -80,6 +83,12 @@ class Context:
             )
 
         return cls(config=config, kube_factory=kube, interactive=sys.stdin.isatty())
+
+    def source_args(self) -> str:
+        """:attr:`source_flags` as they are typed after a command (`` --path shop``), or ""."""
+        import shlex
+
+        return "".join(f" {shlex.quote(word)}" for word in self.source_flags)
 
     @property
     def kube(self) -> Kube:

@@ -11,19 +11,24 @@ from datetime import datetime, timezone
 from types import TracebackType
 
 from fracctl.core.guard_policy import PARAM_LABEL, REQUESTER
-from fracctl.core.lock import HELD, STALE, judge_lease, lease_spec
+from fracctl.core.lock import HELD, STALE, judge_lease, lease_spec, run_of
 from fracctl.core.resources import LEASES
 from fracctl.errors import Conflict, FracctlError, NotFound, Unsafe
 from fracctl.flows.context import Context
 
 
-def identity() -> str:
-    """Who is running: ``user@host pid N run XXXXXX`` (unique per run, not per process)."""
+def new_run_id() -> str:
+    """A run's id: the one its Lease, its drain's fence and its journal all name."""
+    return secrets.token_hex(4)
+
+
+def identity(run_id: str | None = None) -> str:
+    """Who is running: ``user@host pid N run XXXXXXXX`` (unique per run, not per process)."""
     try:
         user = getpass.getuser()
     except (KeyError, OSError):
         user = str(os.getuid())
-    return f"{user}@{socket.gethostname()} pid {os.getpid()} run {secrets.token_hex(3)}"
+    return f"{user}@{socket.gethostname()} pid {os.getpid()} run {run_id or new_run_id()}"
 
 
 class LeaseLock:
@@ -33,6 +38,7 @@ class LeaseLock:
         self.ctx = ctx
         self.kube = ctx.kube
         self.me = me or identity()
+        self.run_id = run_of(self.me) or new_run_id()
         self.namespace = ctx.config.recreate.lock_namespace
         self.name = ctx.config.recreate.lock_name
         self.duration = int(ctx.config.timeouts.lock_lease)
@@ -186,7 +192,8 @@ class NoLock:
     """Stands in for :class:`LeaseLock` where nothing will change (``--dry-run``)."""
 
     def __init__(self) -> None:
-        self.me = identity()
+        self.run_id = new_run_id()
+        self.me = identity(self.run_id)
 
     def check(self) -> None:
         """Nothing to renew."""

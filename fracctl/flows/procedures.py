@@ -74,10 +74,10 @@ def name_procedure(ctx: Context, o: ObjectDrift) -> None:
     except Forbidden as e:
         where = f" -n {o.namespace}" if o.namespace else ""
         o.next_step = (
-            f"only delete + recreate can change it: fracctl recreate {o.kind}/{o.name}{where} "
-            f"--dry-run names the safe procedure (this identity may not read what it "
-            f"depends on: {e.status.message})"
+            f"only delete + recreate can change it: fracctl recreate {o.kind}/{o.name}{where}"
+            f"{ctx.source_args()} --dry-run names the safe procedure (this identity may not "
+            f"read what it depends on: {e.status.message})"
         )
         return
     o.procedure = choice.to_dict()
-    o.next_step = next_step(o, choice)
+    o.next_step = next_step(o, choice, ctx.source_args())

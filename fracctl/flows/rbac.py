@@ -11,7 +11,13 @@ def params(config: Config, *, backend: str | None = None) -> rbac.Params:
     """The role parameters: the configuration's sections, and the backend chosen."""
     c = config
     chosen = backend or c.recreate.backend
-    return rbac.Params(c.target, c.cluster, c.recreate, c.flux, chosen, sections=c.backends)
+    from fracctl.core.helm_release import release_of
+
+    return rbac.Params(
+        c.target, c.cluster, c.recreate, c.flux, chosen, sections=c.backends,
+        helm_release=release_of(c.git.helm_release, c.git.path),
+        helm_namespace=c.git.helm_namespace or "default",
+    )  # fmt: skip
 
 
 def roles(ctx: Context, *, role: str, backend: str | None = None) -> tuple[list[rbac.Role], str]:

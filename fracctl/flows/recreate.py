@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from fracctl.core import recreate_plan
 from fracctl.core.clock import utc_timestamp
-from fracctl.core.drain import DELETING
+from fracctl.core.drain import DELETING, REFUSAL_FIX
 from fracctl.core.drift import IN_SYNC, MISSING_DESIRED, REJECTED
 from fracctl.core.nodes import selector_of
 from fracctl.core.outcome import Outcome
@@ -30,6 +30,7 @@ from fracctl.flows import backends
 from fracctl.flows.arming import arm
 from fracctl.flows.backends import Backend
 from fracctl.flows.context import Context
+from fracctl.flows.drain import steps as drain_steps
 from fracctl.flows.live_object import delete, unready_nodes, verify, wait_gone
 from fracctl.flows.lock import LeaseLock, NoLock
 from fracctl.flows.recreate_state import (
@@ -183,19 +184,20 @@ def _drain_guards(run: Run, report: PreflightReport) -> PreflightReport:
     from fracctl.flows import drain
 
     if run.live is not None and not (run.journal and run.journal.phase == DELETING):
-        run.result.drain = drain.plan(
-            run.ctx, live=run.live, desired=run.desired, force=run.force, journal=run.journal
-        )
+        run.result.drain = drain.plan(run.ctx, live=run.live, desired=run.desired,
+                                      force=run.force, journal=run.journal,
+                                      run_id=run.lock.run_id)  # fmt: skip
     planned = run.result.drain
     checks = []
     for c in report.checks:
         if c.name == "fractional-pods" and not c.ok:
             n = len(planned.pods) if planned else 0
-            c = replace(c, ok=True, evidence=f"{c.evidence}; the drain evicts {n} pod(s) first")
+            c = replace(c, ok=True, fix="",  # the drain is the fix now
+                        evidence=f"{c.evidence}; the drain evicts {n} pod(s) first")  # fmt: skip
         checks.append(c)
     for why in planned.refusals if planned else ():
         checks.append(replace(report.checks[0], name="drain", ok=False, evidence=why,
-                              fix="see runbooks/drain.md"))  # fmt: skip
+                              fix=REFUSAL_FIX))  # fmt: skip
     return replace(report, checks=checks)
 
 
@@ -222,6 +224,20 @@ def _delete(run: Run) -> None:
             drain.before_delete(run.ctx, run.journal)
         delete(run.ctx, run.live)
         run.ctx.info(f"deleted {t.kind}/{t.name} (uid {run.live['metadata']['uid']})")
+
+
+def _upgrade(run: Run) -> None:
+    """The backend's own run deletes and recreates the object: guard, arm, then run it."""
+    from fracctl.flows.rehearse import guard_again
+
+    run.ctx.info(guard_again(run.ctx, run.live, run.desired, on_nodes_only=run.drain))
+    if run.live is not None:  # the policy lets the backend's delete through, as ours
+        arm(run.ctx, run.lock, run.live)
+    if run.journal is not None:
+        from fracctl.flows import drain
+
+        drain.before_delete(run.ctx, run.journal)
+    _recreate(run)
 
 
 def _wait_gone(run: Run) -> None:
@@ -286,6 +302,9 @@ PIPELINE: tuple[Step, ...] = (
     Step(recreate_plan.WAIT_GONE, "wait until it is gone (the operator releases its finalizer)",
          "gone", _wait_gone),
     Step(recreate_plan.RECREATE, "recreate it from git", "recreated", _recreate, renew_lock=True),
+    Step(recreate_plan.UPGRADE, "run the backend's upgrade: its hook deletes the object, waits "
+         "for it to go and creates git's (the helm backend)", "upgraded", _upgrade,
+         renew_lock=True),
     Step(recreate_plan.VERIFY, "verify the live object equals git on its immutable fields",
          "verified", _verify),
     Step(recreate_plan.WAIT_READY, "wait until every selected node reports ready", "ready",
@@ -362,7 +381,7 @@ def recreate(
             at(step.boundary)
         if not steps:
             if run.journal is not None and not dry_run:  # done but for the journal
-                _finish_drain(run)
+                drain_steps.finish(run)
             return result
         if dry_run:
             result.outcome = Outcome.DRY_RUN
@@ -397,12 +416,14 @@ def _plan(ctx: Context, objects: list[Obj], chosen: Backend, entry: dict[str, An
         selector_of(live, t.selector_field),
         selector_of(desired, t.selector_field),
     )
+    upgrade = getattr(chosen, "upgrade_facts", None)  # its own run recreates (helm's hook)
     plan = recreate_plan.decide(
         verdict=drift.verdict,
         terminating=bool(live and live["metadata"].get("deletionTimestamp")),
         live_selector=live_sel,
         desired_selector=desired_sel or {},
         unready_nodes=unready_nodes(ctx, live_sel) if drift.verdict == IN_SYNC else [],
+        release=upgrade(ctx, desired).state if upgrade else None,
     )
     entry.update(before=live_sel, after=desired_sel or {})
     result = RecreateResult(plan=plan, outcome=initial_outcome(plan), backend=chosen.name)
@@ -415,19 +436,24 @@ def _act(run: Run, steps: list[Step], lock: LeaseLock | NoLock, at: Boundary) ->
     plan = result.plan
     # Whether the original is gone (deleted now, or by an earlier run) and git's
     # object not yet verified: a failure then must say so and how to get back.
-    gone = plan.reason in (recreate_plan.RESUME_GONE, recreate_plan.RESUME_MISSING)
+    gone = plan.reason in (
+        recreate_plan.RESUME_GONE,
+        recreate_plan.RESUME_MISSING,
+        recreate_plan.RESUME_UPGRADE,
+    )
     try:
-        _drain(run, at)
+        drain_steps.start(run, at)
         for step in steps:
             if step.renew_lock:
                 lock.check()
             step.run(run)
-            gone = (gone or step.name == recreate_plan.DELETE) and step.name != recreate_plan.VERIFY
+            deletes = step.name in (recreate_plan.DELETE, recreate_plan.UPGRADE)
+            gone = (gone or deletes) and step.name != recreate_plan.VERIFY
             at(step.boundary)
-        _finish_drain(run)
+        drain_steps.finish(run)
         result.outcome = Outcome.RECREATED if plan.changes_cluster else Outcome.READY
     except (FracctlError, KeyboardInterrupt) as e:
-        _undo_drain(run, e)
+        drain_steps.undo(run, e)
         backup_path = result.backup or (latest_backup(ctx) if gone else None)
         if gone:
             said = way_back(state_after_failure(ctx, run.desired_selector), backup_path)
@@ -445,50 +471,6 @@ def _act(run: Run, steps: list[Step], lock: LeaseLock | NoLock, at: Boundary) ->
         with contextlib.suppress(Exception):
             record(ctx, live=None, entry=run.entry)
         raise
-
-
-def _drain(run: Run, at: Boundary) -> None:
-    """With --drain, before the backup: journal, fence, evict, wait (nothing once deleted)."""
-    planned = run.result.drain
-    if planned is None or run.live is None:
-        return
-    if run.journal is not None and run.journal.phase == DELETING:
-        return
-    from fracctl.flows import drain
-
-    run.journal = drain.start(run.ctx, planned, live=run.live, desired=run.desired,
-                              journal=run.journal)  # fmt: skip
-    at("journaled")
-    drain.execute(run.ctx, planned, run.journal)
-    at("drained")
-
-
-def _finish_drain(run: Run) -> None:
-    if run.journal is not None:
-        from fracctl.flows import drain
-
-        drain.finish(run.ctx, run.journal, run.desired_selector)
-        run.journal = None
-
-
-def _undo_drain(run: Run, e: BaseException) -> None:
-    """Before the delete, a failure or Ctrl-C lifts the fence; after it, forward only."""
-    if run.journal is None or run.journal.phase == DELETING:
-        return
-    from fracctl.flows import drain
-
-    try:
-        said = drain.undo(run.ctx, run.journal)
-    except FracctlError as undo_failed:
-        said = (
-            f"the fence of run {run.journal.run_id} could not be lifted ({undo_failed}); "
-            "lift it with: fracctl recreate --abort"
-        )
-    run.journal = None
-    if isinstance(e, FracctlError):
-        e.add_context(said)
-    else:
-        run.ctx.warn(said)
 
 
 def abort_drain(ctx: Context) -> str:

@@ -78,6 +78,7 @@ def render(
         helm_release=g.helm_release,
         helm_namespace=g.helm_namespace,
         helm_values=g.helm_values,
+        helm_binary=ctx.expand(ctx.config.section("helm").binary),
         default_namespace=g.namespace,
         cluster_scoped=cluster_scoped(ctx),
     )

@@ -106,7 +106,7 @@ def up(
         return {**status(ctx, root=root), "already_running": True}
     scenario = load_scenario(scenario_file)
     if cp is not None:  # a dead leftover: clear it out first
-        down(ctx, root=root)
+        down(root=root)
     binaries = controlplane.find_binaries()
     kwok = controllers.find_kwok()
     root.mkdir(parents=True, exist_ok=True)
@@ -141,8 +141,13 @@ def start_simulation(box: Sandbox) -> None:
     launch_simulation(box, simulation_argv(box), timeout=SIM_START_TIMEOUT, settle=SIM_SETTLE)
 
 
-def down(ctx: Context, *, root: Path) -> bool:
-    """Stop everything the sandbox started and remove its state. Idempotent."""
+def down(*, root: Path) -> bool:
+    """Stop everything the sandbox started and remove its state. Idempotent.
+
+    It reads only what the sandbox recorded under ``root`` (process ids, the control
+    plane's state), never fracctl.yaml: a configuration made invalid since ``up`` must
+    not leave the processes running with their state gone.
+    """
     found = _stop(Sandbox(root))
     if root.exists():
         shutil.rmtree(root, ignore_errors=True)

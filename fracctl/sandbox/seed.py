@@ -42,6 +42,9 @@ def load_scenario(path: Path) -> dict[str, Any]:
         mark = getattr(e, "problem_mark", None)
         where = f":{mark.line + 1}" if mark is not None else ""
         raise UsageError(f"{path}{where}: not valid YAML: {getattr(e, 'problem', e)}") from None
+    if isinstance(doc, dict) and doc.get("base"):  # another scenario's keys, these over them
+        base = load_scenario(path.parent / str(doc["base"]))
+        doc = {**base, **{k: v for k, v in doc.items() if k != "base"}}
     if not isinstance(doc, dict) or not isinstance(doc.get("nodes"), list):
         raise UsageError(f"{path}: a scenario needs a 'nodes' list")
     for i, node in enumerate(doc["nodes"]):
@@ -130,8 +133,11 @@ def seed(kube: Kube, scenario: dict[str, Any]) -> None:
             pass
 
 
-def sandbox_config(box: Sandbox, gitops_path: str) -> str:
+def sandbox_config(
+    box: Sandbox, gitops_path: str, *, git: dict[str, str] | None = None, backend: str = "apply"
+) -> str:
     """The fracctl.yaml that points every command at the sandbox."""
+    extra = "".join(f"  {k}: {v}\n" for k, v in (git or {}).items() if k != "path")
     return (
         "# Written by `fracctl sandbox up`: points fracctl at the local sandbox.\n"
         "kube:\n"
@@ -140,8 +146,9 @@ def sandbox_config(box: Sandbox, gitops_path: str) -> str:
         f"  repo: {box.gitops}\n"
         f"  path: {gitops_path}\n"
         "  revision: HEAD\n"
+        f"{extra}"
         "recreate:\n"
-        "  backend: apply\n"
+        f"  backend: {backend}\n"
         "  lock_namespace: gpu-fractioning\n"
         f"  state_dir: {box.root / 'state'}\n"
         "timeouts:\n"
@@ -179,6 +186,16 @@ def populate(
         gitops_path = subdirs[0] if len(subdirs) == 1 else "."
         if not (box.gitops / ".git").exists():
             init_repo(box.gitops, message="desired state: select the opt-in label")
+    chart = scenario.get("operator_chart")
+    if (
+        chart
+    ):  # the operator from its chart: the hook creates the config (runbooks/operator-upgrades.md)
+        from fracctl.sandbox import chart as operator_chart
+
+        git = operator_chart.install(box, cp, chart, scenario_file)
+        box.config_file.write_text(sandbox_config(box, git["path"], git=git, backend="helm"))
+        guard(kube, box)
+        return git["path"]
     box.config_file.write_text(sandbox_config(box, gitops_path))
     guard(kube, box)
     return gitops_path

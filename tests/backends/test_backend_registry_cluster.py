@@ -42,7 +42,7 @@ def test_the_registry_is_what_config_and_lookup_accept(with_dry: dry_backend.Cal
     from fracctl import config as cfg
 
     assert "dry" in registry.names()
-    assert registry.choices() == "argocd, flux, apply or dry"
+    assert registry.choices() == "argocd, flux, helm, apply or dry"
     assert cfg.load(None, env={}, overrides={"recreate.backend": "dry"}).recreate.backend == "dry"
     assert backends.get("dry").name == "dry"
     with pytest.raises(UsageError, match="unknown backend 'helm' .use argocd, flux, apply or dry"):

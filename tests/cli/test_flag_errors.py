@@ -215,7 +215,7 @@ SAME_MISTAKES = [
     ("--output", "xml", "must be one of {choices}; got 'xml'"),
     ("--timeout", "abc", "expected a duration like 10m or 600s, got 'abc'"),
     ("--timeout", "0", "must be a positive duration, got 0s"),
-    ("--backend", "nope", "must be one of argocd, flux, apply; got 'nope'"),
+    ("--backend", "nope", "must be one of argocd, flux, helm, apply; got 'nope'"),
     ("--renderer", "jsonnet", "must be one of auto, plain, kustomize, helm; got 'jsonnet'"),
     ("--expect", "maybe", "must be one of any, running, not-ready; got 'maybe'"),
     ("--revision", " ", "cannot be empty"),

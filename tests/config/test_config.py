@@ -79,7 +79,7 @@ def test_env_lists_are_comma_separated() -> None:
             "labels:\n  allowed_classes: [h200]\n  denied_classes: [h200]\n",
             "classes both allowed and denied: h200",
         ),
-        ("recreate:\n  backend: helm\n", "backend must be argocd, flux or apply"),
+        ("recreate:\n  backend: helmfile\n", "backend must be argocd, flux, helm or apply"),
         ("target:\n  naming: other\n", "naming must be one of"),
         ("git:\n  renderer: jsonnet\n", "renderer must be auto, plain, kustomize or helm"),
     ],

@@ -138,6 +138,41 @@ def test_a_fence_left_by_a_drain_that_is_not_running_is_a_finding() -> None:
     assert f.subjects == ("b200-0",)
     assert "fenced by fracctl drain run dead0001, which is not running" in f.symptom
     assert "fracctl recreate --abort" in f.fix
-    assert found("alice@host pid 7 run ab12") == [], "a running drain's fence is meant"
+    (running,) = found("alice@host pid 7 run dead0001")  # a fence is a fence: say whose
+    assert running.subjects == ("b200-0",)
+    assert "fenced by fracctl drain run dead0001, under way" in running.symptom
+    assert "held by alice@host pid 7 run dead0001" in running.symptom
+    assert "fracctl recreate --abort" not in running.fix and "wait" in running.fix
     nodes[0]["status"]["conditions"] = [{**fence, "reason": "Pending"}]
     assert found("") == [], "only fracctl's own reason is a fence"
+
+
+def test_a_fenced_node_is_not_read_as_agents_that_never_started() -> None:
+    """While a drain runs, node-readiness and pending-fractional-pods leave the fence to
+    drain-fence, which names the run; neither says the daemons are not running."""
+    from fracctl.core.drain import FENCE_REASON, fence_condition
+    from fracctl.core.kai_words import not_ready
+
+    s = doctor_settings()
+    fence = fence_condition(s.condition, "3060ba5a", "GpuFractioningConfig/default", "t")
+    labels = {"example.org/gpu-fractions": "enabled"}
+    nodes: list[Any] = [
+        {"metadata": {"name": "b200-0", "labels": labels}, "status": {"conditions": [fence]}},
+    ]
+    target = {"metadata": {"name": "default"}, "spec": {"nodeSelector": labels}}
+    words = not_ready(s.condition, "False", FENCE_REASON, fence["message"])
+    pod = {
+        "metadata": {"name": "frac-0", "namespace": "ml", "annotations": {"gpu-fraction": "0.5"}},
+        "spec": {"schedulerName": "kai-scheduler"},
+        "status": {"phase": "Pending", "conditions": [
+            {"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
+             "message": words}]},
+    }  # fmt: skip
+    snap = Snapshot(nodes=nodes, target=target, pods=[pod],
+                    lock_holder="alice@host pid 7 run 3060ba5a")  # fmt: skip
+    findings = {f.check: f for f in diagnose(snap, s).findings}
+    assert "node-readiness" not in findings, findings.get("node-readiness")
+    assert "run 3060ba5a" in findings["drain-fence"].symptom
+    pending = findings["pending-fractional-pods"]
+    assert "daemons not running" not in pending.cause and FENCE_REASON in pending.cause
+    assert "fracctl wait" not in pending.fix and "drain-fence" in pending.fix

@@ -83,6 +83,8 @@ def test_the_dry_run_lists_fence_groups_owners_and_budgets(
         assert "owner ReplicaSet/frac-g0-" in r.output
         assert f"budget {busy.ns}/frac: allows 24, the drain needs 24 (ok)" in r.output
         assert "fractional-pods" in r.output and "the drain evicts 24 pod(s) first" in r.output
+        # The row passes: its fix for a refusal ("let them finish") is not shown with it.
+        assert "let them finish or scale them down" not in r.output, r.output
         j = run_cli("-c", str(busy.incident.config_file), "recreate", "--drain", "--dry-run",
                     "-o", "json")  # fmt: skip
         assert j.exit_code == ExitCode.OK, j.output
@@ -93,9 +95,20 @@ def test_the_dry_run_lists_fence_groups_owners_and_budgets(
 
 
 def refused(busy: Busy, *args: str) -> str:
-    r = run_cli("-c", str(busy.incident.config_file), "recreate", "--drain", "--yes", *args)
+    from fracctl.core.drain import REFUSAL_FIX as DRAIN_REFUSAL_FIX
+
+    cfg = str(busy.incident.config_file)
+    r = run_cli("-c", cfg, "recreate", "--drain", "--yes", *args)
     assert r.exit_code == ExitCode.FINDING, r.output
     assert "nothing changed" in r.output or "nothing was deleted or changed" in r.output
+    if "; drain: " in r.output or ": drain: " in r.output:
+        # A refusal of the drain's plan ends with the fix the dry run shows for it, and
+        # that fix names the runbook whole.
+        assert r.output.rstrip().endswith(f"-> {DRAIN_REFUSAL_FIX}"), r.output
+        assert "runbooks/drain.md" in DRAIN_REFUSAL_FIX
+        plan = run_cli("-c", cfg, "recreate", "--drain", "--dry-run", "-o", "json", *args)
+        fixes = {c["fix"] for c in plan.json["guards"]["checks"] if c["name"] == "drain"}
+        assert fixes == {DRAIN_REFUSAL_FIX}, plan.output
     return r.output
 
 
@@ -456,3 +469,49 @@ def test_a_pod_an_earlier_eviction_admitted_counts_as_paid_and_sets_the_wait(
         (budget,) = p.budgets
         assert budget.needs == 1, budget  # the admitted pod needs no second allowance
         assert 100 < p.budget_wait <= 121
+
+
+def test_the_lease_the_fence_and_the_journal_name_one_run_and_doctor_says_so(
+    cluster: Cluster, tmp_path: Path
+) -> None:
+    """While a drain holds the lock: the Lease's holder, the fence's message and the
+    journal name the same run, and doctor reports the fence as that run's drain under way
+    (not as agents that never started, nor pending pods whose daemons do not run)."""
+    from fracctl.core.drain import fence_run
+    from fracctl.core.lock import run_of
+    from fracctl.core.resources import LEASES
+    from fracctl.flows.recreate import recreate
+
+    with busy_cluster(cluster, tmp_path, groups=1, per_group=2) as busy:
+        cfg = str(busy.incident.config_file)
+        seen: dict[str, Any] = {}
+
+        def look(step: str) -> None:
+            if step != "drained":
+                return
+            ctx = busy.incident.context()
+            rc = ctx.config.recreate
+            lease = busy.kube.get(LEASES, rc.lock_name, rc.lock_namespace)
+            seen["holder"] = lease["spec"]["holderIdentity"]
+            node = busy.kube.get(NODES, FRACTION_NODES[0])
+            seen["fence"] = fence_run(condition(node, cluster.config.condition))
+            seen["journal"] = (busy.journal() or {}).get("data", {})
+            seen["doctor"] = run_cli("-c", cfg, "doctor", "-o", "json")
+            raise KeyboardInterrupt
+
+        with pytest.raises(KeyboardInterrupt):
+            recreate(busy.incident.context(), yes=True, drain=True, boundary=look)
+        run = run_of(seen["holder"])
+        assert run and seen["fence"] == run, seen
+        assert run in str(seen["journal"]), seen["journal"]
+        r = seen["doctor"]
+        assert r.exit_code == ExitCode.FINDING, r.output
+        found = {f["check"]: f for f in r.json["findings"]}
+        assert "node-readiness" not in found, found.get("node-readiness")
+        fence = found["drain-fence"]
+        assert f"fenced by fracctl drain run {run}, under way" in fence["symptom"]
+        assert seen["holder"] in fence["symptom"]
+        assert "fracctl recreate --abort" not in fence["fix"]
+        pending = found.get("pending-fractional-pods")
+        assert pending is None or "daemons not running" not in pending["cause"], pending
+        assert busy.fences() == {}  # Ctrl-C lifted it

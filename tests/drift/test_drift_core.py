@@ -12,6 +12,7 @@ from junitparser import Failure, JUnitXml
 from fracctl.core import drift as d
 from fracctl.core.crd import fractioning_crd
 from fracctl.core.drift_report import annotation, describe, to_github, to_junit, value_text
+from fracctl.core.helm_release import hook_of
 from fracctl.core.immutability import builtin_rules, rules_from_crd
 from fracctl.errors import Cause
 
@@ -409,11 +410,11 @@ def test_a_hook_is_drift_and_its_description_never_says_prune() -> None:
         }
     }
     plain = {"metadata": {"name": "default"}}
-    assert d.hook_of(plain, plain) is None
-    from_git = d.hook_of(plain, hooked)
+    assert hook_of(plain, plain) is None
+    from_git = hook_of(plain, hooked)
     assert from_git is not None and from_git["source"] == "in the rendering"
     assert from_git["recreated_on"] == ["post-install", "post-upgrade"]
-    assert d.hook_of(hooked, None) == {**from_git, "source": "on the live object"}
+    assert hook_of(hooked, None) == {**from_git, "source": "on the live object"}
 
     o = d.ObjectDrift(
         "gpu-fractioning.kai.scheduler/v1alpha1", "GpuFractioningConfig", "", "default",
@@ -427,3 +428,46 @@ def test_a_hook_is_drift_and_its_description_never_says_prune() -> None:
     assert "do not prune it" not in drift_report.describe(o)  # the hook's own step wins
     assert "runbooks/operator-upgrades.md" in drift_report.describe(o)
     assert o.to_dict()["hook"] == from_git
+
+
+def test_a_whole_spec_field_narrows_to_what_git_changes() -> None:
+    """A StatefulSet's rule names ``spec``: what git changes, not the server's defaults."""
+    live = {"serviceName": "db", "podManagementPolicy": "OrderedReady",
+            "revisionHistoryLimit": 10, "selector": {"matchLabels": {"app": "db"}}}  # fmt: skip
+    desired = {"serviceName": "db-v2", "selector": {"matchLabels": {"app": "db"}}}
+    (f,) = d.narrow([d.FieldDiff("spec", live, desired, "immutable", "m", "built-in")])
+    assert (f.path, f.live, f.desired) == ("spec.serviceName", "db", "db-v2")
+    assert (f.constraint, f.message, f.source) == ("immutable", "m", "built-in")
+    # A Job's template: the controller's labels are not git's change; the image is.
+    live_t = {"metadata": {"labels": {"app": "m", "controller-uid": "u",
+                                      "batch.kubernetes.io/controller-uid": "u"}},
+              "spec": {"containers": [{"name": "m", "image": "m:1"}]}}  # fmt: skip
+    desired_t = {"metadata": {"labels": {"app": "m"}},
+                 "spec": {"containers": [{"name": "m", "image": "m:2"}]}}  # fmt: skip
+    got = d.narrow([d.FieldDiff("spec.template", live_t, desired_t, "immutable")])
+    assert [f.path for f in got] == ["spec.template.spec.containers[0].image"]
+    # A selector map stays whole: a key git removed is a change too.
+    sel = d.FieldDiff("spec.nodeSelector", {"a": "1", "b": "2"}, {"a": "1"}, "immutable")
+    assert d.narrow([sel]) == [sel]
+    labels = d.FieldDiff("spec.selector", {"matchLabels": {"a": "1", "b": "2"}},
+                         {"matchLabels": {"a": "2"}}, "immutable")  # fmt: skip
+    assert d.narrow([labels]) == [labels]
+
+
+def test_a_go_value_in_an_api_message_is_cut_short() -> None:
+    value = (
+        'core.PodTemplateSpec{ObjectMeta:v1.ObjectMeta{Name:"", Labels:map[string]string{'
+        + "x" * 2000
+        + "}}}"
+    )
+    message = f'Job.batch "m" is invalid: spec.template: Invalid value: {value}: field is immutable'
+    short = d.short_message(message)
+    assert short == (
+        'Job.batch "m" is invalid: spec.template: Invalid value: core.PodTemplateSpec{…}: '
+        "field is immutable"
+    )
+    assert d.short_message("nodeSelector is immutable") == "nodeSelector is immutable"
+    as_json = 'spec.template: Invalid value: {"labels":{"a":"u"},"Spec":{}}: field is immutable'
+    assert d.short_message(as_json) == "spec.template: Invalid value: {…}: field is immutable"
+    cut = 'spec.template: Invalid value: {"labels":{"controller-uid":"u"},"Spec":{"Host'
+    assert d.short_message(cut) == "spec.template: Invalid value: {…}"

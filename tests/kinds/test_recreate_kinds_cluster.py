@@ -355,6 +355,9 @@ def test_an_immutable_configmap_is_refused_with_a_new_name_suggested(shop: Shop)
     r = recreate(shop, "ConfigMap/settings", "--yes")
     assert r.exit_code == ExitCode.FINDING, r.output
     assert "content-hashed name" in r.stderr
+    key = f"ConfigMap/{shop.ns}/settings"
+    assert r.stderr.startswith(f"Error: {key}: the ConfigMap is immutable"), r.stderr
+    assert r.stderr.count(key) == 1, r.stderr  # the object is named once, not twice
     assert shop.live("v1", "ConfigMap", "settings") == old
 
 

@@ -33,6 +33,9 @@ def refused(shop: Shop, obj: Obj, then: Obj, *words: str, live: Obj | None = Non
     assert r.stderr.startswith("Error: ") and "nothing changed" in r.stderr, r.stderr
     for word in words:
         assert word in r.stderr, r.stderr
+    key = f"{then['kind']}/{shop.ns}/{name}"
+    key = key if key in r.stderr else f"{then['kind']}/{name}"  # cluster-scoped
+    assert r.stderr.count(key) == 1, f"the refusal names its object once: {r.stderr}"
     now = shop.live(then["apiVersion"], then["kind"], name)
     assert now is not None and now["metadata"]["uid"] == old["metadata"]["uid"]
     assert now["metadata"].get("generation") == old["metadata"].get("generation")

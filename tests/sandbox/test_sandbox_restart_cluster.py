@@ -153,3 +153,25 @@ def test_up_fails_when_the_simulation_never_gets_ready(
     assert not any(alive(p) for p in pids_of(state))
     r = run_cli("sandbox", "down", "--state-dir", str(state))
     assert r.exit_code == ExitCode.OK, r.output
+
+
+def test_down_stops_everything_with_the_sandbox_config_made_invalid(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`sandbox down` reads no fracctl.yaml: with the sandbox's own config rejected (its
+    recreate.backend set to a value fracctl refuses, named by FRACCTL_CONFIG as `sandbox
+    env` exports it), every process it started is stopped and its state removed."""
+
+    state = tmp_path / "sbx"
+    up = run_cli("sandbox", "up", "--state-dir", str(state))
+    assert up.exit_code == ExitCode.OK, up.output
+    cp = ControlPlane.load(state / "controlplane")
+    assert cp is not None and cp.alive()
+    cfg = state / "fracctl.yaml"
+    cfg.write_text(cfg.read_text().replace("  backend: apply\n", "  backend: nope\n"))
+    monkeypatch.setenv("FRACCTL_CONFIG", str(cfg))
+    assert run_cli("config", "view").exit_code == ExitCode.USAGE
+    down = run_cli("sandbox", "down", "--state-dir", str(state))
+    assert down.exit_code == ExitCode.OK, down.output
+    assert down.stdout == "sandbox stopped\n"
+    assert not cp.alive() and not state.exists()

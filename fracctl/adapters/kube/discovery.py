@@ -10,7 +10,7 @@ from typing import Any
 
 from fracctl.adapters.kube.crud import Crud
 from fracctl.adapters.kube.transport import Obj
-from fracctl.core.resources import CRDS, ResourceRef, split_api_version
+from fracctl.core.resources import CRDS, ResourceRef, ServedResource, split_api_version
 from fracctl.errors import ApiStatus, NotFound
 
 
@@ -119,6 +119,32 @@ class Discovery(Crud):
                 ApiStatus(404, "NotFound", f"the server has no resource {kind} in {api_version}"),
                 hint="is the CRD installed?",
             ) from None
+
+    def served(self) -> list[ServedResource]:
+        """Every resource type served (each group's preferred version), as kubectl sees them.
+
+        Read from discovery: ``/api/v1`` and, for each group ``/apis`` lists, its preferred
+        version's document (subresources left out).
+        """
+        paths = ["/api/v1"]
+        for g in self.request("GET", "/apis").get("groups") or []:
+            preferred = (g.get("preferredVersion") or {}).get("groupVersion")
+            if preferred:
+                paths.append(f"/apis/{preferred}")
+        out: list[ServedResource] = []
+        for path in paths:
+            try:
+                doc = self.request("GET", path)
+            except NotFound:  # a group going away while it is read
+                continue
+            group = split_api_version(str(doc.get("groupVersion") or "v1"))[0]
+            for r in doc.get("resources") or []:
+                if "/" in r["name"]:
+                    continue
+                out.append(ServedResource(group, r["kind"], r["name"],
+                                          r.get("singularName") or "",
+                                          tuple(r.get("shortNames") or ())))  # fmt: skip
+        return out
 
     def crd(self, group: str, plural: str) -> Obj | None:
         """The CustomResourceDefinition for ``plural.group``, if installed."""

@@ -22,12 +22,14 @@ def render_helm(
     release: str = "",
     namespace: str = "",
     values: Sequence[str] = (),
+    binary: str = "helm",
 ) -> list[Document]:
-    """``helm template`` of the chart at ``rel``."""
-    helm = shutil.which("helm")
+    """``helm template`` of the chart at ``rel``, with ``binary`` (a name on PATH or a path)."""
+    helm = shutil.which(binary)
     if helm is None:
         raise UsageError(
-            f"{rel or '.'} is a Helm chart: rendering it needs helm, but 'helm' is not on PATH"
+            f"{rel or '.'} is a Helm chart: rendering it needs helm, but {binary!r} is not "
+            + ("on PATH" if "/" not in binary else "an executable")
         )
     chart = export / rel if rel else export
     argv = [helm, "template", release or chart.name or "release", str(chart)]

@@ -7,8 +7,9 @@ which from the folder's files), and refuses two documents that declare the same 
 
 from __future__ import annotations
 
+import contextlib
 import tempfile
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -66,6 +67,7 @@ def render_git(
     helm_release: str = "",
     helm_namespace: str = "",
     helm_values: Sequence[str] = (),
+    helm_binary: str = "helm",
     default_namespace: str = "",
     cluster_scoped: Collection[tuple[str, str]] = (),
 ) -> Rendered:
@@ -80,6 +82,7 @@ def render_git(
         helm_release: release name for ``helm template`` (default: the chart folder).
         helm_namespace: namespace for ``helm template``.
         helm_values: values files, relative to the chart.
+        helm_binary: the helm that renders (``helm.binary``: the one that upgrades).
         default_namespace: the namespace of a rendered object that names none (to
             tell whether two documents declare the same object).
         cluster_scoped: ``(group, kind)`` pairs known to be cluster-scoped.
@@ -111,6 +114,7 @@ def render_git(
             release=helm_release,
             namespace=helm_namespace,
             values=helm_values,
+            helm=helm_binary,
         )
     check_unique(
         [d.obj for d in docs],
@@ -164,10 +168,39 @@ def _render_export(
     release: str,
     namespace: str,
     values: Sequence[str],
+    helm: str = "helm",
 ) -> list[Document]:
     """The documents the ``chosen`` renderer makes of ``rel`` in the export."""
     if chosen == "plain":
         return render_plain(export, rel)
     if chosen == "kustomize":
         return render_kustomize(export, rel, timeout)
-    return render_helm(export, rel, timeout, release=release, namespace=namespace, values=values)
+    return render_helm(
+        export, rel, timeout, release=release, namespace=namespace, values=values, binary=helm
+    )
+
+
+@contextlib.contextmanager
+def exported_folder(repo: str, revision: str, path: str) -> Iterator[tuple[Path, str]]:
+    """``path`` of ``repo`` at ``revision``, exported whole into a temporary folder.
+
+    Yields the folder of ``path`` inside the export (a chart reaches outside it through
+    ``file://`` dependencies, so the whole tree is exported) and the commit; removed
+    afterwards.
+
+    Raises:
+        ExternalError: git, the revision or the path failed.
+    """
+    rel = normalise_path(path)
+    with tempfile.TemporaryDirectory(prefix="fracctl-chart-") as scratch:
+        gitdir = local_repo(repo, scratch)
+        commit = resolve_commit(gitdir, revision, repo)
+        if object_type(gitdir, commit, rel) != "tree":
+            raise ExternalError(
+                f"path {rel or '.'!r} is not a folder at revision {revision!r} "
+                f"(commit {commit[:12]}) of {safe_url(repo)}"
+            )
+        export = Path(scratch) / "export"
+        export.mkdir()
+        export_tree(gitdir, commit, str(export), None)
+        yield (export / rel if rel else export), commit

@@ -17,6 +17,7 @@ from fracctl.core.doctor.helpers import (
     without_target,
 )
 from fracctl.core.doctor.model import GPU_MEMORY_LABEL, DoctorSettings, Signature, Snapshot, check
+from fracctl.core.drain import FENCE_REASON
 from fracctl.core.fractional import AnnotationMatcher, agent_prefixes, unread_memory_keys
 from fracctl.core.nodes import labels_of, matches
 from fracctl.core.podspec import items, mapping, root_problems
@@ -64,6 +65,12 @@ def pending_fractional_pods(
     if GPU_MEMORY_LABEL in text:
         cause = f"a node lacks the {GPU_MEMORY_LABEL} label the binder reads"
         fix = f"kubectl get nodes -L {GPU_MEMORY_LABEL}, then label or fix GPU Feature Discovery"
+    elif f"Reason: {FENCE_REASON}" in text:
+        cause = (
+            f"fracctl's drain fenced the nodes (reason {FENCE_REASON}): KAI places the pods "
+            "once the drain reopens scheduling"
+        )
+        fix = "see the drain-fence finding: it names the run and what to do"
     elif "not ready for fractional GPU scheduling" in text:
         cause = "the pool's nodes do not report the readiness condition (daemons not running)"
         fix = "fracctl wait (and see the node-readiness finding)"

@@ -83,8 +83,13 @@ def node_readiness(snap: Snapshot, s: DoctorSettings, m: AnnotationMatcher) -> l
     if snap.target is None:
         return []
     selector = target_selector(snap.target)
+    # A drain's fence is not an agent that failed to start: drain-fence names it, and its run.
     lagging = [
-        n for n in snap.nodes if matches(selector, labels_of(n)) and not is_ready(n, s.condition)
+        n
+        for n in snap.nodes
+        if matches(selector, labels_of(n))
+        and not is_ready(n, s.condition)
+        and fence_run(condition(n, s.condition)) is None
     ]
     if not lagging:
         return []
@@ -177,22 +182,32 @@ def guard_policy(snap: Snapshot, s: DoctorSettings, m: AnnotationMatcher) -> lis
 
 @check(
     "drain-fence",
-    "no node is fenced by a drain that is not running",
+    "no node is fenced by a drain",
     reads=("nodes", "lock_holder"),
 )
 def drain_fence(snap: Snapshot, s: DoctorSettings, m: AnnotationMatcher) -> list[Signature]:
-    """Nodes fenced by ``recreate --drain`` while no run holds the recreate lock."""
-    if snap.lock_holder:
-        return []  # a recreate runs: its fence is meant
+    """Nodes fenced by ``recreate --drain``: a run under way, or one that stopped."""
     fenced = {name_of(n): run for n in snap.nodes if (run := fence_run(condition(n, s.condition)))}
     if not fenced:
         return []
     runs = ", ".join(sorted(set(fenced.values())))
+    blocked = f"KAI places no fractional pod there ({s.condition} False, reason {FENCE_REASON})"
+    if snap.lock_holder:  # a recreate runs: the fence is meant, and says whose it is
+        return [
+            Signature(
+                f"{listing(sorted(fenced))} fenced by fracctl drain run {runs}, under way: "
+                f"the recreate lock is held by {snap.lock_holder}; {blocked}",
+                "a recreate --drain is running: it evicts the fractional pods, recreates the "
+                "config and reopens scheduling on the nodes it then selects",
+                "wait for that run to finish; if it was killed, its lock Lease expires and "
+                "this check then names the undo (runbooks/drain.md)",
+                tuple(sorted(fenced)),
+            )
+        ]
     return [
         Signature(
             f"{listing(sorted(fenced))} fenced by fracctl drain run {runs}, which is not "
-            f"running: KAI places no fractional pod there ({s.condition} False, reason "
-            f"{FENCE_REASON})",
+            f"running: {blocked}",
             "a recreate --drain stopped (killed, or its machine lost) before it finished",
             "fracctl recreate --abort   (undoes a drain that has not reached the delete; "
             "after it: fracctl recreate --drain --yes goes forward; see runbooks/drain.md)",

@@ -82,7 +82,7 @@ def _controlled(o: ObjectDrift, live: Obj) -> Refusal | None:
         if ref.get("controller"):
             owner = f"{ref.get('kind')}/{ref.get('name')}"
             return Refusal(
-                f"{o.key} is controlled by {owner}, which would recreate it first",
+                f"it is controlled by {owner}, which would recreate it first",
                 f"change it through {owner}",
             )
     return None
@@ -93,7 +93,7 @@ def _two_owners(o: ObjectDrift, live: Obj) -> Refusal | None:
     if len(marked) > 1:
         names = " and ".join(map(str, marked))
         return Refusal(
-            f"{o.key} is marked as managed by {names}: two owners would undo each "
+            f"it is marked as managed by {names}: two owners would undo each "
             "other's object after the recreate",
             "remove one owner's management first",
         )
@@ -113,15 +113,19 @@ def _defaulted(o: ObjectDrift, fields: list[FieldDiff]) -> Refusal | None:
     )
 
 
-def next_step(o: ObjectDrift, choice: Choice) -> str:
-    """What ``drift`` says to do about a ``needs-recreate`` object."""
+def next_step(o: ObjectDrift, choice: Choice, source: str = "") -> str:
+    """What ``drift`` says to do about a ``needs-recreate`` object.
+
+    ``source`` is the flags that named git's objects (`` --path shop``): the command
+    named must read the same objects to find this one.
+    """
     if isinstance(choice, Refusal):
         return f"no safe recreate: {choice.reason}; {choice.fix}"
     if choice.name == GUARDED:
-        return "only delete + recreate can change it (fracctl recreate runs it guarded)"
+        return f"only delete + recreate can change it (fracctl recreate{source} runs it guarded)"
     where = f" -n {o.namespace}" if o.namespace else ""
     cost = f"; it costs {choice.loses}" if choice.loses else "; no pod restarts"
     return (
-        f"only delete + recreate can change it: fracctl recreate {o.kind}/{o.name}{where} "
-        f"--backend apply runs the {choice.name} procedure{cost}"
+        f"only delete + recreate can change it: fracctl recreate {o.kind}/{o.name}{where}"
+        f"{source} --backend apply runs the {choice.name} procedure{cost}"
     )

@@ -254,7 +254,7 @@ def job(o: ObjectDrift, facts: Facts) -> Choice:
     active = int(((o.live or {}).get("status") or {}).get("active") or 0)
     if active and not facts.allow_active:
         return Refusal(
-            f"{o.key} is running ({active} active pod(s)): recreating it kills them",
+            f"it is running ({active} active pod(s)): recreating it kills them",
             "wait for it to finish, or pass --allow-active",
         )
     killed = f", and its {active} running pod(s) are killed" if active else ""
@@ -298,7 +298,7 @@ def service(o: ObjectDrift, facts: Facts) -> Choice:
     after = _spec(o.desired).get("clusterIP")
     if not facts.allow_new_ip:
         return Refusal(
-            f"{o.key} would get a new cluster IP ({before} -> {after or 'a new one'}): "
+            f"it would get a new cluster IP ({before} -> {after or 'a new one'}): "
             "clients that resolved the old one break",
             "pass --allow-new-ip to accept it, or keep spec.clusterIP as it is live",
         )
@@ -312,7 +312,7 @@ def service(o: ObjectDrift, facts: Facts) -> Choice:
 def claim(o: ObjectDrift, facts: Facts) -> Choice:
     """A claim's spec: never recreated (its volume's data would go)."""
     return Refusal(
-        f"a PersistentVolumeClaim's spec cannot change, and recreating {o.key} would "
+        "a PersistentVolumeClaim's spec cannot change, and recreating it would "
         "release its volume and its data",
         "create a claim under a new name, copy the data, and point the workload to it "
         "(only resources.requests can grow in place)",
@@ -322,7 +322,7 @@ def claim(o: ObjectDrift, facts: Facts) -> Choice:
 def crd(o: ObjectDrift, facts: Facts) -> Choice:
     """A CRD's scope or names: never recreated (every object of it would go)."""
     return Refusal(
-        f"recreating {o.key} deletes every object of its kind",
+        "recreating it deletes every object of its kind",
         "serve the change as a new CRD (another group or name) and migrate the objects",
     )
 
@@ -331,7 +331,7 @@ def immutable_data(o: ObjectDrift, facts: Facts) -> Choice:
     """An immutable ConfigMap or Secret: a new name, not a recreate."""
     generator = "configMapGenerator" if o.kind == "ConfigMap" else "secretGenerator"
     return Refusal(
-        f"{o.key} is immutable: pods that mounted it keep the old content until they "
+        f"the {o.kind} is immutable: pods that mounted it keep the old content until they "
         "restart, so a recreate would not reach them",
         f"give it a content-hashed name (kustomize's {generator}) so that its users "
         "roll onto the new one",

@@ -49,14 +49,14 @@ def kai_mode(ctx: Context) -> str | None:
     return None
 
 
-def plan(
-    ctx: Context, *, live: Obj | None, desired: Obj, force: bool, journal: Journal | None
-) -> DrainPlan:
+def plan(ctx: Context, *, live: Obj | None, desired: Obj, force: bool, journal: Journal | None,
+         run_id: str = "") -> DrainPlan:  # fmt: skip
     """What the drain would fence and evict now, and why it would not finish.
 
     ``live`` is None once the config is gone (nothing is fenced then); ``desired``'s
     annotation prefix says which pods are fractional; ``force`` evicts bare pods too;
-    ``journal`` is that of a drain this run resumes.
+    ``journal`` is that of a drain this run resumes (its run id is kept); ``run_id`` names
+    a new one (the lock's, so that the Lease, the fence and the journal name one run).
     """
     from fracctl.flows.preflight import fractions, scan_fractional_pods
 
@@ -120,7 +120,7 @@ def plan(
     refusals += _budget_refusals(budgets)
     return DrainPlan(
         budget_wait=_admitted_wait(ctx, pods, pdbs),
-        run_id=journal.run_id if journal else secrets.token_hex(4),
+        run_id=journal.run_id if journal else (run_id or secrets.token_hex(4)),
         nodes=fence,
         groups=groups_of(pods),
         budgets=budgets,

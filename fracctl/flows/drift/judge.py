@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from fracctl.core import drift as d
+from fracctl.core.helm_release import hook_of
 from fracctl.core.immutability import (
     FieldRule,
     builtin_rules,
@@ -172,7 +173,7 @@ class Judge:
         the tool that runs the chart recreates it, and pruning it deletes the config.
         """
         out = self._judge(it)
-        out.hook = d.hook_of(it.live, it.desired)
+        out.hook = hook_of(it.live, it.desired)
         if out.hook is not None and out.verdict == d.MISSING_DESIRED and it.live is not None:
             out.verdict = d.HOOK
             out.note = "the rendering leaves out the chart's hooks; the live object is one"
@@ -286,8 +287,8 @@ class Judge:
         out.causes = list(e.status.causes)
         if d.is_immutable_rejection(e.status.causes, e.status.message, rules):
             out.verdict = d.NEEDS_RECREATE
-            out.fields = immutable + d.fields_from_causes(
-                e.status.causes, it.live, it.desired, immutable
+            out.fields = d.narrow(
+                immutable + d.fields_from_causes(e.status.causes, it.live, it.desired, immutable)
             )
             from fracctl.flows.procedures import name_procedure
 

@@ -62,24 +62,57 @@ def find_desired(ctx: Context, objects: list[Obj], spec: str, namespace: str | N
     if not sep or not kind or not name or "/" in name:
         raise UsageError(f"name the object as KIND/NAME, got {spec!r}")
     default_ns = ctx.config.git.namespace
-    found = [
-        o
-        for o in objects
-        if str(o.get("kind", "")).lower() == kind.lower()
-        and (o.get("metadata") or {}).get("name") == name
-        and namespace in (None, (o.get("metadata") or {}).get("namespace") or default_ns)
-    ]
+
+    def named(o: Obj) -> bool:
+        meta = o.get("metadata") or {}
+        return meta.get("name") == name and namespace in (
+            None,
+            meta.get("namespace") or default_ns,
+        )
+
+    found = [o for o in objects if str(o.get("kind", "")).lower() == kind.lower() and named(o)]
+    if not found:  # a short name, a plural, KIND.GROUP: as kubectl resolves it
+        kinds = _kinds(ctx, kind)
+        found = [o for o in objects if _group_kind(o) in kinds and named(o)]
+        kind = "|".join(k for _, k in kinds) if kinds else kind
     if not found:
         where = f" in namespace {namespace}" if namespace else ""
+        g = ctx.config.git
         raise UsageError(
-            f"git has no {kind}/{name}{where} at {ctx.config.git.revision} under "
-            f"{ctx.config.git.path}",
-            hint="check the name, -n NAMESPACE, and git.repo, git.path, git.revision",
+            f"git has no {kind}/{name}{where} at {g.revision} under {g.path}",
+            hint="check the name, -n NAMESPACE, and where git's objects are: --path, "
+            "--revision, --repo (git.path, git.revision, git.repo)",
         )
     if len(found) > 1:
         spaces = ", ".join(str((o.get("metadata") or {}).get("namespace")) for o in found)
         raise UsageError(f"git has {kind}/{name} in several namespaces ({spaces}): pass -n")
     return found[0]
+
+
+def _group_kind(o: Obj) -> tuple[str, str]:
+    group = str(o.get("apiVersion") or "").rpartition("/")[0]
+    return group, str(o.get("kind") or "")
+
+
+def _kinds(ctx: Context, word: str) -> list[tuple[str, str]]:
+    """The kinds ``word`` names through discovery; a usage error naming it when none."""
+    import difflib
+
+    from fracctl.core.resources import kinds_named
+
+    served = ctx.kube.served()
+    kinds = kinds_named(word, served)
+    if not kinds:
+        names = sorted({n for r in served for n in (r.kind, r.plural, *r.short_names)})
+        close = difflib.get_close_matches(word, names, n=1) or difflib.get_close_matches(
+            word.lower(), [n.lower() for n in names], n=1
+        )
+        said = f"; did you mean {close[0]}?" if close else ""
+        raise UsageError(
+            f"the cluster serves no resource type {word!r}{said}",
+            hint="kubectl api-resources lists the kinds, plurals and short names it takes",
+        )
+    return kinds
 
 
 def plan(

@@ -1,0 +1,443 @@
+"""The ``helm`` backend: the chart's own ``helm upgrade`` is the recreate.
+
+The gpu-fractioning operator's chart creates the ``default`` config as a
+``post-install,post-upgrade`` hook with no delete policy (kai-scheduler/gpu-fractioning
+and kai-scheduler/kai-gpu-fractioning, ``operator/charts/templates/default-cr.yaml``), so
+Helm's ``before-hook-creation`` default deletes it, waits for the delete, and creates it
+again on every upgrade (helm/helm ``pkg/action/hooks.go`` ``execHook``). That upgrade *is*
+a recreate, whether or not the selector changes: this backend runs it as one, behind
+everything ``recreate`` proves and guards, instead of leaving it to run blind or to be
+refused by the guard policy half-way.
+
+What it proves read-only before anything changes:
+
+* the helm binary runs, and which version it is (3 and 4 both);
+* the release exists, its newest revision is not an operation in progress, or is the
+  one this machine's journal says a killed fracctl left (then it is recovered: marked
+  ``failed``, as Helm itself marks an upgrade that stopped, before the upgrade);
+* Helm's own server-side dry run of the very upgrade that follows (``helm upgrade
+  --dry-run=server``; while our own revision is pending, which Helm's dry run refuses,
+  ``helm template --validate``) renders the target as a hook that Helm recreates, with
+  git's selector: that rendering is what ``verify`` holds the live object to;
+* the API server admits that object (a dry-run create) and this identity may write the
+  release's records (Secrets in the release namespace).
+
+The delete itself is the hook's, done by helm as this same identity: ``recreate`` arms the
+guard policy for it right before the upgrade. Helm 3 waits for that delete
+(v3 ``pkg/action/hooks.go`` ``deleteHookByPolicy`` calls ``WaitForDelete``); Helm 4 waits
+only with a waiting strategy: its default, ``hookOnly``, returns from ``WaitForDelete`` at
+once (v4 ``pkg/kube/statuswait.go``), so while the operator's finalizer holds the object,
+the hook's server-side apply lands on the terminating object: refused when the selector
+changes, and *accepted* when it does not, after which the finalizer is released and the
+config is gone. With Helm 4 this backend therefore upgrades with ``--wait=watcher``.
+Never ``--atomic`` or ``--cleanup-on-fail``: a rollback would run the old chart's hook
+again, and a cleanup deletes what helm created.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import socket
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from fracctl.config.values import Duration, InvalidValue
+from fracctl.core import helm_release
+from fracctl.core.helm_release import Release
+from fracctl.core.nodes import selector_of
+from fracctl.core.recreate_plan import ReleaseState
+from fracctl.core.resources import ResourceRef
+from fracctl.errors import ExternalError, Refused, UsageError
+from fracctl.flows.backends import Obj, Proof, clean_desired, dry_run_create
+from fracctl.flows.backends.access import require
+from fracctl.flows.context import Context
+
+SECRETS = ResourceRef("", "v1", "secrets", "Secret", namespaced=True)
+
+
+@dataclass(frozen=True)
+class HelmSettings:
+    """``helm:`` in fracctl.yaml: which helm runs the upgrade, and for how long."""
+
+    binary: str = "helm"  # a name on PATH or a path
+    timeout: Duration = Duration(600)  # helm upgrade --timeout: the hook's delete and create
+
+    def __post_init__(self) -> None:
+        if not str(self.binary).strip():
+            raise InvalidValue("binary", "must name a helm binary")
+        if self.timeout <= 0:
+            raise InvalidValue("timeout", f"must be a positive duration, got {self.timeout:g}s")
+
+
+@dataclass
+class Upgrade:
+    """What the plan needs to know about the release before the proofs run."""
+
+    release: Release | None
+    pending_ours: bool  # its newest revision is pending, left by a killed fracctl here
+    differs: bool  # git's chart would change the release (or the release is not deployed)
+    rendered: Obj = field(default_factory=dict)  # helm's rendering: release JSON or template
+    evidence: list[str] = field(default_factory=list)
+    wait: bool = False  # upgrade with --wait (Helm 4: its hook's delete is waited for then)
+
+    @property
+    def state(self) -> ReleaseState:
+        """What the plan reads of it."""
+        return ReleaseState(differs=self.differs, interrupted=self.pending_ours)
+
+
+def release_name(ctx: Context) -> str:
+    """The release: ``git.helm_release``, else the chart folder's name (as ``render``)."""
+    return helm_release.release_of(ctx.config.git.helm_release, ctx.config.git.path)
+
+
+def release_namespace(ctx: Context) -> str:
+    """The release's namespace: ``git.helm_namespace``, else ``default`` (helm's own)."""
+    return ctx.config.git.helm_namespace or "default"
+
+
+def cli(ctx: Context) -> Any:
+    """The helm CLI, pointed at fracctl's cluster and identity."""
+    from fracctl.adapters.helm import HelmCLI
+
+    k = ctx.config.kube
+    binary = ctx.config.section("helm").binary
+    return HelmCLI(
+        binary=ctx.expand(binary) if "/" in binary else binary,
+        kubeconfig=ctx.expand(k.kubeconfig) if k.kubeconfig else None,
+        context=k.context,
+    )
+
+
+# --- the journal: which upgrade a fracctl on this machine started -------------------
+
+
+def journal_path(ctx: Context) -> Path:
+    """Where the journal of this release's upgrade lives (beside the backups)."""
+    from fracctl.flows.recreate_state import state_dir
+
+    return state_dir(ctx) / f"helm-{release_namespace(ctx)}-{release_name(ctx)}.json"
+
+
+def read_journal(ctx: Context) -> dict[str, Any] | None:
+    """The journal of an upgrade begun here and not finished, if any."""
+    path = journal_path(ctx)
+    try:
+        found = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as e:
+        raise ExternalError(f"cannot read the helm journal {path}: {e}") from None
+    return found if isinstance(found, dict) else None
+
+
+def write_journal(ctx: Context, entry: dict[str, Any]) -> None:
+    """Write the journal whole (a temporary file renamed over it)."""
+    path = journal_path(ctx)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(entry, sort_keys=True), encoding="utf-8")
+        os.replace(tmp, path)
+    except OSError as e:
+        raise ExternalError(
+            f"cannot write the helm journal {path}: {e.strerror}; nothing was changed",
+            hint="fix recreate.state_dir or its permissions",
+        ) from None
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def left_by_us(ctx: Context, release: Release) -> str:
+    """Why ``release``'s pending revision is one a killed fracctl here left ("" if not).
+
+    The journal names the revision the upgrade started from, the host and helm's pid; the
+    pending revision must be the next one, started on this host, with that helm gone
+    (it dies with the fracctl that ran it). The recreate Lease, held now, keeps any other
+    fracctl out; nothing can keep a person's own helm out, which is why anything else
+    pending is refused.
+    """
+    entry = read_journal(ctx)
+    if not entry or int(entry.get("from_revision", -1)) + 1 != release.version:
+        return ""
+    if entry.get("host") != socket.gethostname():
+        return ""
+    pid = int(entry.get("pid") or 0)
+    if pid and _alive(pid):
+        return ""
+    return (
+        f"revision {release.version} was left {release.status} by fracctl run "
+        f"{entry.get('run', '?')} on this host (its helm, pid {pid or '?'}, is gone)"
+    )
+
+
+# --- reading the release -----------------------------------------------------------------
+
+
+def read_release(ctx: Context) -> Release | None:
+    """The newest revision of the release, read from Helm's own records (None: no release)."""
+    name, ns = release_name(ctx), release_namespace(ctx)
+    secrets = ctx.kube.list(SECRETS, namespace=ns, label_selector=f"owner=helm,name={name}")
+    return helm_release.latest(secrets).get((ns, name))
+
+
+def deployed_revision(ctx: Context) -> Release | None:
+    """The release's newest ``deployed`` revision, which Helm upgrades from."""
+    name, ns = release_name(ctx), release_namespace(ctx)
+    secrets = ctx.kube.list(
+        SECRETS, namespace=ns, label_selector=f"owner=helm,name={name},status=deployed"
+    )
+    return helm_release.latest(secrets).get((ns, name))
+
+
+def _rendering(found: Obj) -> tuple[str, list[tuple[str, str]]]:
+    hooks = sorted((str(h.get("path")), str(h.get("manifest"))) for h in found.get("hooks") or ())
+    return str(found.get("manifest") or ""), hooks
+
+
+def target_hook(ctx: Context, rendered: Obj) -> tuple[Obj, helm_release.Hook]:
+    """The target as helm's rendering makes it, and its hook record.
+
+    Raises:
+        Refused: the chart does not create the target as a hook Helm recreates.
+    """
+    from fracctl.adapters.render import parse_documents
+
+    t = ctx.config.target
+    hook = helm_release.from_json(rendered).hook_for(t.kind, t.name)
+    if hook is None:
+        raise Refused(
+            f"helm's rendering of the chart has no hook that creates {t.kind}/{t.name}: "
+            "the upgrade would not recreate it",
+            hint="use the backend that owns the object (recreate.backend), or fix git.path",
+        )
+    if not hook.recreated_on:
+        raise Refused(
+            f"the chart's hook {hook.path} deletes {t.kind}/{t.name} after it runs "
+            f"(helm.sh/hook-delete-policy {','.join(hook.delete_policies)}): an upgrade "
+            "would leave the cluster without it",
+            hint="remove that delete policy from the chart in git",
+        )
+    docs = [d.obj for d in parse_documents(hook.manifest, hook.path)]
+    return docs[0], hook
+
+
+def upgrade_facts(ctx: Context, desired: Obj) -> Upgrade:
+    """Read the release and have helm render git's chart, read-only.
+
+    Raises:
+        Refused: no such release, or another operation holds it.
+        FracctlError: helm, git or the cluster failed.
+    """
+    from fracctl.adapters.render.revision import exported_folder
+
+    name, ns = release_name(ctx), release_namespace(ctx)
+    helm = cli(ctx)
+    major = helm.major()
+    evidence = [
+        f"helm {major} runs ({helm.binary})"
+        + (": it upgrades with --wait=watcher, so its hook's delete is waited for" if major >= 4
+           else "; it waits for the hook's delete before creating it again")
+    ]  # fmt: skip
+    release = read_release(ctx)
+    if release is None:
+        raise Refused(
+            f"there is no Helm release {name} in namespace {ns} (no sh.helm.release.v1.{name}.* "
+            "Secret): the helm backend upgrades an installed release",
+            hint="set git.helm_release and git.helm_namespace to the operator's release, or "
+            "install it with helm install first",
+        )
+    ours = left_by_us(ctx, release) if release.pending else ""
+    if release.pending and not ours:
+        raise Refused(
+            f"release {ns}/{name} revision {release.version} is {release.status}: another helm "
+            "operation is in progress (or one was killed outside fracctl); nothing was changed",
+            hint=f"wait for it (helm status {name} -n {ns}); if nothing runs on it, mark it "
+            f"failed with: helm rollback {name} -n {ns} (or see runbooks/operator-upgrades.md)",
+        )
+    evidence.append(
+        f"release {ns}/{name} is at revision {release.version} ({release.status}, "
+        f"chart {release.chart})" + (f"; {ours}: it will be marked failed first" if ours else "")
+    )
+    g = ctx.config.git
+    with exported_folder(ctx.expand(g.repo), g.revision, g.path) as (chart, commit):
+        values = [chart / v for v in g.helm_values]
+        missing = [v for v in g.helm_values if not (chart / v).is_file()]
+        if missing:
+            raise ExternalError(
+                f"helm values file {missing[0]} is not in the chart at {g.revision}"
+            )
+        timeout = float(ctx.config.section("helm").timeout)
+        if ours:
+            rendered = _template(helm, name, chart, ns, values, timeout)
+            how = "helm template --validate (helm's own upgrade dry run refuses a pending release)"
+        else:
+            rendered = helm.upgrade(name, chart, namespace=ns, values=values, dry_run=True,
+                                    timeout=timeout)  # fmt: skip
+            how = "helm upgrade --dry-run=server"
+    evidence.append(f"{how} of git's chart (commit {commit[:12]}) passes")
+    deployed = release if release.status == helm_release.DEPLOYED else deployed_revision(ctx)
+    differs = (
+        ours != ""
+        or deployed is None
+        or deployed.version != release.version
+        or _rendering(rendered)
+        != (deployed.manifest, sorted((h.path, h.manifest) for h in deployed.hooks))
+    )
+    return Upgrade(release, bool(ours), differs, rendered, evidence, wait=major >= 4)
+
+
+def _template(
+    helm: Any, name: str, chart: Path, ns: str, values: list[Path], timeout: float
+) -> Obj:
+    """``helm template --validate``, shaped as the release JSON the dry run prints."""
+    from fracctl.adapters.render import parse_documents
+
+    args = ["template", name, str(chart), "--namespace", ns, "--validate"]
+    for v in values:
+        args += ["--values", str(v)]
+    text = helm.run(*args, timeout=timeout, what=f"helm template --validate of release {name}")
+    hooks, manifest = [], []
+    for doc in parse_documents(text, "helm template output", stream=True):
+        events = helm_release.hook_events(doc.obj)
+        if events:
+            meta = doc.obj.get("metadata") or {}
+            ann = meta.get("annotations") or {}
+            policies = str(ann.get(helm_release.HOOK_DELETE_POLICY, ""))
+            hooks.append({
+                "kind": doc.obj.get("kind"), "name": meta.get("name"), "path": doc.origin,
+                "events": list(events), "manifest": doc.text,
+                "delete_policies": [p.strip() for p in policies.split(",") if p.strip()],
+            })  # fmt: skip
+        else:
+            manifest.append(doc.text)
+    return {"manifest": "---\n".join(manifest), "hooks": hooks}
+
+
+class HelmBackend:
+    """Run the chart's ``helm upgrade``; its hook deletes and recreates the object."""
+
+    name = "helm"
+    claim = "helm reported the upgrade deployed but the live object differs"
+    deletes_itself = True  # the upgrade's hook deletes the object; recreate does not
+
+    def __init__(self) -> None:
+        self.facts: Upgrade | None = None
+
+    def validate(self, ctx: Context) -> None:
+        """The chart is rendered with helm; a usage error otherwise."""
+        if ctx.config.git.renderer not in ("helm", "auto"):
+            raise UsageError(
+                f"recreate.backend helm upgrades the chart in git, but git.renderer is "
+                f"{ctx.config.git.renderer}",
+                hint="set git.renderer: helm and git.path to the operator's chart",
+            )
+
+    def upgrade_facts(self, ctx: Context, desired: Obj) -> Upgrade:
+        """The release and helm's rendering, read once per run (the plan and proofs share it)."""
+        if self.facts is None:
+            self.facts = upgrade_facts(ctx, desired)
+        return self.facts
+
+    def check(self, ctx: Context, desired: Obj) -> Proof:
+        """Helm's dry run renders git's object as a hook it recreates; the server admits it."""
+        t = ctx.config.target
+        facts = self.upgrade_facts(ctx, desired)
+        creates, hook = target_hook(ctx, facts.rendered)
+        want = selector_of(desired, t.selector_field)
+        got = selector_of(creates, t.selector_field)
+        if got != want:
+            raise Refused(
+                f"helm's rendering of the chart creates {t.kind}/{t.name} with nodeSelector "
+                f"{got}, not git's {want}",
+                hint="render git's chart the way helm upgrades it (git.helm_values, "
+                "git.helm_namespace), then rerun",
+            )
+        ns = release_namespace(ctx)
+        revision = facts.release.version + 1 if facts.release else 1
+        name = f"{helm_release.SECRET_PREFIX}{release_name(ctx)}.v{revision}"
+        evidence = [
+            *facts.evidence,
+            f"the chart's hook {hook.path} ({','.join(hook.events)}, recreated by Helm's "
+            f"before-hook-creation) creates {t.kind}/{t.name} with git's nodeSelector",
+            *(
+                require(ctx, verb, ref=SECRETS, name=name, namespace=ns)
+                for verb in ("create", "update")
+            ),  # fmt: skip
+            *(require(ctx, verb, ref=t.ref, name=t.name) for verb in ("create", "delete")),
+        ]
+        dry_run_create(ctx, creates)
+        evidence.append(
+            "a dry-run create of the hook's object passes RBAC, admission and validation"
+        )
+        return Proof(evidence, clean_desired(creates))
+
+    def recreate(self, ctx: Context, desired: Obj) -> str:
+        """``helm upgrade`` of git's chart: the hook deletes, waits for, and creates the object."""
+        from fracctl.adapters.render.revision import exported_folder
+        from fracctl.core.clock import utc_timestamp
+
+        facts = self.upgrade_facts(ctx, desired)
+        release = facts.release
+        if release is None:  # upgrade_facts refuses a missing release; read again since
+            raise Refused("the Helm release is gone; nothing was changed")
+        name, ns = release_name(ctx), release_namespace(ctx)
+        if facts.pending_ours:
+            mark_failed(ctx, release)
+            ctx.info(f"marked release {ns}/{name} revision {release.version} failed (it was "
+                     f"left {release.status} by an interrupted fracctl)")  # fmt: skip
+            release = dataclasses.replace(release, status=helm_release.FAILED)
+        entry = {"from_revision": release.version, "host": socket.gethostname(),
+                 "run": f"pid {os.getpid()}", "pid": 0,
+                 "started": utc_timestamp()}  # fmt: skip
+        write_journal(ctx, entry)
+        g = ctx.config.git
+        helm = cli(ctx)
+        with exported_folder(ctx.expand(g.repo), g.revision, g.path) as (chart, _commit):
+            done = helm.upgrade(
+                name,
+                chart,
+                namespace=ns,
+                values=[chart / v for v in g.helm_values],
+                dry_run=False,
+                timeout=float(ctx.config.section("helm").timeout),
+                wait=facts.wait,
+                started=lambda pid: write_journal(ctx, {**entry, "pid": pid}),
+            )
+        journal_path(ctx).unlink(missing_ok=True)
+        self.facts = None
+        status = (done.get("info") or {}).get("status", "?")
+        return (
+            f"helm upgrade of release {ns}/{name}: revision {done.get('version', '?')} {status}; "
+            "its hook deleted and recreated the object"
+        )
+
+
+def mark_failed(ctx: Context, release: Release) -> None:
+    """Mark a pending revision left by a killed fracctl ``failed``, in Helm's own record.
+
+    Helm writes ``failed`` itself when an upgrade stops with an error
+    (``pkg/action/upgrade.go`` ``failRelease``); a killed helm cannot, and its revision
+    stays pending for ever. Rewriting that one field (status, and the Secret's ``status``
+    label, which ``helm list`` filters on) is what Helm would have written; the next
+    upgrade then starts from the last deployed revision as after any failed upgrade.
+    """
+    name = f"{helm_release.SECRET_PREFIX}{release.name}.v{release.version}"
+    ns = release.namespace
+    secret = ctx.kube.get(SECRETS, name, ns)
+    body = helm_release.with_status(
+        secret, helm_release.FAILED, f"Upgrade interrupted: {release.status} left by a killed "
+        "fracctl; marked failed by fracctl before upgrading again"
+    )  # fmt: skip
+    ctx.kube.replace(SECRETS, body)

@@ -1,0 +1,183 @@
+"""``recreate.backend: helm``: the operator chart's own upgrade, run as a guarded recreate.
+
+On the real API server with the real helm (3 and 4, built from their Go modules), the
+chart shaped like upstream's installed as a release, the guard policy applied, and the
+operator simulation releasing its finalizer and writing node readiness.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from fracctl.errors import ExitCode
+from fracctl.sandbox.operator_sim import OperatorSimulation, SimulationThread
+from tests.support.helm_chart import (
+    HELM_SCRIPTS,
+    OPT_IN,
+    RELEASE,
+    ChartIncident,
+    chart_incident,
+    helm_binary,
+)
+from tests.support.helpers import Cluster, run_cli, wait_enforced
+from tests.support.killing import kill_when
+from tests.support.recreate_fixtures import NEW
+
+FRACTIONAL = {"gpu-fraction": "0.5"}
+
+
+@pytest.fixture(params=sorted(HELM_SCRIPTS))
+def incident(
+    request: pytest.FixtureRequest, cluster: Cluster, tmp_path: Path
+) -> Iterator[ChartIncident]:
+    found = chart_incident(cluster, tmp_path, helm_binary(request.param))
+    try:
+        yield found
+    finally:
+        found.remove()
+
+
+@pytest.fixture
+def operator(incident: ChartIncident) -> Iterator[SimulationThread]:
+    sim = OperatorSimulation(incident.cluster.kube, incident.cluster.config, delay=0.2)
+    with SimulationThread(sim) as running:
+        yield running
+
+
+def guard(incident: ChartIncident) -> None:
+    r = run_cli("-c", str(incident.config_file), "policy", "apply")
+    assert r.exit_code == ExitCode.OK, r.output
+    wait_enforced(incident.cluster)
+
+
+def recreate(incident: ChartIncident, *args: str):  # type: ignore[no-untyped-def]
+    return run_cli("-c", str(incident.config_file), "recreate", *args)
+
+
+def converged(incident: ChartIncident, *, after: int) -> None:
+    """Git's selector live, the release deployed past ``after``, every selected node ready."""
+    live = incident.cluster.live_target()
+    assert live is not None and live["spec"]["nodeSelector"] == NEW
+    release = incident.release()
+    assert release.status == "deployed" and release.version > after, release
+    assert any(h.kind == "GpuFractioningConfig" for h in release.hooks)
+    assert OPT_IN.split(":")[0] in release.hook_for("GpuFractioningConfig", "default").manifest
+    ready = run_cli("-c", str(incident.config_file), "wait", "--timeout", "30s")
+    assert ready.exit_code == ExitCode.OK, ready.output
+
+
+def test_the_dry_run_plans_the_upgrade_and_says_every_daemon_restarts(
+    incident: ChartIncident, operator: SimulationThread
+) -> None:
+    before, revision = incident.uid(), incident.release().version
+    r = recreate(incident, "--dry-run")
+    assert r.exit_code == ExitCode.OK, r.output
+    assert "helm upgrade --dry-run=server of git's chart" in r.output
+    assert "MPS daemons restart on every fraction node" in r.output
+    assert "upgrade" in r.output
+    assert incident.uid() == before and incident.release().version == revision
+
+
+def test_guarded_refusal_then_convergence_with_the_policy_installed(
+    incident: ChartIncident, operator: SimulationThread
+) -> None:
+    guard(incident)
+    pod_ns = incident.cluster.namespace("ml-team")
+    incident.cluster.pod(pod_ns, "train-0", node="rtx-pro-6000-0", annotations=FRACTIONAL)
+    uid = incident.uid()
+    # A plain helm upgrade (an unrelated value) fails at the hook: the policy refuses.
+    plain = incident.run_helm("upgrade", RELEASE, str(incident.gitops / RELEASE),
+                              "--set", "operator.logLevel=debug", check=False)  # fmt: skip
+    assert plain.returncode != 0 and "fracctl recreate" in plain.stderr, plain.stderr
+    assert incident.uid() == uid
+    failed = incident.release()
+    assert failed.status == "failed"
+
+    r = recreate(incident, "--yes")
+    assert r.exit_code == ExitCode.FINDING, r.output
+    assert "ml-team/train-0" in r.output and "nothing changed" in r.output
+    assert incident.uid() == uid and incident.release().version == failed.version
+
+    _delete_pod(incident, "train-0", pod_ns)  # the fractional pod finished
+    r = recreate(incident, "--yes")
+    assert r.exit_code == ExitCode.OK, r.output
+    assert incident.uid() != uid
+    converged(incident, after=failed.version)
+    from fracctl.flows.policy import POLICIES
+
+    policies = [p["metadata"]["name"] for p in incident.cluster.kube.list(POLICIES)]
+    assert any(n.startswith("fracctl-guard-") for n in policies), "the policy stays installed"
+    again = recreate(incident, "--yes")
+    assert again.exit_code == ExitCode.OK, again.output
+    assert "already matches git" in again.output
+    assert incident.release().version == failed.version + 1, "a rerun changes nothing"
+
+
+def _delete_pod(incident: ChartIncident, name: str, namespace: str) -> None:
+    from fracctl.core.resources import PODS
+
+    incident.cluster.kube.delete(PODS, name, namespace, grace_period=0)
+
+
+def test_a_release_pending_for_another_reason_is_refused(
+    incident: ChartIncident, operator: SimulationThread
+) -> None:
+    from fracctl.core import helm_release
+    from fracctl.flows.backends.helm import SECRETS
+
+    kube = incident.cluster.kube
+    rel = incident.release()
+    name = f"sh.helm.release.v1.{RELEASE}.v{rel.version}"
+    secret = kube.get(SECRETS, name, incident.namespace)
+    kube.replace(SECRETS, helm_release.with_status(secret, "pending-upgrade", "someone's helm"))
+    uid = incident.uid()
+    r = recreate(incident, "--yes")
+    assert r.exit_code == ExitCode.FINDING, r.output
+    assert "another helm operation is in progress" in r.output
+    assert incident.uid() == uid and incident.release().status == "pending-upgrade"
+
+
+@pytest.mark.parametrize("moment", ["pending", "deleted", "recreated", "random"])
+def test_sigkill_mid_run_then_the_rerun_converges(
+    incident: ChartIncident, operator: SimulationThread, moment: str
+) -> None:
+    seed = int(os.environ.get("FRACCTL_TEST_SEED", "0")) or random.randrange(1, 10**6)
+    rng = random.Random(seed)
+    jitter = rng.uniform(0, 0.3) if moment != "random" else rng.uniform(0.5, 6.0)
+    print(f"killed at {moment} + {jitter:.2f}s (FRACCTL_TEST_SEED={seed})")
+    guard(incident)
+    first = incident.release().version
+    uid = incident.uid()
+
+    def reached() -> bool:
+        if moment == "random":
+            return True
+        release = incident.release()
+        if moment == "pending":
+            return release.version > first
+        live = incident.cluster.live_target()
+        if moment == "deleted":
+            return live is None or bool(live["metadata"].get("deletionTimestamp"))
+        return live is not None and live["metadata"]["uid"] != uid
+
+    args = ["-c", str(incident.config_file), "recreate", "--yes"]
+    env = {**os.environ, "FRACCTL_TIMEOUTS_LOCK_LEASE": "2s"}
+    mid = kill_when(args, env, reached, jitter=jitter, what=moment, timeout=120, poll=0.05)
+    print("killed mid-run" if mid else "the run had ended before the kill")
+    left = incident.release()
+    print(f"left the release at revision {left.version}, {left.status}")
+    time.sleep(2.5)  # the dead holder's Lease expires
+    r = recreate(incident, "--yes")
+    assert r.exit_code == ExitCode.OK, r.output
+    converged(incident, after=first)
+    assert "another helm operation" not in r.output
+    if left.pending:  # helm died with fracctl: its revision is recovered, not waited on for ever
+        assert f"marked release {RELEASE}/{RELEASE} revision {left.version} failed" in r.output
+        history = incident.run_helm("history", RELEASE).stdout
+        assert "failed" in history and "Upgrade interrupted" in history, history
