@@ -28,9 +28,11 @@ control-plane:
 kwok:
 	@bash scripts/build-kwok.sh >/dev/null
 
-# helm, for the helm render tests (built from its Go module unless one is on PATH).
+# helm 3 and helm 4, for the helm render tests and the tests that run a chart with each
+# (built from their Go modules; a helm 3 on PATH is used as it is).
 helm:
 	@bash scripts/build-helm.sh >/dev/null
+	@bash scripts/build-helm4.sh >/dev/null
 
 # A real Argo CD v3.2.11 for the e2e tests, kustomize for its repo server (built from Go
 # modules into ~/.cache/fracctl unless one is on PATH), and the redis-server it needs

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from tests.support.argocd_real import RealArgoCD
     from tests.support.fleet_fixtures import Fleet
     from tests.support.flux_real import RealFlux
+    from tests.support.helm import Helm
     from tests.support.recreate_fixtures import Incident
 
 REPO = Path(__file__).resolve().parents[1]
@@ -110,6 +111,14 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if "control_plane" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.cluster)
+
+
+@pytest.fixture(params=["helm3", "helm4"])
+def helm_bin(request: pytest.FixtureRequest) -> Helm:
+    """Each real helm in turn (3 and 4, built from their Go modules; tests/support/helm.py)."""
+    from tests.support.helm import find
+
+    return find(str(request.param))
 
 
 @pytest.fixture(scope="session")

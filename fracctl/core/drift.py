@@ -25,8 +25,10 @@ APPLIES_IN_PLACE = "applies-in-place"
 MISSING_LIVE = "missing-live"
 MISSING_DESIRED = "missing-desired"
 REJECTED = "rejected"  # the dry run failed for a reason that recreating does not fix
+HOOK = "hook"  # live, not rendered, a chart's hook: whoever runs the chart owns it
 
-VERDICTS = (IN_SYNC, NEEDS_RECREATE, APPLIES_IN_PLACE, MISSING_LIVE, MISSING_DESIRED, REJECTED)
+VERDICTS = (IN_SYNC, NEEDS_RECREATE, APPLIES_IN_PLACE, MISSING_LIVE, MISSING_DESIRED, REJECTED,
+            HOOK)  # fmt: skip
 
 # Metadata an apply does not carry, or the server owns.
 _SERVER_METADATA = (
@@ -95,6 +97,9 @@ class ObjectDrift:
     note: str = ""
     next_step: str = ""  # what to do about it, when it depends on more than the verdict
     procedure: dict[str, Any] | None = None  # needs-recreate: how fracctl recreates it, or not
+    # The object is a chart's hook (git's or the engine's rendering, or the live object
+    # says so): its annotations and what deletes and recreates it. Drift either way.
+    hook: dict[str, Any] | None = None
 
     @property
     def key(self) -> str:
@@ -110,13 +115,14 @@ class ObjectDrift:
 
     @property
     def drifted(self) -> bool:
-        """Anything but in-sync is drift."""
-        return self.verdict != IN_SYNC
+        """Anything but in-sync is drift; so is a hook, which every upgrade recreates."""
+        return self.verdict != IN_SYNC or self.hook is not None
 
     @property
     def argocd_claims_synced(self) -> bool:
         """Whether Argo CD says this resource is synced although it drifted."""
-        return bool(self.drifted and self.argocd and self.argocd.get("status") == "Synced")
+        differs = self.verdict not in (IN_SYNC, HOOK)  # a hook is not Argo CD's to sync
+        return bool(differs and self.argocd and self.argocd.get("status") == "Synced")
 
     def to_dict(self) -> dict[str, Any]:
         """Plain data for JSON output."""
@@ -137,6 +143,7 @@ class ObjectDrift:
             "argocd": self.argocd,
             "note": self.note,
             "procedure": self.procedure,
+            "hook": self.hook,
         }
 
 

@@ -19,7 +19,13 @@ NEXT_STEP = {
     d.MISSING_LIVE: "create it (sync), or check the namespace and the CRD",
     d.MISSING_DESIRED: "git no longer renders it; prune it or add it back to git",
     d.REJECTED: "fix the manifest in git: the API server rejects it",
+    d.HOOK: "do not prune it: the tool that runs the chart recreates it (see the hook line)",
 }
+HOOK_STEP = (
+    "keep the config in git as a plain object and stop the chart's hook (helm: fracctl "
+    "recreate --backend helm; Argo CD: an Argo CD hook in the application; Flux: "
+    "disableHooks): runbooks/operator-upgrades.md"
+)
 
 
 def value_text(value: Any, limit: int = _VALUE_LIMIT) -> str:
@@ -47,9 +53,14 @@ def describe(o: d.ObjectDrift) -> str:
         lines.append(f"API server: {d.short_message(o.message)}")
     if o.note:
         lines.append(o.note)
+    if o.hook:
+        lines.append(
+            f"a hook ({o.hook['annotations']}, {o.hook['source']}): {o.hook['recreated_by']} "
+            "deletes it and creates it again"
+        )
     if o.argocd_claims_synced:
         lines.append("Argo CD reports Synced but the live object differs")
-    step = o.next_step or NEXT_STEP.get(o.verdict)
+    step = o.next_step or (HOOK_STEP if o.hook else NEXT_STEP.get(o.verdict))
     if step:
         lines.append(f"Next: {step}")
     return "\n".join(lines)

@@ -26,6 +26,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from fracctl.core.helm_release import HOOK as HELM_HOOK
 from fracctl.core.settings import LockSettings as Lock
 from fracctl.core.settings import TargetSettings as Target
 
@@ -53,6 +54,27 @@ def message(t: Target, lock: Lock) -> str:
         f"{t.kind}/{t.name} may be deleted only by fracctl recreate, once its proofs and "
         f"guards passed (it then arms the lock Lease {lock.lock_namespace}/{lock.lock_name} "
         "for its own identity); run: fracctl recreate. Break glass: runbooks/guard-policy.md"
+    )
+
+
+HOOK_RUNBOOK = "runbooks/operator-upgrades.md"
+
+
+def hook_message(t: Target) -> str:
+    """What the API server answers a delete of the target when it is a chart's hook.
+
+    The operator's chart creates the config as a ``post-install,post-upgrade`` hook with
+    no delete policy, so every ``helm upgrade`` (and every Argo CD sync of the chart)
+    deletes it first (helm/helm ``pkg/action/hooks.go``, before-hook-creation). The API
+    server cannot know the caller is helm, but the object says it is a hook: the refusal
+    names what was refused and the guarded way to run that upgrade.
+    """
+    return (
+        f"{t.kind}/{t.name} is a chart's hook, and this delete is the hook's "
+        "before-hook-creation (every helm upgrade of its release, every Argo CD sync of "
+        "the chart deletes and recreates it); refused: run the upgrade guarded with "
+        "fracctl recreate --backend helm (recreate.backend: helm); a release this left "
+        f"failed: {HOOK_RUNBOOK}"
     )
 
 
@@ -96,8 +118,14 @@ def objects(t: Target, lock: Lock) -> list[Obj]:
                 "validations": [
                     {
                         "expression": allowed,
-                        "messageExpression": _cel_string(said + " (refused: ")
-                        + " + request.userInfo.username + ')'",
+                        # A hook's delete is helm (or Argo CD) running the chart: say so.
+                        "messageExpression": f"(has(oldObject.metadata.annotations) && "
+                        f"{_cel_string(HELM_HOOK)} in oldObject.metadata.annotations ? "
+                        + _cel_string(hook_message(t) + f" ({HELM_HOOK}: ")
+                        + f" + oldObject.metadata.annotations[{_cel_string(HELM_HOOK)}] + ', "
+                        "refused: ' : "
+                        + _cel_string(said + " (refused: ")
+                        + ") + request.userInfo.username + ')'",
                         "reason": "Forbidden",
                     }
                 ],

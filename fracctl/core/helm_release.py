@@ -37,6 +37,11 @@ HOOK_DELETE_POLICY = "helm.sh/hook-delete-policy"
 # phases (argo-cd docs/user-guide/helm.md, "Helm Hooks").
 ARGOCD_HOOK = "argocd.argoproj.io/hook"
 ARGOCD_HOOK_DELETE_POLICY = "argocd.argoproj.io/hook-delete-policy"
+# The finalizer Argo CD puts on every hook it creates, and the annotation it tracks its
+# resources by ("<app>:<group>/<kind>:<namespace>/<name>"; argo-cd
+# pkg/sync/hook/hook.go and util/argo/resource_tracking.go).
+ARGOCD_HOOK_FINALIZER = "argocd.argoproj.io/hook-finalizer"
+ARGOCD_TRACKING = "argocd.argoproj.io/tracking-id"
 # Helm's default when a hook names no delete policy (pkg/action/hooks.go: a hook with
 # no policy gets before-hook-creation): the old object is deleted, and the delete waited
 # for, before the hook is created again.
@@ -227,3 +232,84 @@ def recreated_by_hook(obj: Mapping[str, Any]) -> tuple[str, ...]:
         p.strip() for p in str(ann.get(HOOK_DELETE_POLICY, "")).split(",") if p.strip()
     )
     return Hook("", "", "", events, policies, "").recreated_on
+
+
+def argocd_app(obj: Mapping[str, Any]) -> str:
+    """The Argo CD application that tracks ``obj`` (its tracking-id annotation), or ""."""
+    ann = (obj.get("metadata") or {}).get("annotations") or {}
+    return str(ann.get(ARGOCD_TRACKING, "")).partition(":")[0]
+
+
+def argocd_made_hook(obj: Mapping[str, Any]) -> bool:
+    """Whether Argo CD created ``obj`` as a hook (its hook finalizer is on it)."""
+    return ARGOCD_HOOK_FINALIZER in ((obj.get("metadata") or {}).get("finalizers") or ())
+
+
+@dataclass(frozen=True)
+class HookUse:
+    """How an object is a hook: Helm's events and policies, Argo CD's phase."""
+
+    events: tuple[str, ...]  # helm.sh/hook
+    delete_policies: tuple[str, ...]  # helm.sh/hook-delete-policy, as written
+    argocd_phase: str  # argocd.argoproj.io/hook
+    recreated_on: tuple[str, ...]  # the Helm events that delete and create it again
+
+    @property
+    def annotations(self) -> str:
+        """The hook annotations as written: ``helm.sh/hook=post-install,post-upgrade, …``."""
+        parts = []
+        if self.events:
+            parts.append(f"{HOOK}={','.join(self.events)}")
+        parts.append(
+            f"{HOOK_DELETE_POLICY}={','.join(self.delete_policies)}"
+            if self.delete_policies
+            else f"no {HOOK_DELETE_POLICY} (Helm and Argo CD then use {BEFORE_HOOK_CREATION})"
+        )
+        if self.argocd_phase:
+            parts.append(f"{ARGOCD_HOOK}={self.argocd_phase}")
+        return "; ".join(parts)
+
+
+def hook_use(obj: Mapping[str, Any]) -> HookUse | None:
+    """How ``obj`` is a hook (Helm's or Argo CD's annotations), or None when it is not."""
+    events = hook_events(obj)
+    phase = argocd_hook(obj)
+    if not events and not phase:
+        return None
+    ann = (obj.get("metadata") or {}).get("annotations") or {}
+    policies = tuple(
+        p.strip() for p in str(ann.get(HOOK_DELETE_POLICY, "")).split(",") if p.strip()
+    )
+    return HookUse(events, policies, phase, recreated_by_hook(obj))
+
+
+# What deletes and recreates a hook when nothing more is known of who runs the chart.
+HOOK_RECREATORS = (
+    "every helm upgrade of the release that installs the chart (by hand or by a Flux "
+    "HelmRelease without disableHooks), every Argo CD sync of an application rendering it"
+)
+
+
+def hook_of(
+    live: Mapping[str, Any] | None,
+    desired: Mapping[str, Any] | None,
+    recreated_by: str = HOOK_RECREATORS,
+) -> dict[str, Any] | None:
+    """How an object is a chart's hook, from git's (or the engine's) rendering or the live one.
+
+    The rendering is asked first: ``helm template`` keeps the hook annotations (Argo CD
+    renders charts that way, argo-cd ``docs/user-guide/helm.md``). None when neither
+    says hook.
+    """
+    for source, obj in (("in the rendering", desired), ("on the live object", live)):
+        use = hook_use(obj) if obj is not None else None
+        if use is not None:
+            return {
+                "annotations": use.annotations,
+                "events": list(use.events),
+                "argocd_phase": use.argocd_phase,
+                "recreated_on": list(use.recreated_on),
+                "source": source,
+                "recreated_by": recreated_by,
+            }
+    return None

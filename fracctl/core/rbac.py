@@ -11,7 +11,8 @@ Roles:
   ``deploy/components/drift``).
 - ``preflight``: reads only; pods and nodes are listed.
 - ``doctor``: reads only: nodes, pods, the events of pending fractional pods, the
-  RuntimeClass, KAI's Config, the target, and the agents' and scheduler's workloads.
+  RuntimeClass, KAI's Config, the target, the agents' and scheduler's workloads, and
+  (list on Secrets in the agents' namespace) Helm's release records.
 - ``recreate``: the one target object (by name where RBAC allows it), the lock Lease in
   its namespace, an Event, and the reads of drift and preflight it runs first; for
   ``--drain``, evictions, the nodes' readiness condition (``nodes/status``), budgets,
@@ -189,33 +190,14 @@ def _doctor(p: Params) -> tuple[list[RbacRule], dict[str, list[RbacRule]]]:
             "unfinished pods in pages (fractional ones and those on GPU nodes are kept), "
             "and every pod of the reservation namespace",
         ),
-        RbacRule(
-            ("",),
-            ("events",),
-            ("list",),
-            "the events of pending fractional pods, one list per namespace",
-        ),
-        RbacRule(
-            ("node.k8s.io",),
-            ("runtimeclasses",),
-            ("get",),
-            "the RuntimeClass the fractioning config names",
-            (p.cluster.runtime_class,),
-        ),
-        RbacRule(
-            (KAI_GROUP,),
-            ("configs",),
-            ("get",),
-            "KAI's scheduler Config (gpuSharingMode)",
-            (p.cluster.scheduler_config,),
-        ),
-        RbacRule(
-            (p.target.group,),
-            (p.target.plural,),
-            ("get",),
-            "the fractioning config itself",
-            (p.target.name,),
-        ),
+        RbacRule(("",), ("events",), ("list",),
+                 "the events of pending fractional pods, one list per namespace"),
+        RbacRule(("node.k8s.io",), ("runtimeclasses",), ("get",),
+                 "the RuntimeClass the fractioning config names", (p.cluster.runtime_class,)),
+        RbacRule((KAI_GROUP,), ("configs",), ("get",), "KAI's scheduler Config (gpuSharingMode)",
+                 (p.cluster.scheduler_config,)),
+        RbacRule((p.target.group,), (p.target.plural,), ("get",), "the fractioning config itself",
+                 (p.target.name,)),
         RbacRule(
             ("admissionregistration.k8s.io",),
             ("validatingadmissionpolicies", "validatingadmissionpolicybindings"),
@@ -223,36 +205,35 @@ def _doctor(p: Params) -> tuple[list[RbacRule], dict[str, list[RbacRule]]]:
             "the guard policy and its binding (only fracctl recreate may delete the target)",
             (f"fracctl-guard-{p.target.plural}",),
         ),
-    ]
-    namespaced: dict[str, list[RbacRule]] = {}
-    namespaced.setdefault(p.recreate.lock_namespace, []).append(
-        RbacRule(
-            ("coordination.k8s.io",),
-            ("leases",),
-            ("get",),
-            "the lock Lease the guard policy reads as its parameter",
-            (p.recreate.lock_name,),
-        )
-    )
-    namespaced.setdefault(p.cluster.agent_namespace, []).append(
-        RbacRule(
-            ("apps",),
-            ("daemonsets",),
-            ("get",),
-            "the node agents' DaemonSets",
-            tuple(p.cluster.agent_daemonsets),
-        )
-    )
-    for ns in dict.fromkeys((p.cluster.agent_namespace, p.cluster.scheduler_namespace)):
+    ]  # fmt: skip
+    return cluster, _doctor_namespaced(p)
+
+
+def _doctor_namespaced(p: Params) -> dict[str, list[RbacRule]]:
+    agents = p.cluster.agent_namespace
+    namespaced: dict[str, list[RbacRule]] = {
+        p.recreate.lock_namespace: [
+            RbacRule(("coordination.k8s.io",), ("leases",), ("get",),
+                     "the lock Lease the guard policy reads as its parameter",
+                     (p.recreate.lock_name,)),
+        ],
+    }  # fmt: skip
+    namespaced.setdefault(agents, []).append(
+        RbacRule(("apps",), ("daemonsets",), ("get",), "the node agents' DaemonSets",
+                 tuple(p.cluster.agent_daemonsets))
+    )  # fmt: skip
+    for ns in dict.fromkeys((agents, p.cluster.scheduler_namespace)):
         namespaced.setdefault(ns, []).append(
-            RbacRule(
-                ("apps",),
-                ("deployments", "daemonsets"),
-                ("list",),
-                "the workloads' images and tolerations",
-            )
-        )
-    return cluster, namespaced
+            RbacRule(("apps",), ("deployments", "daemonsets"), ("list",),
+                     "the workloads' images and tolerations")
+        )  # fmt: skip
+    namespaced[agents].append(
+        RbacRule(("",), ("secrets",), ("list",),
+                 "Helm's release records (sh.helm.release.v1.*), only when the live config is "
+                 "a hook, to name its release; a list reads every Secret of the namespace: "
+                 "bind it only where the operator's chart is installed")
+    )  # fmt: skip
+    return namespaced
 
 
 def _recreate_cluster(p: Params) -> list[RbacRule]:

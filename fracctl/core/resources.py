@@ -54,6 +54,7 @@ LEASES = ResourceRef("coordination.k8s.io", "v1", "leases", "Lease", namespaced=
 DEPLOYMENTS = ResourceRef("apps", "v1", "deployments", "Deployment", namespaced=True)
 DAEMONSETS = ResourceRef("apps", "v1", "daemonsets", "DaemonSet", namespaced=True)
 CONFIGMAPS = ResourceRef("", "v1", "configmaps", "ConfigMap", namespaced=True)
+SECRETS = ResourceRef("", "v1", "secrets", "Secret", namespaced=True)
 PVCS = ResourceRef("", "v1", "persistentvolumeclaims", "PersistentVolumeClaim", namespaced=True)
 STORAGE_CLASSES = ResourceRef("storage.k8s.io", "v1", "storageclasses", "StorageClass", False)
 SERVICES = ResourceRef("", "v1", "services", "Service", namespaced=True)

@@ -477,6 +477,13 @@ def left_fence(setup: Setup) -> None:
                      content_type=SMP, subresource="status")  # fmt: skip
 
 
+def hook_annotations(s: Setup) -> None:
+    """The chart's hook annotations on the live config (no release record names it)."""
+    t = s.cluster.config.target
+    s.kube.patch(t.ref, t.name, {"metadata": {"annotations": {
+        "helm.sh/hook": "post-install,post-upgrade", "helm.sh/hook-weight": "0"}}})  # fmt: skip
+
+
 FAULTS: dict[str, Fault] = {
     # check id: (arguments to healthy(), extra planting, a subject, words in the symptom)
     "drain-fence": (
@@ -509,6 +516,10 @@ FAULTS: dict[str, Fault] = {
         None,
         "GpuFractioningConfig/default",
         "Ready=False (DaemonsNotReady",
+    ),
+    "config-hook": (
+        {}, hook_annotations, "GpuFractioningConfig/default",
+        "is a hook (post-install, post-upgrade): no Helm release record found",
     ),
     "node-readiness": (
         {"b200": {"ready": False, "reason": "MPSDaemonCrashLoop"}}, None, "b200-0",

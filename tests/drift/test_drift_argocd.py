@@ -327,3 +327,49 @@ def test_the_incident_end_to_end_with_the_argocd_stand_in(tmp_path: Path, cluste
     assert SYNCED_BUT_DIFFERS in r.stdout
     assert "last operation Succeeded" in r.stdout
     assert standin.token not in r.output
+
+
+HOOK = {"helm.sh/hook": "post-install,post-upgrade", "helm.sh/hook-weight": "0"}
+
+
+@pytest.mark.parametrize("rendered", [False, True], ids=["left-out", "rendered"])
+def test_app_mode_names_the_chart_hook_and_never_advises_pruning_it(
+    tmp_path: Path, cluster: Cluster, argocd_env: None, rendered: bool
+) -> None:
+    # The operator's chart through Argo CD: the live config is its PostSync hook (with
+    # Argo CD's hook finalizer and tracking). Argo CD's manifests either carry it with its
+    # hook annotations, or leave it out while the application lists it to prune.
+    cluster.target(OPT_IN)
+    ref = cluster.config.target.ref
+    tracking = f"gpu-fractioning:{GROUP}/GpuFractioningConfig:/default"
+    annotations = {**HOOK, "argocd.argoproj.io/tracking-id": tracking}
+    cluster.kube.patch(ref, "default", {"metadata": {"annotations": annotations}})
+    desired = {**target(OPT_IN), "metadata": {"name": "default", "annotations": HOOK}}
+    resources = [
+        {"group": GROUP, "version": "v1alpha1", "kind": "GpuFractioningConfig",
+         "name": "default", "status": "OutOfSync" if not rendered else "Synced",
+         "requiresPruning": not rendered},
+    ]  # fmt: skip
+    app = application(resources=resources)
+    config = tmp_path / "fracctl.yaml"
+    config.write_text(f"kube:\n  kubeconfig: {cluster.kubeconfig}\n")
+    manifests = [json.dumps(desired)] if rendered else []
+    with respx.mock(base_url=SERVER) as mock:
+        mock.get("/api/v1/applications/gpu-fractioning").respond(json=app)
+        mock.get("/api/v1/applications/gpu-fractioning/manifests").respond(
+            json={"manifests": manifests}
+        )
+        r = run_cli("-c", str(config), "drift", "--app", "gpu-fractioning", "-o", "json")
+        text = run_cli("-c", str(config), "drift", "--app", "gpu-fractioning")
+    assert r.exit_code == ExitCode.FINDING, r.output
+    (o,) = r.json["objects"]
+    assert o["verdict"] == ("in-sync" if rendered else "hook")
+    assert (
+        o["hook"]["recreated_by"] == "every sync of Argo CD application gpu-fractioning (PostSync)"
+    )
+    assert o["hook"]["source"] == ("in the rendering" if rendered else "on the live object")
+    assert r.json["warnings"] == []  # Argo CD's Synced is not called a lie for a hook
+    assert text.exit_code == ExitCode.FINDING, text.output
+    assert "prune" not in text.stdout.replace("do not prune", ""), text.stdout
+    assert "missing-desired" not in text.stdout
+    assert "every sync of Argo CD application gpu-fractioning (PostSync)" in text.stdout

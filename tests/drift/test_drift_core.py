@@ -12,6 +12,7 @@ from junitparser import Failure, JUnitXml
 from fracctl.core import drift as d
 from fracctl.core.crd import fractioning_crd
 from fracctl.core.drift_report import annotation, describe, to_github, to_junit, value_text
+from fracctl.core.helm_release import hook_of
 from fracctl.core.immutability import builtin_rules, rules_from_crd
 from fracctl.errors import Cause
 
@@ -397,6 +398,36 @@ def test_github_annotations_use_the_error_file_form() -> None:
 )
 def test_annotation_escaping(message: str, expected: str) -> None:
     assert annotation("error", message, title="t:1,2") == f"::error title=t%3A1%2C2::{expected}"
+
+
+def test_a_hook_is_drift_and_its_description_never_says_prune() -> None:
+    from fracctl.core import drift_report
+
+    hooked = {
+        "metadata": {
+            "name": "default",
+            "annotations": {"helm.sh/hook": "post-install,post-upgrade"},
+        }
+    }
+    plain = {"metadata": {"name": "default"}}
+    assert hook_of(plain, plain) is None
+    from_git = hook_of(plain, hooked)
+    assert from_git is not None and from_git["source"] == "in the rendering"
+    assert from_git["recreated_on"] == ["post-install", "post-upgrade"]
+    assert hook_of(hooked, None) == {**from_git, "source": "on the live object"}
+
+    o = d.ObjectDrift(
+        "gpu-fractioning.kai.scheduler/v1alpha1", "GpuFractioningConfig", "", "default",
+        d.IN_SYNC, hook=from_git, argocd={"status": "Synced"},
+    )  # fmt: skip
+    assert o.drifted and not o.argocd_claims_synced
+    text = drift_report.describe(o)
+    assert "a hook (helm.sh/hook=post-install,post-upgrade" in text
+    assert "prune" not in text
+    o.verdict = d.HOOK
+    assert "do not prune it" not in drift_report.describe(o)  # the hook's own step wins
+    assert "runbooks/operator-upgrades.md" in drift_report.describe(o)
+    assert o.to_dict()["hook"] == from_git
 
 
 def test_a_whole_spec_field_narrows_to_what_git_changes() -> None:

@@ -29,6 +29,7 @@ from fracctl.flows.context import Context
 from fracctl.sandbox.controlplane import ControlPlane
 from tests.support.fake_mps import fake_mps, wait_for
 from tests.support.flux_real import RealFlux
+from tests.support.helm import CHART, Helm
 from tests.support.helpers import Cluster, run_cli
 from tests.support.recreate_fixtures import NEW, OLD, Incident, make_incident
 
@@ -304,7 +305,80 @@ def test_doctor_runs_as_its_role_and_uses_every_grant(
     assert r.exit_code == admin.exit_code, r.output
     assert r.exit_code != ExitCode.EXTERNAL, r.output
     assert r.json == admin.json
-    assert_all_used(who, recorded)
+    # Helm's release records are read only when the live config is a hook (next test).
+    assert_all_used(who, recorded, but=HOOK_ONLY)
+    assert not HOOK_ONLY & recorded
+
+
+#: What the doctor role grants for a config that is a chart's hook only.
+HOOK_ONLY = {("list", "secrets")}
+
+
+def test_doctor_as_its_role_names_the_release_of_a_hook(
+    cluster: Cluster,
+    control_plane: ControlPlane,
+    tmp_path: Path,
+    recorded: set[tuple[str, str]],
+    helm_bin: Helm,
+) -> None:
+    # The operator's chart installed by the real helm: the config is its hook, and the
+    # release records are Secrets in the agents' namespace, where the role may list them
+    # (not in every namespace: doctor falls back to that one).
+    ns = cluster.namespace(cluster.config.cluster.agent_namespace)
+    helm_bin.run("install", "gpu-fractioning", str(CHART), "-n", ns, kubeconfig=cluster.kubeconfig)
+    try:
+        with bound(cluster, control_plane, tmp_path, "doctor") as who:
+            admin = run_cli("--kubeconfig", cluster.kubeconfig, "doctor", "-o", "json")
+            recorded.clear()
+            r = run_cli("--kubeconfig", who.kubeconfig, "doctor", "-o", "json")
+    finally:
+        helm_bin.run(
+            "uninstall", "gpu-fractioning", "-n", ns, kubeconfig=cluster.kubeconfig, check=False
+        )
+        cluster.wipe_target()
+    assert r.exit_code == admin.exit_code == ExitCode.FINDING, r.output
+
+    def hook(result: Any) -> list[dict[str, Any]]:
+        return [f for f in result.json["findings"] if f["check"] == "config-hook"]
+
+    assert hook(r) == hook(admin)
+    (f,) = hook(r)
+    assert f"every `helm upgrade` of release {ns}/gpu-fractioning" in f["symptom"]
+    assert HOOK_ONLY <= recorded
+
+
+def test_doctor_without_list_secrets_says_what_it_could_not_read(
+    cluster: Cluster, control_plane: ControlPlane, tmp_path: Path, helm_bin: Helm
+) -> None:
+    import dataclasses
+
+    # The doctor role less its Secrets rule: the hook is still reported, with why no
+    # release is named, and the run is a finding (exit 1), not an error.
+    ctx = Context(config=Config(), kube_factory=lambda: cluster.kube)
+    roles, _text = flow.roles(ctx, role="doctor")
+    less = [
+        dataclasses.replace(r, rules=tuple(x for x in r.rules if "secrets" not in x.resources))
+        for r in roles
+    ]
+    assert less != roles
+    ns = cluster.namespace(cluster.config.cluster.agent_namespace)
+    helm_bin.run("install", "gpu-fractioning", str(CHART), "-n", ns, kubeconfig=cluster.kubeconfig)
+    who = Identity(cluster.kube, "doctor", less)
+    try:
+        who.setup(control_plane, tmp_path)
+        r = run_cli("--kubeconfig", who.kubeconfig, "doctor", "-o", "json")
+    finally:
+        who.teardown()
+        helm_bin.run(
+            "uninstall", "gpu-fractioning", "-n", ns, kubeconfig=cluster.kubeconfig, check=False
+        )
+        cluster.wipe_target()
+    assert r.exit_code == ExitCode.FINDING, r.output
+    (f,) = [f for f in r.json["findings"] if f["check"] == "config-hook"]
+    assert "no Helm release record found" in f["symptom"]
+    assert "Helm's release records could not be read" in " ".join(f["evidence"])
+    assert 'cannot list resource "secrets"' in " ".join(f["evidence"])
+    assert "fracctl rbac print --role doctor" in f["fix"]
 
 
 def test_recreate_runs_as_its_role_and_uses_every_grant(

@@ -15,6 +15,7 @@ from typing import Any
 
 from fracctl.core import resources
 from fracctl.core.fractional import AnnotationMatcher
+from fracctl.core.helm_release import Release
 from fracctl.core.policy import LabelPolicy
 from fracctl.core.resources import ResourceRef
 from fracctl.core.settings import ClusterSettings, PodsSettings, TargetSettings
@@ -120,6 +121,10 @@ class Snapshot:
     guard_problems: list[str] = field(default_factory=list)  # what keeps the guard off
     guard_unreadable: str = ""  # why the guard policy could not be read, if it could not
     lock_holder: str = ""  # who holds the recreate lock Lease now ("" when nobody does)
+    # Helm's releases (newest revision each), read only when the live target is a hook.
+    helm_releases: list[Release] = field(default_factory=list)
+    helm_read: str = ""  # where they were read: "every namespace" or "namespace <ns>"
+    helm_unreadable: str = ""  # why they could not be read, if they could not
 
 
 @dataclass(frozen=True)

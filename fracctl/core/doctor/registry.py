@@ -10,6 +10,7 @@ of its group and listed here once.
 from __future__ import annotations
 
 from fracctl.core.doctor.agents import agent_daemonsets, image_tags
+from fracctl.core.doctor.helm import config_hook
 from fracctl.core.doctor.helpers import fractions_of
 from fracctl.core.doctor.labels import gpu_memory_label, gpu_present_label
 from fracctl.core.doctor.model import (
@@ -49,6 +50,7 @@ CHECKS: tuple[Check, ...] = (
     gpu_present_label,
     kai_config,
     fractioning_config,
+    config_hook,
     guard_policy,
     node_readiness,
     drain_fence,

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
+from fracctl.core.helm_release import hook_use
 from fracctl.core.lint.base import ERROR, Hit, LintSettings, Manifest, PlacedHit, object_name
 from fracctl.core.lint.registry import rule, rule_across
 from fracctl.core.podspec import dig, mapping
@@ -89,3 +90,53 @@ def fractioning_config_count(manifests: Sequence[Manifest], s: LintSettings) -> 
             f"one, named {s.target.name!r}; keep one document",
             "metadata.name",
         )
+
+
+@rule_across(
+    "FL015",
+    "fractioning-config-hook",
+    ERROR,
+    "the fractioning config is a chart's hook: every upgrade or sync deletes and recreates it",
+)
+def fractioning_config_hook(manifests: Sequence[Manifest], s: LintSettings) -> Iterator[PlacedHit]:
+    """A config rendered as a Helm or Argo CD hook (``helm template`` of the operator's chart).
+
+    The operator's chart (kai-scheduler/kai-gpu-fractioning and kai-scheduler/
+    gpu-fractioning, ``operator/charts/templates/default-cr.yaml``) writes the config as
+    a ``post-install,post-upgrade`` hook with no delete policy and ``spec.nodeSelector``
+    hard-coded to ``nvidia.com/gpu.present: "true"``. With no policy, Helm
+    (``pkg/action/hooks.go``) and Argo CD (gitops-engine ``pkg/sync/hook/
+    delete_policy.go``) use before-hook-creation: every upgrade or sync deletes the
+    config and creates it again, restarting the MPS daemons under every fractional pod.
+    The selector is set against git's own config in the same input when there is one,
+    else against the label policy's opt-in selector.
+    """
+    configs = [m for m in manifests if m.is_config]
+    plain = [m for m in configs if hook_use(m.obj) is None]
+    p = s.labels
+    for m in configs:
+        use = hook_use(m.obj)
+        if use is None:
+            continue
+        selector = dig(m.obj, ("spec", "nodeSelector"))
+        sel = _shown(selector) if isinstance(selector, Mapping) else "(none)"
+        if plain:
+            other = dig(plain[0].obj, ("spec", "nodeSelector"))
+            wanted = _shown(other) if isinstance(other, Mapping) else "(none)"
+            against = f"git's own {object_name(plain[0].obj)} selects {wanted}"
+        else:
+            against = f"the label policy's opt-in selector is {p.opt_in_key}={p.opt_in_value}"
+        when = ", ".join(use.recreated_on) or use.argocd_phase or ", ".join(use.events)
+        yield (
+            m.index,
+            f"{object_name(m.obj)} is a hook ({use.annotations}): it is deleted and created "
+            f"again on every {when} (Helm: each helm upgrade; Argo CD: each sync, as PostSync), "
+            f"restarting the MPS daemons under every fractional pod. Its spec.nodeSelector "
+            f"{sel} is written in the chart, not a value; {against}. Keep the config in git "
+            "as a plain object and stop the chart's hook (runbooks/operator-upgrades.md)",
+            "metadata.annotations",
+        )
+
+
+def _shown(selector: Mapping[str, Any]) -> str:
+    return ",".join(f"{k}={v}" for k, v in sorted(selector.items())) or "(empty)"

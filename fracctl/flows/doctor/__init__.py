@@ -62,6 +62,44 @@ def _guard(ctx: Context, snap: Snapshot) -> None:
         snap.guard_unreadable = e.status.message
 
 
+RECORDS_PAGE = 20  # Helm's release Secrets per list page
+
+
+def _helm(ctx: Context, snap: Snapshot) -> None:
+    """Helm's release records, when the live target is a hook (to name its release).
+
+    Secrets labelled ``owner=helm`` (helm/helm ``pkg/storage/driver/secrets.go``) in
+    every namespace when the identity may list them there, else in the agents'
+    namespace, where the operator's chart is installed; the doctor role grants only
+    that (``fracctl rbac print --role doctor``). What could not be read is said, never
+    taken for "no release". Only the decoded records are kept: a Secret's data never
+    reaches the report.
+    """
+    from fracctl.core.helm_release import OWNER_SELECTOR, Release, hook_use, latest
+    from fracctl.core.resources import SECRETS
+
+    if snap.target is None or hook_use(snap.target) is None:
+        return
+
+    def read(namespace: str | None) -> list[Release]:
+        # A page at a time: a record can be near a megabyte, and only the decoded newest
+        # revision of each release is kept.
+        pages = ctx.kube.list_pages(
+            SECRETS, namespace=namespace, label_selector=OWNER_SELECTOR, limit=RECORDS_PAGE
+        )
+        found = latest(s for page in pages for s in page.get("items") or [])
+        return sorted(found.values(), key=lambda r: (r.namespace, r.name))
+
+    ns = ctx.config.cluster.agent_namespace
+    try:
+        snap.helm_releases, snap.helm_read = read(None), "every namespace"
+    except Forbidden:
+        try:
+            snap.helm_releases, snap.helm_read = read(ns), f"namespace {ns}"
+        except Forbidden as e:
+            snap.helm_unreadable = e.status.message
+
+
 def snapshot(ctx: Context, s: DoctorSettings) -> Snapshot:
     """Read what the checks need, with GET requests only.
 
@@ -78,6 +116,7 @@ def snapshot(ctx: Context, s: DoctorSettings) -> Snapshot:
     snap.kai_config, snap.kai_config_missing = _get(ctx, KAI_CONFIG, s.cluster.scheduler_config)
     snap.target, snap.target_missing = _get(ctx, ctx.config.target.ref, s.target.name)
     _guard(ctx, snap)
+    _helm(ctx, snap)
     snap.daemonsets = {
         name: kube.get_or_none(DAEMONSETS, name, s.cluster.agent_namespace)
         for name in s.cluster.agent_daemonsets

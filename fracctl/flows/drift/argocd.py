@@ -77,7 +77,7 @@ def annotate_with_argocd(report: d.DriftReport, app_name: str, app: Obj) -> None
         if o.argocd_claims_synced:
             report.warnings.append(f"{SYNCED_BUT_DIFFERS}: {o.key} is {o.verdict}")
     if (
-        report.drifted
+        any(o.verdict not in (d.IN_SYNC, d.HOOK) for o in report.objects)
         and claims["sync"] == "Synced"
         and not any(w.startswith(SYNCED_BUT_DIFFERS) for w in report.warnings)
     ):
@@ -121,5 +121,10 @@ def check_app(
     report = d.DriftReport(
         objects=judge_all(ctx, items), source={"argocd_app": app, "revision": revision or ""}
     )
+    for o in report.objects:
+        if o.hook is not None:
+            # Argo CD maps the chart's post-install/post-upgrade to PostSync and, with no
+            # delete policy, BeforeHookCreation (argo-cd docs/user-guide/helm.md).
+            o.hook["recreated_by"] = f"every sync of Argo CD application {app} (PostSync)"
     annotate_with_argocd(report, app, application)
     return report

@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from fracctl.core import drift as d
+from fracctl.core.helm_release import hook_of
 from fracctl.core.immutability import (
     FieldRule,
     builtin_rules,
@@ -166,6 +167,19 @@ class Judge:
         return None
 
     def judge(self, it: Item) -> d.ObjectDrift:
+        """The verdict on one item against its live object, and whether it is a hook.
+
+        A live hook that the rendering leaves out is ``hook``, never ``missing-desired``:
+        the tool that runs the chart recreates it, and pruning it deletes the config.
+        """
+        out = self._judge(it)
+        out.hook = hook_of(it.live, it.desired)
+        if out.hook is not None and out.verdict == d.MISSING_DESIRED and it.live is not None:
+            out.verdict = d.HOOK
+            out.note = "the rendering leaves out the chart's hooks; the live object is one"
+        return out
+
+    def _judge(self, it: Item) -> d.ObjectDrift:
         """The verdict on one item against its live object."""
         out = d.ObjectDrift(
             api_version=it.api_version,

@@ -1,0 +1,132 @@
+"""The config as a chart's hook: whoever runs the chart deletes and recreates it.
+
+The operator's own chart (kai-scheduler/kai-gpu-fractioning and kai-scheduler/
+gpu-fractioning, ``operator/charts/templates/default-cr.yaml``, in all three API
+generations) creates the config as a ``helm.sh/hook: post-install,post-upgrade`` with
+no ``helm.sh/hook-delete-policy``. Helm then applies ``before-hook-creation`` (helm/helm
+``pkg/action/hooks.go``): every ``helm upgrade`` of the release deletes the config,
+waits for the delete (the operator's finalizer, then its DaemonSets by owner
+reference: the MPS daemons restart under every fractional pod) and creates it again.
+Argo CD maps those events to ``PostSync`` and assumes ``BeforeHookCreation`` (argo-cd
+``docs/user-guide/helm.md``; gitops-engine ``pkg/sync/hook/delete_policy.go``): every
+sync does the same. Flux's helm-controller runs hooks on every upgrade unless
+``spec.upgrade.disableHooks`` (fluxcd/helm-controller ``docs/spec/v2/helmreleases.md``).
+
+The release that owns the hook is read from Helm's own records (``sh.helm.release.v1.*``
+Secrets, :mod:`fracctl.core.helm_release`), not guessed from a label: reading them needs
+``list`` on Secrets in the release's namespace.
+"""
+
+from __future__ import annotations
+
+from fracctl.core.doctor.helpers import without_target
+from fracctl.core.doctor.model import DoctorSettings, Signature, Snapshot, check
+from fracctl.core.fractional import AnnotationMatcher
+from fracctl.core.helm_release import (
+    FAILED,
+    Release,
+    argocd_app,
+    argocd_made_hook,
+    hook_use,
+)
+
+RUNBOOK = "runbooks/operator-upgrades.md"
+
+
+def owners(snap: Snapshot, s: DoctorSettings) -> list[Release]:
+    """The releases whose newest revision has a hook creating the target."""
+    return [r for r in snap.helm_releases if r.hook_for(s.target.kind, s.target.name)]
+
+
+def _stuck(r: Release) -> str:
+    if r.pending:
+        return (
+            f"release {r.namespace}/{r.name} is stuck {r.status} at revision {r.version}: "
+            "helm refuses every upgrade (another operation is in progress)"
+        )
+    if r.status == FAILED:
+        return f"release {r.namespace}/{r.name} is failed at revision {r.version}" + (
+            f" ({r.description})" if r.description else ""
+        )
+    return ""
+
+
+@check(
+    "config-hook",
+    "the fractioning config is not a chart's hook (recreated by every upgrade or sync)",
+    reads=("target", "helm_releases", "helm_read", "helm_unreadable"),
+    skip=without_target,
+)
+def config_hook(snap: Snapshot, s: DoctorSettings, m: AnnotationMatcher) -> list[Signature]:
+    """The live config carries Helm's or Argo CD's hook annotations."""
+    obj = snap.target
+    use = hook_use(obj) if obj is not None else None
+    if obj is None or use is None:
+        return []
+    kind = f"{s.target.kind}/{s.target.name}"
+    evidence = [f"annotations: {use.annotations}"]
+    recreators: list[str] = []
+    fixes: list[str] = []
+    if use.recreated_on:
+        when = ", ".join(use.recreated_on)
+    else:
+        when = use.argocd_phase or ", ".join(use.events)
+    for r in owners(snap, s):
+        hook = r.hook_for(s.target.kind, s.target.name)
+        assert hook is not None  # owners() keeps only those
+        recreators.append(
+            f"every `helm upgrade` of release {r.namespace}/{r.name} (chart {r.chart}, "
+            f"template {hook.path}), by hand or by a Flux HelmRelease"
+        )
+        evidence.append(
+            f"release {r.namespace}/{r.name} revision {r.version} ({r.status}) creates it "
+            f"as a hook on {', '.join(hook.events)}"
+        )
+        if stuck := _stuck(r):
+            evidence.append(stuck)
+            fixes.append(
+                f"recover {r.namespace}/{r.name} first ({RUNBOOK}, 'A release left failed')"
+            )
+    app = argocd_app(obj)
+    if app and (argocd_made_hook(obj) or use.argocd_phase or not recreators):
+        recreators.append(f"every sync of Argo CD application {app} (a PostSync hook)")
+        evidence.append(f"tracked by Argo CD application {app}")
+    if recreators:
+        fixes.append(
+            "helm: upgrade only with fracctl recreate --backend helm --yes (recreate.backend: "
+            "helm), never a bare helm upgrade; Argo CD: manage the config from git as a plain "
+            "object and give the application an Argo CD hook (Argo CD then ignores the chart's "
+            "hooks); Flux: spec.install.disableHooks and spec.upgrade.disableHooks on the "
+            f"HelmRelease, the config from git. See {RUNBOOK}"
+        )
+    else:
+        where = snap.helm_read or "no namespace"
+        recreators.append("no Helm release record found that names it")
+        if snap.helm_unreadable:
+            evidence.append(f"Helm's release records could not be read: {snap.helm_unreadable}")
+            fixes.append(
+                "grant the doctor role list on secrets in the release's namespace (fracctl "
+                "rbac print --role doctor) and rerun fracctl doctor"
+            )
+        else:
+            evidence.append(
+                f"no sh.helm.release.v1.* record in {where} has a hook for {kind}: its release "
+                "was uninstalled (hooks outlive helm uninstall) or lives elsewhere"
+            )
+            fixes.append(
+                "if no tool runs the chart any more, take the object over from git: remove "
+                f"its hook annotations (kubectl annotate {s.target.plural}.{s.target.group} "
+                f"{s.target.name} helm.sh/hook- helm.sh/hook-weight-); see {RUNBOOK}"
+            )
+    return [
+        Signature(
+            f"{kind} is a hook ({when}): {'; '.join(recreators)} deletes it and creates it "
+            "again, which restarts the MPS daemons under every fractional pod even when "
+            "nothing in it changed",
+            "the operator's chart creates the config as a post-install,post-upgrade hook with "
+            "no delete policy (before-hook-creation) and a hard-coded spec.nodeSelector",
+            " ; ".join(fixes),
+            (kind,),
+            tuple(evidence),
+        )
+    ]

@@ -1,0 +1,148 @@
+"""The config-hook check on snapshots: the release named from Helm's records, Argo CD's
+tracking, what could not be read; and the release records decoded as Helm writes them."""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import json
+from typing import Any
+
+import pytest
+
+from fracctl import config as cfg
+from fracctl.core import helm_release as hr
+from fracctl.core.doctor import Snapshot, diagnose
+from fracctl.flows.doctor import settings
+from tests.support.helpers import unit_context
+
+HOOKED = {
+    "helm.sh/hook": "post-install,post-upgrade",
+    "helm.sh/hook-weight": "0",
+}
+
+
+def doctor_settings() -> Any:
+    return settings(unit_context(cfg.Config()))
+
+
+def config(annotations: dict[str, str] | None = None, **meta: Any) -> dict[str, Any]:
+    return {
+        "metadata": {"name": "default", "annotations": annotations or {}, **meta},
+        "spec": {"nodeSelector": {"nvidia.com/gpu.present": "true"}},
+        "status": {"conditions": [{"type": "Ready", "status": "True"}]},
+    }
+
+
+def record(name: str, ns: str, version: int, status: str, *, gzipped: bool = True) -> dict:
+    """A Secret as Helm's secrets driver writes it (pkg/storage/driver/util.go)."""
+    release = {
+        "name": name,
+        "namespace": ns,
+        "version": version,
+        "info": {"status": status, "description": "Upgrade complete"},
+        "chart": {"metadata": {"name": "gpu-fractioning", "version": "0.1.0"}},
+        "config": {"password": "s3cr3t-value"},  # values a user gave: never shown
+        "manifest": "---\nkind: ConfigMap\n",
+        "hooks": [
+            {
+                "name": "default",
+                "kind": "GpuFractioningConfig",
+                "path": "gpu-fractioning/templates/default-cr.yaml",
+                "events": ["post-install", "post-upgrade"],
+                "manifest": "kind: GpuFractioningConfig",
+            }
+        ],
+    }
+    payload = json.dumps(release).encode()
+    if gzipped:
+        payload = gzip.compress(payload)
+    data = base64.b64encode(base64.b64encode(payload)).decode()
+    return {
+        "metadata": {"name": f"sh.helm.release.v1.{name}.v{version}", "namespace": ns},
+        "data": {"release": data},
+    }
+
+
+def hook_findings(snap: Snapshot) -> list[Any]:
+    return [f for f in diagnose(snap, doctor_settings()).findings if f.check == "config-hook"]
+
+
+def test_a_plain_config_is_no_finding() -> None:
+    assert hook_findings(Snapshot(target=config())) == []
+    result = next(
+        r for r in diagnose(Snapshot(), doctor_settings()).results if r.check.id == "config-hook"
+    )
+    assert result.status == "skipped"
+
+
+def test_the_release_is_named_from_its_newest_record_and_a_failed_one_is_said() -> None:
+    releases = hr.latest(
+        [
+            record("gpu-fractioning", "gpu-fractioning", 1, "superseded", gzipped=False),
+            record("gpu-fractioning", "gpu-fractioning", 2, "failed"),
+        ]
+    )
+    snap = Snapshot(
+        target=config(HOOKED), helm_releases=list(releases.values()), helm_read="every namespace"
+    )
+    (f,) = hook_findings(snap)
+    assert "every `helm upgrade` of release gpu-fractioning/gpu-fractioning" in f.symptom
+    assert "template gpu-fractioning/templates/default-cr.yaml" in f.symptom
+    assert "release gpu-fractioning/gpu-fractioning is failed at revision 2 (Upgrade complete)" in (
+        f.evidence
+    )
+    assert any("helm.sh/hook=post-install,post-upgrade" in e for e in f.evidence)
+    assert "fracctl recreate --backend helm" in f.fix
+    assert "disableHooks" in f.fix
+    assert "s3cr3t" not in json.dumps(f.to_dict())
+
+
+def test_argocd_tracking_names_the_application() -> None:
+    target = config(
+        {**HOOKED, "argocd.argoproj.io/tracking-id": "gpu-op:gpu-fractioning.kai.scheduler/x"},
+        finalizers=["argocd.argoproj.io/hook-finalizer"],
+    )
+    (f,) = hook_findings(Snapshot(target=target, helm_read="every namespace"))
+    assert "every sync of Argo CD application gpu-op (a PostSync hook)" in f.symptom
+    assert "no Helm release record" not in f.symptom
+
+
+def test_records_that_cannot_be_read_are_said_not_taken_for_none() -> None:
+    snap = Snapshot(target=config(HOOKED), helm_unreadable='secrets is forbidden: User "x"')
+    (f,) = hook_findings(snap)
+    assert "Helm's release records could not be read: secrets is forbidden" in " ".join(f.evidence)
+    assert "fracctl rbac print --role doctor" in f.fix
+
+
+def test_no_record_has_the_hook() -> None:
+    (f,) = hook_findings(Snapshot(target=config(HOOKED), helm_read="namespace gpu-fractioning"))
+    assert "no Helm release record found" in f.symptom
+    assert "no sh.helm.release.v1.* record in namespace gpu-fractioning" in " ".join(f.evidence)
+
+
+@pytest.mark.parametrize(
+    ("annotations", "recreated"),
+    [
+        (HOOKED, ("post-install", "post-upgrade")),
+        (
+            {**HOOKED, "helm.sh/hook-delete-policy": "before-hook-creation"},
+            ("post-install", "post-upgrade"),
+        ),
+        ({**HOOKED, "helm.sh/hook-delete-policy": "hook-succeeded"}, ()),
+        ({"argocd.argoproj.io/hook": "PostSync"}, ()),
+    ],
+)
+def test_hook_use(annotations: dict[str, str], recreated: tuple[str, ...]) -> None:
+    use = hr.hook_use({"metadata": {"annotations": annotations}})
+    assert use is not None and use.recreated_on == recreated
+    assert hr.hook_use({"metadata": {"annotations": {"a": "b"}}}) is None
+
+
+def test_foreign_secrets_are_skipped() -> None:
+    bad = {"metadata": {"name": "sh.helm.release.v1.x.v1"}, "data": {"release": "!!"}}
+    other = {"metadata": {"name": "token"}, "data": {"release": "x"}}
+    good = record("r", "ns", 3, "deployed")
+    assert list(hr.latest([bad, other, good])) == [("ns", "r")]
+    with pytest.raises(hr.NotARelease):
+        hr.decode(bad)
