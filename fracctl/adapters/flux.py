@@ -190,22 +190,26 @@ class Flux:
                     return status
             left = deadline - clock.monotonic()
             if left <= 0:
-                if not handled:
-                    seen = status.get("lastHandledReconcileAt") or "none"
-                    state = f"has not handled the request {requested_at} (last handled: {seen})"
-                elif ready is None:
-                    state = "reports no Ready condition"
-                else:
-                    state = (
-                        f"is Ready={ready.get('status')} ({ready.get('reason') or 'no reason'}: "
-                        f"{_clip(str(ready.get('message') or 'no message'))})"
-                    )
                 raise TimedOut(
-                    f"{who} {state} after {timeout:.0f}s",
+                    f"{who} {_unsettled(status, requested_at)} after {timeout:.0f}s",
                     hint="is the kustomize-controller running? "
                     f"see `flux get kustomizations -n {self.namespace}`",
                 )
             clock.sleep(min(backoff.next(), left))
+
+
+def _unsettled(status: Obj, requested_at: str) -> str:
+    """Where a Kustomization stands when the wait for ``requested_at`` gives up."""
+    ready = _ready(status)
+    if status.get("lastHandledReconcileAt") != requested_at:
+        seen = status.get("lastHandledReconcileAt") or "none"
+        return f"has not handled the request {requested_at} (last handled: {seen})"
+    if ready is None:
+        return "reports no Ready condition"
+    return (
+        f"is Ready={ready.get('status')} ({ready.get('reason') or 'no reason'}: "
+        f"{_clip(str(ready.get('message') or 'no message'))})"
+    )
 
 
 def request_token() -> str:
