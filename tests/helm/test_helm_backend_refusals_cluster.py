@@ -102,3 +102,15 @@ def test_a_chart_without_the_hook_once_the_config_is_gone(incident: ChartInciden
     cr.write_text(cr.read_text().replace('    "helm.sh/hook": post-install,post-upgrade\n', ""))
     commit_all(incident.gitops, message="the config as a plain release object")
     refused(incident, ExitCode.FINDING, "has no hook that creates GpuFractioningConfig/default")
+
+
+def test_git_without_the_config_while_the_live_one_is_a_hook(incident: ChartIncident) -> None:
+    other = incident.gitops / "other"
+    other.mkdir()
+    (other / "cm.yaml").write_text(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x, namespace: default}\n"
+    )
+    commit_all(incident.gitops, message="manifests without the config")
+    args = ("--backend", "apply", "--renderer", "plain", "--path", "other")
+    refused(incident, ExitCode.FINDING, "the live one is a chart's hook",
+            "recreate.backend helm", args=args)  # fmt: skip

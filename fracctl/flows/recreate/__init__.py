@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from fracctl.core import recreate_plan
 from fracctl.core.clock import utc_timestamp
 from fracctl.core.drain import DELETING, REFUSAL_FIX
-from fracctl.core.drift import IN_SYNC, MISSING_DESIRED, REJECTED
+from fracctl.core.drift import HOOK, IN_SYNC, MISSING_DESIRED, REJECTED
 from fracctl.core.nodes import selector_of
 from fracctl.core.outcome import Outcome
 from fracctl.core.recreate_plan import Plan
@@ -409,11 +409,15 @@ def _plan(ctx: Context, objects: list[Obj], chosen: Backend, entry: dict[str, An
 
     t = ctx.config.target
     drift = check_target(ctx, desired_objects=objects)
-    if drift.verdict == MISSING_DESIRED:
+    if drift.verdict in (MISSING_DESIRED, HOOK):
+        hook = " (the live one is a chart's hook: its chart recreates it)" * (drift.verdict == HOOK)
         raise Refused(
             f"git has no {t.kind}/{t.name} at {ctx.config.git.revision} under "
-            f"{ctx.config.git.path}; refusing to delete the live one",
-            hint="check git.repo, git.path and git.revision",
+            f"{ctx.config.git.path}{hook}; refusing to delete the live one",
+            hint="point git.path at the operator's chart and use recreate.backend helm "
+            "(runbooks/operator-upgrades.md)"
+            if drift.verdict == HOOK
+            else "check git.repo, git.path and git.revision",
         )
     if drift.verdict == REJECTED or drift.desired is None:
         raise Refused(
