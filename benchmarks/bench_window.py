@@ -49,6 +49,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -78,6 +79,8 @@ FRACCTL = str(Path(sys.executable).with_name("fracctl"))
 #: The package's record of the last measured medians, read by ``recreate --dry-run``.
 MEASURED = REPO / "fracctl" / "data" / "window.json"
 CONFIG_FILE = "gpu-fractioning/gpufractioningconfig.yaml"  # in the sandbox's git
+CHART_HOOK = "gpu-fractioning/templates/default-cr.yaml"  # the operator chart's hook
+CHART_SCENARIO = REPO / "examples" / "sandbox" / "operator-chart.yaml"
 #: The two selectors the runs alternate between: the same fraction nodes, told apart by a
 #: second key every GPU node carries, so every run is a recreate of N nodes' agents that
 #: the guards accept (coverage of every opted-in node, no hardware class).
@@ -142,12 +145,18 @@ class Box:
         """Write ``selector`` into git's config and commit it; the new HEAD."""
         from ruamel.yaml import YAML
 
-        yaml = YAML()
         path = self.gitops / self.backend.config_file
-        doc = yaml.load(path.read_text())
-        doc["spec"]["nodeSelector"] = dict(selector)
-        with open(path, "w") as f:
-            yaml.dump(doc, f)
+        if path.name == CHART_HOOK.rsplit("/", 1)[1]:  # a chart's template: not YAML
+            lines = "".join(f"    {k}: {json.dumps(v)}\n" for k, v in selector.items())
+            text = re.sub(r"(?m)^(  nodeSelector:\n)(    .*\n)+", r"\g<1>" + lines,
+                          path.read_text())  # fmt: skip
+            path.write_text(text)
+        else:
+            yaml = YAML()
+            doc = yaml.load(path.read_text())
+            doc["spec"]["nodeSelector"] = dict(selector)
+            with open(path, "w") as f:
+                yaml.dump(doc, f)
         git(self.gitops, "commit", "-qam", f"bench: select {selector}", "--allow-empty")
         return git(self.gitops, "rev-parse", "HEAD")
 
@@ -275,16 +284,18 @@ class Backend:
 
 #: One entry per backend: the sandbox it needs, how git's commit reaches the engine, the
 #: line fracctl says once the engine has the request, and the file in git that holds the
-#: selector. helm: ``Backend(("<the sandbox's helm flag>",), <a prepare that does what
-#: the engine needs to see the commit, or prepare_apply when fracctl reads git itself>,
-#: handed="<fracctl's line as `helm upgrade` starts>", config_file="<the chart's
-#: template or values that hold the selector>")``; the hook's delete and create show in
-#: the watch like any other's, and a request handed before the delete counts the whole
-#: gone → create as the engine's.
+#: selector. helm's request (the chart's upgrade) is handed before the delete (its hook
+#: deletes and creates), so the whole gone → create counts as helm's.
 BACKENDS: dict[str, Backend] = {
     "apply": Backend((), prepare_apply),
     "argocd": Backend(("--argocd",), prepare_argocd, handed="Argo CD: syncing"),
     "flux": Backend(("--flux",), prepare_flux, handed="Flux: reconcile of"),
+    "helm": Backend(
+        ("--scenario", str(CHART_SCENARIO)),
+        prepare_apply,
+        handed="armed the lock for",
+        config_file=CHART_HOOK,
+    ),  # fmt: skip
 }
 
 
