@@ -123,7 +123,7 @@ def command(
       applies-in-place   differs, and a sync would apply it
       missing-live       in git, not in the cluster
       missing-desired    in the cluster (or configured), not in git
-      hook               a chart's hook in the cluster, not rendered: never prune it
+      hook               a chart's hook live, not rendered: never prune it
       rejected           the API server rejects the desired object (a missing
                          required field, a schema or CEL rule): nothing applies it
 
