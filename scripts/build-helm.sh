@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# Build helm from its Go module into a cache outside the repo, for the helm render tests.
-# Prints the folder holding the binary. A helm already on PATH is used as it is.
+# Build helm from its Go module into a cache outside the repo, for the tests that run it.
+# Prints the folder holding the binary. FRACCTL_HELM_VERSION picks the version (v3.16.4 by
+# default; a v4.x builds helm.sh/helm/v4, see scripts/build-helm4.sh). With the default,
+# a helm already on PATH is used as it is.
 set -euo pipefail
 HELM_VERSION="${FRACCTL_HELM_VERSION:-v3.16.4}"
-if command -v helm >/dev/null; then
+if [[ -z "${FRACCTL_HELM_VERSION:-}" ]] && command -v helm >/dev/null; then
   dirname "$(command -v helm)"
   exit 0
 fi
@@ -13,9 +15,10 @@ if [[ -x "$dir/helm" ]]; then
   exit 0
 fi
 command -v go >/dev/null || { echo "go is required to build helm" >&2; exit 1; }
+major="${HELM_VERSION%%.*}"   # v3 or v4: the module path's major version
 mkdir -p "$dir"
 start=$(date +%s)
 GOBIN="$dir" CGO_ENABLED=0 GOFLAGS=-mod=mod go install -trimpath -ldflags='-s -w' \
-  "helm.sh/helm/v3/cmd/helm@${HELM_VERSION}" >&2
+  "helm.sh/helm/${major}/cmd/helm@${HELM_VERSION}" >&2
 echo "build-helm: built helm ${HELM_VERSION} in $(( $(date +%s) - start ))s into $dir" >&2
 echo "$dir"

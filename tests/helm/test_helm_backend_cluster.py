@@ -11,36 +11,21 @@ import os
 import random
 import time
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
 from fracctl.errors import ExitCode
 from fracctl.sandbox.operator_sim import OperatorSimulation, SimulationThread
 from tests.support.helm_chart import (
-    HELM_SCRIPTS,
     OPT_IN,
     RELEASE,
     ChartIncident,
-    chart_incident,
-    helm_binary,
 )
-from tests.support.helpers import Cluster, run_cli, wait_enforced
+from tests.support.helpers import run_cli, wait_enforced
 from tests.support.killing import kill_when
 from tests.support.recreate_fixtures import NEW
 
 FRACTIONAL = {"gpu-fraction": "0.5"}
-
-
-@pytest.fixture(params=sorted(HELM_SCRIPTS))
-def incident(
-    request: pytest.FixtureRequest, cluster: Cluster, tmp_path: Path
-) -> Iterator[ChartIncident]:
-    found = chart_incident(cluster, tmp_path, helm_binary(request.param))
-    try:
-        yield found
-    finally:
-        found.remove()
 
 
 @pytest.fixture

@@ -11,13 +11,14 @@ from pathlib import Path
 import pytest
 
 from fracctl.errors import ExitCode
-from tests.support.helm_chart import RELEASE, ChartIncident, chart_incident, helm_binary
+from tests.support.helm import find
+from tests.support.helm_chart import RELEASE, ChartIncident, chart_incident
 from tests.support.helpers import Cluster, commit_all, run_cli
 
 
 @pytest.fixture
 def incident(cluster: Cluster, tmp_path: Path) -> Iterator[ChartIncident]:
-    found = chart_incident(cluster, tmp_path, helm_binary("helm3"))
+    found = chart_incident(cluster, tmp_path, find("helm3").path)
     try:
         yield found
     finally:

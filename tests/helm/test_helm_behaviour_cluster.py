@@ -8,37 +8,21 @@ operator simulation releases it once it cleared its node conditions).
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
-from pathlib import Path
-
-import pytest
 
 from fracctl.sandbox.operator_sim import OperatorSimulation, SimulationThread
+from tests.support.helm import Helm
 from tests.support.helm_chart import (
     CHART,
-    HELM_SCRIPTS,
     RELEASE,
     ChartIncident,
-    chart_incident,
-    helm_binary,
 )
-from tests.support.helpers import Cluster
 
 FINALIZER = "gpu-fractioning.nvidia.com/cleanup-node-conditions"
 
 
-@pytest.fixture(params=sorted(HELM_SCRIPTS))
-def incident(
-    request: pytest.FixtureRequest, cluster: Cluster, tmp_path: Path
-) -> Iterator[ChartIncident]:
-    found = chart_incident(cluster, tmp_path, helm_binary(request.param))
-    try:
-        yield found
-    finally:
-        found.remove()
-
-
-def test_a_plain_upgrade_of_an_unrelated_value_deletes_the_config(incident: ChartIncident) -> None:
+def test_a_plain_upgrade_of_an_unrelated_value_deletes_the_config(
+    incident: ChartIncident, helm_bin: Helm
+) -> None:
     """Helm 3 deletes the config, waits for the operator to release it, creates it again
     (a new uid: every agent restarts). Helm 4 does not wait (its default ``hookOnly``
     waiter's ``WaitForDelete`` returns at once): the hook's server-side apply lands on the
@@ -68,10 +52,10 @@ def test_a_plain_upgrade_of_an_unrelated_value_deletes_the_config(incident: Char
             assert time.monotonic() < deadline, "the config neither came back nor went"
             time.sleep(0.1)
         release = incident.release()
-        print(f"{Path(incident.helm).parent.name}: exit {proc.returncode}, revision "
+        print(f"{helm_bin.major}: exit {proc.returncode}, revision "
               f"{release.version} {release.status}, config "
               f"{'gone' if live is None else 'recreated'}")  # fmt: skip
-        if Path(incident.helm).parent.name.startswith("helm-v3"):
+        if helm_bin.major == "helm3":
             assert proc.returncode == 0 and release.status == "deployed"
             assert live is not None and live["metadata"]["uid"] != uid
         else:  # recreated when the operator released it before helm's apply; else gone

@@ -10,7 +10,6 @@ to the opt-in label, as a team that vendors the chart does) and writes a fracctl
 
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
 from dataclasses import dataclass
@@ -21,26 +20,14 @@ from fracctl.adapters.git import init_repo
 from fracctl.core import helm_release
 from fracctl.flows.backends.helm import SECRETS
 from tests.support.config_files import merged, write_config
+from tests.support.helm import CHART
 from tests.support.helpers import Cluster, commit_all
-from tests.support.recreate_fixtures import REPO, Incident
+from tests.support.recreate_fixtures import Incident
 
-CHART = REPO / "examples" / "charts" / "gpu-fractioning"
 RELEASE = "gpu-fractioning"  # as the operator's namespace and Deployment are named
 UPSTREAM = 'nvidia.com/gpu.present: "true"'
 OPT_IN = "example.org/gpu-fractions: enabled"
 GPU = {"nvidia.com/gpu.present": "true"}
-#: The helm majors the tests run, each built from its Go module by its script.
-HELM_SCRIPTS = {"helm3": "build-helm.sh", "helm4": "build-helm4.sh"}
-
-
-def helm_binary(which: str) -> str:
-    """The helm binary of ``which`` (``helm3`` or ``helm4``), built into the cache if need be."""
-    script = REPO / "scripts" / HELM_SCRIPTS[which]
-    env = {k: v for k, v in os.environ.items() if k != "PATH"} | {"PATH": os.defpath + ":"
-           + os.path.dirname(shutil.which("go") or "/usr/local/go/bin/go")}  # fmt: skip
-    out = subprocess.run(["bash", str(script)], env=env, capture_output=True, text=True,
-                         check=True).stdout  # fmt: skip
-    return str(Path(out.strip().splitlines()[-1]) / "helm")
 
 
 @dataclass
