@@ -166,3 +166,31 @@ def test_sigkill_mid_run_then_the_rerun_converges(
         assert f"marked release {RELEASE}/{RELEASE} revision {left.version} failed" in r.output
         history = incident.run_helm("history", RELEASE).stdout
         assert "failed" in history and "Upgrade interrupted" in history, history
+
+
+def test_an_upgrade_that_fails_after_the_hooks_delete_says_so_and_the_rerun_converges(
+    incident: ChartIncident,
+) -> None:
+    # The operator puts its finalizer, then stops (its Lease still fresh): the hook's
+    # delete waits on it and helm gives up first. The error must say the config is
+    # deleted, and the way on; once the operator is back the rerun converges.
+    sim = OperatorSimulation(incident.cluster.kube, incident.cluster.config, delay=0.2)
+    finalizer = incident.cluster.config.target.finalizer
+    with SimulationThread(sim):
+        deadline = time.monotonic() + 20
+        while finalizer not in (incident.cluster.live_target() or {})["metadata"].get(
+            "finalizers", []
+        ):
+            assert time.monotonic() < deadline, "the operator never put its finalizer"
+            time.sleep(0.1)
+    first = incident.release().version
+    short = incident.edit_config(to=incident.root / "short.yaml", helm={"timeout": "2s"})
+    r = run_cli("-c", str(short), "recreate", "--yes")
+    assert r.exit_code != ExitCode.OK, r.output
+    assert "WAS DELETED and is still terminating" in r.output, r.output
+    assert "or fix the cause and resume: fracctl recreate" in r.output, r.output
+    with SimulationThread(OperatorSimulation(incident.cluster.kube, incident.cluster.config)):
+        time.sleep(1)
+        again = recreate(incident, "--yes")
+        assert again.exit_code == ExitCode.OK, again.output
+        converged(incident, after=first)

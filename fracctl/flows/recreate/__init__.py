@@ -36,6 +36,7 @@ from fracctl.flows.recreate.lock import LeaseLock, NoLock
 from fracctl.flows.recreate.state import (
     audit_entry,
     backup,
+    deleted_since,
     latest_backup,
     record,
     state_after_failure,
@@ -455,11 +456,13 @@ def _act(run: Run, steps: list[Step], lock: LeaseLock | NoLock, at: Boundary) ->
         recreate_plan.RESUME_MISSING,
         recreate_plan.RESUME_UPGRADE,
     )
+    upgrading = False
     try:
         drain_steps.start(run, at)
         for step in steps:
             if step.renew_lock:
                 lock.check()
+            upgrading = step.name == recreate_plan.UPGRADE  # the backend's run deletes
             step.run(run)
             deletes = step.name in (recreate_plan.DELETE, recreate_plan.UPGRADE)
             gone = (gone or deletes) and step.name != recreate_plan.VERIFY
@@ -468,6 +471,7 @@ def _act(run: Run, steps: list[Step], lock: LeaseLock | NoLock, at: Boundary) ->
         result.outcome = Outcome.RECREATED if plan.changes_cluster else Outcome.READY
     except (FracctlError, KeyboardInterrupt) as e:
         drain_steps.undo(run, e)
+        gone = gone or (upgrading and deleted_since(ctx, run.live))
         backup_path = result.backup or (latest_backup(ctx) if gone else None)
         if gone:
             said = way_back(state_after_failure(ctx, run.desired_selector), backup_path)

@@ -148,6 +148,27 @@ def way_back(state: str, backup: str | None) -> str:
     return f"{state}. {restore}or fix the cause and resume: fracctl recreate --yes"
 
 
+def deleted_since(ctx: Context, original: Obj | None) -> bool:
+    """Whether ``original`` was deleted since it was read, read fresh.
+
+    Unknown counts as deleted: a failure never claims the object untouched when it cannot
+    tell.
+    """
+    if original is None:
+        return True
+    t = ctx.config.target
+    try:
+        live = ctx.kube.get_or_none(t.ref, t.name)
+    except FracctlError:
+        return True
+    meta = (live or {}).get("metadata") or {}
+    return (
+        live is None
+        or bool(meta.get("deletionTimestamp"))
+        or (meta.get("uid") != original["metadata"]["uid"])
+    )
+
+
 def state_after_failure(ctx: Context, desired_sel: dict[str, str]) -> str:
     """One phrase for what the cluster holds now, read fresh (best effort)."""
     t = ctx.config.target
