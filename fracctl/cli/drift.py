@@ -302,7 +302,7 @@ def _show(c: Context, report: DriftReport, summary: str) -> None:
             )
     _table.show(c.out, columns, rows)
     for o in report.objects:
-        if o.drifted:
+        if o.drifted or o.hook:  # a hook fracctl carries is said, though not drift
             c.out.print(describe(o), markup=False, highlight=False, soft_wrap=True)
             c.out.print("")
     if report.argocd:

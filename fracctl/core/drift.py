@@ -98,7 +98,7 @@ class ObjectDrift:
     next_step: str = ""  # what to do about it, when it depends on more than the verdict
     procedure: dict[str, Any] | None = None  # needs-recreate: how fracctl recreates it, or not
     # The object is a chart's hook (git's or the engine's rendering, or the live object
-    # says so): its annotations and what deletes and recreates it. Drift either way.
+    # says so): its annotations, what recreates it, and carried_by when fracctl does.
     hook: dict[str, Any] | None = None
 
     @property
@@ -115,8 +115,8 @@ class ObjectDrift:
 
     @property
     def drifted(self) -> bool:
-        """Anything but in-sync is drift; so is a hook, which every upgrade recreates."""
-        return self.verdict != IN_SYNC or self.hook is not None
+        """Anything but in-sync is drift; so is a hook fracctl does not carry itself."""
+        return self.verdict != IN_SYNC or bool(self.hook and not self.hook.get("carried_by"))
 
     @property
     def argocd_claims_synced(self) -> bool:

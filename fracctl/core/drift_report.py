@@ -58,9 +58,12 @@ def describe(o: d.ObjectDrift) -> str:
             f"a hook ({o.hook['annotations']}, {o.hook['source']}): {o.hook['recreated_by']} "
             "deletes it and creates it again"
         )
+        if o.hook.get("carried_by"):
+            lines.append(f"carried: {o.hook['carried_by']}")
     if o.argocd_claims_synced:
         lines.append("Argo CD reports Synced but the live object differs")
-    step = o.next_step or (HOOK_STEP if o.hook else NEXT_STEP.get(o.verdict))
+    hook_step = HOOK_STEP if o.hook and not o.hook.get("carried_by") else None
+    step = o.next_step or hook_step or NEXT_STEP.get(o.verdict)
     if step:
         lines.append(f"Next: {step}")
     return "\n".join(lines)

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from fracctl.core.nodes import field_at
+from fracctl.core.immutability import get_path
 from fracctl.core.resources import ResourceRef, split_api_version
 
 
@@ -94,8 +94,11 @@ class SyncTarget:
         )
 
     def values(self, obj: Mapping[str, Any] | None) -> dict[str, Any]:
-        """Each held field's value in ``obj``."""
-        return {path: field_at(obj or {}, path) for path in self.fields}
+        """Each held field's value in ``obj``.
+
+        List items included: ``spec.volumeClaimTemplates[0].spec.resources.requests.storage``.
+        """
+        return {path: get_path(obj or {}, path) for path in self.fields}
 
     def resource(self) -> dict[str, str]:
         """Argo CD's ``SyncOperationResource`` for it."""

@@ -430,6 +430,23 @@ def test_a_hook_is_drift_and_its_description_never_says_prune() -> None:
     assert o.to_dict()["hook"] == from_git
 
 
+def test_a_hook_fracctl_carries_is_not_drift_while_in_sync() -> None:
+    """``recreate.backend: helm``: the chart's hook is the chosen path, said, not a finding."""
+    from fracctl.core import drift_report
+
+    hook = hook_of(None, {"metadata": {"annotations": {"helm.sh/hook": "post-upgrade"}}})
+    assert hook is not None
+    carried = {**hook, "carried_by": "fracctl recreate (recreate.backend: helm) runs it"}
+    o = d.ObjectDrift("g/v1", "GpuFractioningConfig", "", "default", d.IN_SYNC, hook=carried)
+    assert not o.drifted
+    text = drift_report.describe(o)
+    assert "carried: fracctl recreate (recreate.backend: helm)" in text
+    assert "runbooks/operator-upgrades.md" not in text  # no advice to stop the hook
+    o.verdict = d.NEEDS_RECREATE
+    assert o.drifted  # a carried hook that differs from git still needs the recreate
+    assert "Next: " in drift_report.describe(o)
+
+
 def test_a_whole_spec_field_narrows_to_what_git_changes() -> None:
     """A StatefulSet's rule names ``spec``: what git changes, not the server's defaults."""
     live = {"serviceName": "db", "podManagementPolicy": "OrderedReady",

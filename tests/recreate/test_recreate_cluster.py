@@ -103,7 +103,9 @@ def test_after_the_last_ready_node_the_run_reads_nothing(incident: Incident) -> 
     ]
 
 
-@pytest.mark.parametrize("where", BOUNDARIES)
+# "upgraded" is the helm backend's boundary (this run's apply backend never reaches it):
+# tests/helm/ stops the helm backend there.
+@pytest.mark.parametrize("where", [b for b in BOUNDARIES if b != "upgraded"])
 def test_interrupted_at_every_boundary_then_rerun_converges(incident: Incident, where: str) -> None:
     original_uid = incident.cluster.live_target()["metadata"]["uid"]  # type: ignore[index]
 

@@ -43,7 +43,9 @@ def test_the_chart_scenario_recreates_through_the_charts_upgrade(tmp_path: Path)
         )
         after = kube.get(c.target.ref, "default")
         assert after["spec"]["nodeSelector"] == {"example.org/gpu-fractions": "enabled"}
-        assert run_cli("--config", config, "drift").exit_code == ExitCode.OK
+        settled = run_cli("--config", config, "drift")
+        assert settled.exit_code == ExitCode.OK, settled.output  # the hook fracctl carries
+        assert "carried: fracctl recreate (recreate.backend: helm)" in settled.output
     finally:
         down = run_cli("sandbox", "down", "--state-dir", str(state))
         assert down.exit_code == ExitCode.OK, down.output

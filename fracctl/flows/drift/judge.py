@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from fracctl.core import drift as d
+from fracctl.core import helm_release
 from fracctl.core.helm_release import hook_of
 from fracctl.core.immutability import (
     FieldRule,
@@ -177,7 +178,29 @@ class Judge:
         if out.hook is not None and out.verdict == d.MISSING_DESIRED and it.live is not None:
             out.verdict = d.HOOK
             out.note = "the rendering leaves out the chart's hooks; the live object is one"
+        if out.hook is not None and self._carried(it):
+            git = self.ctx.config.git
+            release = helm_release.release_of(git.helm_release, git.path)
+            out.hook["carried_by"] = (
+                f"fracctl recreate (recreate.backend: helm) runs release {release}'s upgrade "
+                "guarded"
+            )
         return out
+
+    def _carried(self, it: Item) -> bool:
+        """Whether fracctl itself runs the upgrade that recreates this hook.
+
+        With ``recreate.backend: helm`` the config in git is the chart's hook, and
+        ``fracctl recreate`` runs the release's upgrade under the guard: the hook is the
+        path the configuration chose, not drift. Any other hook still is.
+        """
+        config = self.ctx.config
+        return (
+            config.recreate.backend == "helm"
+            and it.desired is not None
+            and config.target.matches(it.desired)
+            and hook_of(None, it.desired) is not None
+        )
 
     def _judge(self, it: Item) -> d.ObjectDrift:
         """The verdict on one item against its live object."""
