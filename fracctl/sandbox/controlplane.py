@@ -24,6 +24,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
+from fracctl.adapters.process import alive as alive  # the sandbox asks here
 from fracctl.errors import ExternalError, TimedOut, UsageError
 
 ADMIN_USER = "fracctl-admin"
@@ -337,22 +338,6 @@ def _openssl_key(path: Path) -> None:
         stderr=subprocess.DEVNULL,
     )
     path.chmod(0o600)
-
-
-def alive(pid: int) -> bool:
-    """Whether ``pid`` runs (a zombie counts as gone)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    # A zombie child still "exists"; treat it as gone.
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-        return stat.rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return True
 
 
 def terminate(pid: int, timeout: float = 15.0) -> None:

@@ -44,6 +44,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from fracctl.adapters.process import alive
 from fracctl.config.values import Duration, InvalidValue
 from fracctl.core import helm_release
 from fracctl.core.helm_release import Release
@@ -148,16 +149,6 @@ def write_journal(ctx: Context, entry: dict[str, Any]) -> None:
         ) from None
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def left_by_us(ctx: Context, release: Release) -> str:
     """Why ``release``'s pending revision is one a killed fracctl here left ("" if not).
 
@@ -173,7 +164,7 @@ def left_by_us(ctx: Context, release: Release) -> str:
     if entry.get("host") != socket.gethostname():
         return ""
     pid = int(entry.get("pid") or 0)
-    if pid and _alive(pid):
+    if pid and alive(pid):
         return ""
     return (
         f"revision {release.version} was left {release.status} by fracctl run "
