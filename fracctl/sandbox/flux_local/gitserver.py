@@ -98,11 +98,16 @@ class _Handler(BaseHTTPRequestHandler):
         sys.stderr.write(f"{self.address_string()} {format % args}\n")
 
 
+def server(root: str, port: int) -> ThreadingHTTPServer:
+    """The server of every repository below ``root`` on ``127.0.0.1:port`` (0: any port)."""
+    handler = type("Handler", (_Handler,), {"root": os.path.abspath(root)})
+    return ThreadingHTTPServer(("127.0.0.1", port), handler)
+
+
 def serve(root: str, port: int) -> None:
     """Serve every repository below ``root`` on ``127.0.0.1:port`` until killed."""
-    handler = type("Handler", (_Handler,), {"root": os.path.abspath(root)})
-    with ThreadingHTTPServer(("127.0.0.1", port), handler) as server:
-        server.serve_forever()
+    with server(root, port) as s:
+        s.serve_forever()
 
 
 if __name__ == "__main__":  # pragma: no cover - run as a process by the sandbox
