@@ -83,6 +83,10 @@ def test_readme_is_short_and_its_commands_are_checked() -> None:
     readme = [line for doc, line in CASES if doc == "README.md"]
     assert "fracctl drift" in readme and "fracctl recreate --yes" in readme
     assert "fracctl recreate" in readme  # an inline one, from the prose
+    # The two set-up commands of a fresh machine: the sandbox's demo and the tests (.ci/run).
+    start = text.split("## Quick start", 1)[1].split("```sh\n", 1)[1].split("```", 1)[0]
+    assert [line.split("#")[0].strip() for line in start.splitlines()] == ["make demo", "make test"]
+    assert "make test" in (REPO / ".ci" / "run").read_text()
 
 
 def test_readme_links_resolve() -> None:
