@@ -53,16 +53,17 @@ def describe(o: d.ObjectDrift) -> str:
         lines.append(f"API server: {d.short_message(o.message)}")
     if o.note:
         lines.append(o.note)
+    carried = bool(o.hook and o.hook.get("carried_by"))
     if o.hook:
         lines.append(
             f"a hook ({o.hook['annotations']}, {o.hook['source']}): {o.hook['recreated_by']} "
             "deletes it and creates it again"
         )
-        if o.hook.get("carried_by"):
+        if carried:
             lines.append(f"carried: {o.hook['carried_by']}")
     if o.argocd_claims_synced:
         lines.append("Argo CD reports Synced but the live object differs")
-    hook_step = HOOK_STEP if o.hook and not o.hook.get("carried_by") else None
+    hook_step = HOOK_STEP if o.hook and not carried else None
     step = o.next_step or hook_step or NEXT_STEP.get(o.verdict)
     if step:
         lines.append(f"Next: {step}")

@@ -178,7 +178,7 @@ class Judge:
         if out.hook is not None and out.verdict == d.MISSING_DESIRED and it.live is not None:
             out.verdict = d.HOOK
             out.note = "the rendering leaves out the chart's hooks; the live object is one"
-        if out.hook is not None and self._carried(it):
+        if out.hook is not None and self._carried(it, out.hook):
             git = self.ctx.config.git
             release = helm_release.release_of(git.helm_release, git.path)
             out.hook["carried_by"] = (
@@ -187,7 +187,7 @@ class Judge:
             )
         return out
 
-    def _carried(self, it: Item) -> bool:
+    def _carried(self, it: Item, hook: dict[str, object]) -> bool:
         """Whether fracctl itself runs the upgrade that recreates this hook.
 
         With ``recreate.backend: helm`` the config in git is the chart's hook, and
@@ -197,9 +197,9 @@ class Judge:
         config = self.ctx.config
         return (
             config.recreate.backend == "helm"
+            and hook["source"] == "in the rendering"  # git's chart makes it the hook
             and it.desired is not None
             and config.target.matches(it.desired)
-            and hook_of(None, it.desired) is not None
         )
 
     def _judge(self, it: Item) -> d.ObjectDrift:
