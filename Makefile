@@ -42,7 +42,7 @@ argocd: venv
 	@bash scripts/build-kustomize.sh >/dev/null
 	@bash scripts/build-redis.sh >/dev/null
 
-# The real Flux (source-controller and kustomize-controller) for the Flux e2e tests,
+# The real Flux (source-, kustomize- and helm-controller) for the Flux e2e tests,
 # built from their Go modules into ~/.cache/fracctl.
 flux:
 	@bash scripts/build-flux.sh >/dev/null

@@ -1,37 +1,40 @@
 #!/usr/bin/env bash
-# Build the real Flux controllers the e2e tests run (source-controller and
-# kustomize-controller) from their Go modules into a cache outside the repo, with their
-# CRDs beside them.
+# Build the real Flux controllers the e2e tests run (source-controller,
+# kustomize-controller and helm-controller) from their Go modules into a cache outside the
+# repo, with their CRDs beside them.
 #
 # Usage: scripts/build-flux.sh          prints the folder holding both binaries and crds/
 #        scripts/build-flux.sh --check  the same, but exits 1 instead of building
 #
-# FRACCTL_FLUX_DIR, when set to a folder holding source-controller, kustomize-controller
-# and crds/, wins and nothing is built. Otherwise the build lands in
+# FRACCTL_FLUX_DIR, when set to a folder holding source-controller, kustomize-controller,
+# helm-controller and crds/, wins and nothing is built. Otherwise the build lands in
 # ${FRACCTL_CACHE:-$HOME/.cache/fracctl}/flux/<versions>/ and a second run reuses it.
 #
 # Why these versions: later releases need a newer Go or a dependency version the module
-# proxy does not serve. Why not `go install …@version`: each go.mod replaces its own
+# proxy does not serve (helm-controller v1.6.5 and v1.7.0 are not served; v1.6.4 requires
+# source-controller/api v1.9.0, the source-controller built here, and helm v4.2.4). Why not `go install …@version`: each go.mod replaces its own
 # `api` module with `./api`, a folder the published module zip lacks; dropping that
 # replace makes the build use the published api module of the same version.
 set -euo pipefail
 
 SOURCE_VERSION="${FRACCTL_FLUX_SOURCE_VERSION:-v1.9.0}"
 KUSTOMIZE_VERSION="${FRACCTL_FLUX_KUSTOMIZE_VERSION:-v1.9.6}"
+HELM_VERSION="${FRACCTL_FLUX_HELM_VERSION:-v1.6.4}"
 
 if [[ -n "${FRACCTL_FLUX_DIR:-}" ]]; then
   if [[ -x "$FRACCTL_FLUX_DIR/source-controller" && -x "$FRACCTL_FLUX_DIR/kustomize-controller" \
-        && -d "$FRACCTL_FLUX_DIR/crds" ]]; then
+        && -x "$FRACCTL_FLUX_DIR/helm-controller" && -d "$FRACCTL_FLUX_DIR/crds" ]]; then
     echo "$FRACCTL_FLUX_DIR"
     exit 0
   fi
-  echo "FRACCTL_FLUX_DIR=$FRACCTL_FLUX_DIR lacks source-controller, kustomize-controller or crds/" >&2
+  echo "FRACCTL_FLUX_DIR=$FRACCTL_FLUX_DIR lacks a controller or crds/" >&2
   exit 1
 fi
 
-cache="${FRACCTL_CACHE:-$HOME/.cache/fracctl}/flux/source-${SOURCE_VERSION}-kustomize-${KUSTOMIZE_VERSION}"
-done_marker="$cache/crds/kustomize.toolkit.fluxcd.io_kustomizations.yaml"
-if [[ -x "$cache/source-controller" && -x "$cache/kustomize-controller" && -f "$done_marker" ]]; then
+cache="${FRACCTL_CACHE:-$HOME/.cache/fracctl}/flux/source-${SOURCE_VERSION}-kustomize-${KUSTOMIZE_VERSION}-helm-${HELM_VERSION}"
+done_marker="$cache/crds/helm.toolkit.fluxcd.io_helmreleases.yaml"
+if [[ -x "$cache/source-controller" && -x "$cache/kustomize-controller" \
+      && -x "$cache/helm-controller" && -f "$done_marker" ]]; then
   echo "$cache"
   exit 0
 fi
@@ -69,4 +72,5 @@ build() {
 
 build source-controller "$SOURCE_VERSION"
 build kustomize-controller "$KUSTOMIZE_VERSION"
+build helm-controller "$HELM_VERSION"
 echo "$cache"

@@ -183,10 +183,14 @@ class ArgoCDConfig:
 
 @dataclass(frozen=True)
 class FluxConfig:
-    """The Flux Kustomization that owns the target."""
+    """The Flux Kustomization that owns the target (or HelmRelease that owns an object)."""
 
     kustomization: str = "gpu-fractioning"
     namespace: str = "flux-system"
+    # The HelmRelease (in ``namespace``) whose release owns the objects that
+    # ``recreate KIND/NAME --backend flux`` carries; found from the object's own
+    # helm.toolkit.fluxcd.io/name and /namespace labels when left empty.
+    helmrelease: str = ""
     # Where Flux's controllers run, and the leader-election Leases that must be fresh for
     # a reconcile to be handled now (each controller's --enable-leader-election; a
     # --watch-label-selector adds a hash to the name).

@@ -52,6 +52,19 @@ BEFORE_HOOK_CREATION = "before-hook-creation"
 PENDING = ("pending-install", "pending-upgrade", "pending-rollback")
 DEPLOYED = "deployed"
 FAILED = "failed"
+# What Helm writes on every object of a release (pkg/action/validate.go
+# ``setMetadataVisitor``), and checks before it takes over an object (``checkOwnership``).
+MANAGED_BY = "app.kubernetes.io/managed-by"
+MANAGED_BY_HELM = "Helm"
+RELEASE_NAME = "meta.helm.sh/release-name"
+RELEASE_NAMESPACE = "meta.helm.sh/release-namespace"
+
+
+def owner_of(obj: Mapping[str, Any] | None) -> tuple[str, str] | None:
+    """The (namespace, name) of the release whose marks ``obj`` carries, if any."""
+    ann = ((obj or {}).get("metadata") or {}).get("annotations") or {}
+    name, ns = ann.get(RELEASE_NAME), ann.get(RELEASE_NAMESPACE)
+    return (str(ns), str(name)) if name and ns else None
 
 
 def release_of(configured: str, chart_path: str) -> str:

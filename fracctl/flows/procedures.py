@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from fracctl.core import helm_release
 from fracctl.core.drift import ObjectDrift
 from fracctl.core.labels import selector_matches
 from fracctl.core.procedures import Choice, Facts, choose, next_step
@@ -80,4 +81,32 @@ def name_procedure(ctx: Context, o: ObjectDrift) -> None:
         )
         return
     o.procedure = choice.to_dict()
-    o.next_step = next_step(o, choice, ctx.source_args())
+    owner = helm_release.owner_of(o.live)
+    o.next_step = next_step(o, choice, ctx.source_args(), "helm" if owner else "apply")
+    if owner is not None:
+        said = release_state(ctx, *owner)
+        o.note = f"{o.note}; {said}" if o.note else said
+
+
+def release_state(ctx: Context, namespace: str, name: str) -> str:
+    """What Helm's own record says of release ``namespace/name``: stuck, or at which revision."""
+    from fracctl.core.resources import SECRETS
+
+    try:
+        query = f"{helm_release.OWNER_SELECTOR},name={name}"
+        secrets = ctx.kube.list(SECRETS, namespace=namespace, label_selector=query)
+    except Forbidden as e:
+        return (
+            f"an object of Helm release {namespace}/{name} (its record is not readable: "
+            f"{e.status.message})"
+        )
+    release = helm_release.latest(secrets).get((namespace, name))
+    if release is None:
+        return f"its marks name Helm release {namespace}/{name}, which has no record"
+    said = (
+        f"an object of Helm release {namespace}/{name}, at revision {release.version} "
+        f"({release.status}, chart {release.chart})"
+    )
+    if release.status == helm_release.FAILED:
+        said += f", stuck: {' '.join(release.description.split())[:400]}"
+    return said

@@ -432,7 +432,12 @@ def test_sandbox_up_flux_recreates_through_flux(tmp_path: Path) -> None:
         pids = ((st.json if st.stdout.strip() else {}).get("flux") or {}).get("pids") or {}
         down = run_cli("sandbox", "down", "--state-dir", state)
     assert down.exit_code == ExitCode.OK, down.output
-    assert set(pids) == {"git-server", "source-controller", "kustomize-controller"}
+    assert set(pids) == {
+        "git-server",
+        "source-controller",
+        "kustomize-controller",
+        "helm-controller",
+    }
     from fracctl.sandbox.controlplane import alive
 
     assert not [name for name, pid in pids.items() if alive(pid)]

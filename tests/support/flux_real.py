@@ -1,8 +1,8 @@
-"""The REAL Flux (source-controller v1.9.0, kustomize-controller v1.9.6) beside the session's
-control plane.
+"""The REAL Flux (source-controller v1.9.0, kustomize-controller v1.9.6, helm-controller
+v1.6.4) beside the session's control plane.
 
 One Flux per pytest session, started by :func:`start_session` from the session fixture
-``real_flux`` in conftest.py: the two controllers (built from their Go modules by
+``real_flux`` in conftest.py: the three controllers (built from their Go modules by
 ``scripts/build-flux.sh``) and a ``git http-backend`` server as processes, stopped by
 their PIDs at the end. Each test serves its incident's git repository over http and
 gets its own GitRepository and Kustomization (:meth:`RealFlux.serving`), removed when
@@ -133,6 +133,64 @@ class Served:
 
 
 @dataclass
+class ServedChart:
+    """One test's GitRepository and HelmRelease, reading a repository with a chart."""
+
+    flux: RealFlux
+    repo: Path
+    source: str
+    name: str
+
+    @property
+    def namespace(self) -> str:
+        return flux_local.NAMESPACE
+
+    def helm_release(self) -> Obj:
+        return self.flux.kube.get(flux_local.HELMRELEASES, self.name, self.namespace)
+
+    def config_section(self) -> dict[str, Any]:
+        """The ``flux:`` section of a fracctl.yaml naming this HelmRelease."""
+        return {"namespace": self.namespace, "helmrelease": self.name, "leases": []}
+
+    def wait_ready(self, *, status: str = "True", timeout: float = 120.0) -> Obj:
+        """Until the HelmRelease's Ready condition has ``status`` for its generation."""
+
+        def done(obj: Obj) -> bool:
+            st = obj.get("status") or {}
+            fresh = st.get("observedGeneration") == obj["metadata"].get("generation")
+            return fresh and ready(obj).get("status") == status
+
+        deadline = time.monotonic() + timeout
+        while True:
+            obj = self.helm_release()
+            if done(obj):
+                return obj
+            if time.monotonic() > deadline:
+                raise AssertionError(
+                    f"HelmRelease {self.name} not Ready={status}: {obj.get('status')}"
+                )
+            time.sleep(0.3)
+
+    def wait_reason(self, reason: str, timeout: float = 120.0) -> Obj:
+        """Until the HelmRelease's Ready condition gives ``reason``."""
+        deadline = time.monotonic() + timeout
+        while True:
+            obj = self.helm_release()
+            if ready(obj).get("reason") == reason:
+                return obj
+            if time.monotonic() > deadline:
+                raise AssertionError(f"HelmRelease {self.name} never {reason}: {obj.get('status')}")
+            time.sleep(0.3)
+
+    def reconcile_source(self) -> None:
+        """Ask source-controller to fetch the repository now."""
+        token = time.strftime("%Y-%m-%dT%H:%M:%S") + f".{time.time_ns() % 10**9:09d}Z"
+        body = {"metadata": {"annotations": {REQUESTED_AT: token}}}
+        self.flux.kube.patch(flux_local.GITREPOSITORIES, self.source, body,
+                             namespace=self.namespace)  # fmt: skip
+
+
+@dataclass
 class RealFlux:
     """The session's Flux, with a helper to serve a test's repository to it."""
 
@@ -180,6 +238,32 @@ class RealFlux:
             yield served
         finally:
             flux_local.remove(self.kube, flux_local.KUSTOMIZATIONS, served.name)
+            flux_local.remove(self.kube, flux_local.GITREPOSITORIES, served.source)
+            link.unlink()
+
+    @contextmanager
+    def serving_chart(
+        self, repo: Path, *, chart: str, release: str, target: str, **spec: Any
+    ) -> Iterator[ServedChart]:
+        """``repo`` over http, a GitRepository on it and a HelmRelease of its ``chart``
+        folder installed as ``release`` in ``target`` (``spec`` adds to the HelmRelease's).
+        The HelmRelease is Ready before the block starts."""
+        serial = next(_SERIAL)
+        link = self.local.git_root / f"repo-{serial}"
+        link.symlink_to(repo)
+        served = ServedChart(self, repo, f"source-{serial}", f"{release}-{serial}")
+        source = flux_local.git_repository(served.source, self.local.git_url(link.name))
+        flux_local.put(self.kube, flux_local.GITREPOSITORIES, source)
+        body = flux_local.helm_release(
+            served.name, source=served.source, chart=chart, release=release, target=target,
+            **spec,
+        )  # fmt: skip
+        flux_local.put(self.kube, flux_local.HELMRELEASES, body)
+        try:
+            served.wait_ready(timeout=120)
+            yield served
+        finally:
+            flux_local.remove(self.kube, flux_local.HELMRELEASES, served.name)
             flux_local.remove(self.kube, flux_local.GITREPOSITORIES, served.source)
             link.unlink()
 

@@ -125,9 +125,15 @@ class Crud(Transport):
         )
 
     def apply(
-        self, ref: ResourceRef, body: Obj, *, dry_run: bool = False, force: bool = True
+        self,
+        ref: ResourceRef,
+        body: Obj,
+        *,
+        dry_run: bool = False,
+        force: bool = True,
+        field_manager: str = "fracctl",
     ) -> Obj:
-        """Server-side apply ``body`` with field manager ``fracctl``."""
+        """Server-side apply ``body`` with field manager ``fracctl`` (or ``field_manager``)."""
         return self.patch(
             ref,
             body["metadata"]["name"],
@@ -136,6 +142,7 @@ class Crud(Transport):
             content_type=APPLY_PATCH,
             dry_run=dry_run,
             force=force,
+            field_manager=field_manager,
         )
 
     def delete(

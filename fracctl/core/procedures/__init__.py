@@ -113,11 +113,12 @@ def _defaulted(o: ObjectDrift, fields: list[FieldDiff]) -> Refusal | None:
     )
 
 
-def next_step(o: ObjectDrift, choice: Choice, source: str = "") -> str:
+def next_step(o: ObjectDrift, choice: Choice, source: str = "", backend: str = "apply") -> str:
     """What ``drift`` says to do about a ``needs-recreate`` object.
 
     ``source`` is the flags that named git's objects (`` --path shop``): the command
-    named must read the same objects to find this one.
+    named must read the same objects to find this one; ``backend`` the one that brings
+    it back (``helm`` for an object of a Helm release).
     """
     if isinstance(choice, Refusal):
         return f"no safe recreate: {choice.reason}; {choice.fix}"
@@ -127,5 +128,5 @@ def next_step(o: ObjectDrift, choice: Choice, source: str = "") -> str:
     cost = f"; it costs {choice.loses}" if choice.loses else "; no pod restarts"
     return (
         f"only delete + recreate can change it: fracctl recreate {o.kind}/{o.name}{where}"
-        f"{source} --backend apply runs the {choice.name} procedure{cost}"
+        f"{source} --backend {backend} runs the {choice.name} procedure{cost}"
     )

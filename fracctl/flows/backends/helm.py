@@ -46,17 +46,16 @@ from typing import Any
 
 from fracctl.adapters.process import alive
 from fracctl.config.values import Duration, InvalidValue
-from fracctl.core import helm_release
+from fracctl.core import helm_release, resources
 from fracctl.core.helm_release import Release
 from fracctl.core.nodes import selector_of
 from fracctl.core.recreate_plan import ReleaseState
-from fracctl.core.resources import ResourceRef
 from fracctl.errors import ExternalError, FracctlError, Refused, UsageError
 from fracctl.flows.backends import BackendCheckFailed, Obj, Proof, clean_desired, dry_run_create
 from fracctl.flows.backends.access import require
 from fracctl.flows.context import Context
 
-SECRETS = ResourceRef("", "v1", "secrets", "Secret", namespaced=True)
+SECRETS = resources.SECRETS
 
 
 @dataclass(frozen=True)
@@ -90,14 +89,25 @@ class Upgrade:
         return ReleaseState(differs=self.differs, interrupted=self.pending_ours)
 
 
-def release_name(ctx: Context) -> str:
-    """The release: ``git.helm_release``, else the chart folder's name (as ``render``)."""
-    return helm_release.release_of(ctx.config.git.helm_release, ctx.config.git.path)
+@dataclass(frozen=True)
+class ReleaseId:
+    """One release: its name and namespace."""
 
+    name: str
+    namespace: str
 
-def release_namespace(ctx: Context) -> str:
-    """The release's namespace: ``git.helm_namespace``, else ``default`` (helm's own)."""
-    return ctx.config.git.helm_namespace or "default"
+    @classmethod
+    def configured(cls, ctx: Context) -> ReleaseId:
+        """The configured release.
+
+        ``git.helm_release`` (else the chart folder's name, as ``render``) in
+        ``git.helm_namespace`` (else ``default``, helm's own).
+        """
+        g = ctx.config.git
+        return cls(helm_release.release_of(g.helm_release, g.path), g.helm_namespace or "default")
+
+    def __str__(self) -> str:
+        return f"{self.namespace}/{self.name}"
 
 
 def cli(ctx: Context) -> Any:
@@ -116,15 +126,15 @@ def cli(ctx: Context) -> Any:
 # --- the journal: which upgrade a fracctl on this machine started -------------------
 
 
-def journal_path(ctx: Context) -> Path:
+def journal_path(ctx: Context, rid: ReleaseId) -> Path:
     """Where the journal of this release's upgrade lives (``recreate.state_dir``)."""
     state = Path(ctx.expand(ctx.config.recreate.state_dir))
-    return state / f"helm-{release_namespace(ctx)}-{release_name(ctx)}.json"
+    return state / f"helm-{rid.namespace}-{rid.name}.json"
 
 
-def read_journal(ctx: Context) -> dict[str, Any] | None:
+def read_journal(ctx: Context, rid: ReleaseId) -> dict[str, Any] | None:
     """The journal of an upgrade begun here and not finished, if any."""
-    path = journal_path(ctx)
+    path = journal_path(ctx, rid)
     try:
         found = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
@@ -134,9 +144,9 @@ def read_journal(ctx: Context) -> dict[str, Any] | None:
     return found if isinstance(found, dict) else None
 
 
-def write_journal(ctx: Context, entry: dict[str, Any]) -> None:
+def write_journal(ctx: Context, rid: ReleaseId, entry: dict[str, Any]) -> None:
     """Write the journal whole (a temporary file renamed over it)."""
-    path = journal_path(ctx)
+    path = journal_path(ctx, rid)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(".tmp")
@@ -149,7 +159,7 @@ def write_journal(ctx: Context, entry: dict[str, Any]) -> None:
         ) from None
 
 
-def left_by_us(ctx: Context, release: Release) -> str:
+def left_by_us(ctx: Context, rid: ReleaseId, release: Release) -> str:
     """Why ``release``'s pending revision is one a killed fracctl here left ("" if not).
 
     The journal names the revision the upgrade started from, the host and helm's pid; the
@@ -158,7 +168,7 @@ def left_by_us(ctx: Context, release: Release) -> str:
     fracctl out; nothing can keep a person's own helm out, which is why anything else
     pending is refused.
     """
-    entry = read_journal(ctx)
+    entry = read_journal(ctx, rid)
     if not entry or int(entry.get("from_revision", -1)) + 1 != release.version:
         return ""
     if entry.get("host") != socket.gethostname():
@@ -175,16 +185,16 @@ def left_by_us(ctx: Context, release: Release) -> str:
 # --- reading the release -----------------------------------------------------------------
 
 
-def read_release(ctx: Context) -> Release | None:
+def read_release(ctx: Context, rid: ReleaseId) -> Release | None:
     """The newest revision of the release, read from Helm's own records (None: no release)."""
-    name, ns = release_name(ctx), release_namespace(ctx)
+    name, ns = rid.name, rid.namespace
     secrets = ctx.kube.list(SECRETS, namespace=ns, label_selector=f"owner=helm,name={name}")
     return helm_release.latest(secrets).get((ns, name))
 
 
-def deployed_revision(ctx: Context) -> Release | None:
+def deployed_revision(ctx: Context, rid: ReleaseId) -> Release | None:
     """The release's newest ``deployed`` revision, which Helm upgrades from."""
-    name, ns = release_name(ctx), release_namespace(ctx)
+    name, ns = rid.name, rid.namespace
     secrets = ctx.kube.list(
         SECRETS, namespace=ns, label_selector=f"owner=helm,name={name},status=deployed"
     )
@@ -223,8 +233,10 @@ def target_hook(ctx: Context, rendered: Obj) -> tuple[Obj, helm_release.Hook]:
     return docs[0], hook
 
 
-def upgrade_facts(ctx: Context, desired: Obj) -> Upgrade:
+def upgrade_facts(ctx: Context, rid: ReleaseId, *, hooks: bool = True) -> Upgrade:
     """Read the release and have helm render git's chart, read-only.
+
+    ``hooks``: the evidence speaks of helm's hook delete (the operator chart's config).
 
     Raises:
         Refused: no such release, or another operation holds it.
@@ -232,15 +244,16 @@ def upgrade_facts(ctx: Context, desired: Obj) -> Upgrade:
     """
     from fracctl.adapters.render.revision import exported_folder
 
-    name, ns = release_name(ctx), release_namespace(ctx)
+    name, ns = rid.name, rid.namespace
     helm = cli(ctx)
     major = helm.major()
-    evidence = [
-        f"helm {major} runs ({helm.binary})"
-        + (": it upgrades with --wait=watcher, so its hook's delete is waited for" if major >= 4
-           else "; it waits for the hook's delete before creating it again")
-    ]  # fmt: skip
-    release = read_release(ctx)
+    waits = (
+        ": it upgrades with --wait=watcher, so its hook's delete is waited for"
+        if major >= 4
+        else "; it waits for the hook's delete before creating it again"
+    )
+    evidence = [f"helm {major} runs ({helm.binary})" + (waits if hooks else "")]
+    release = read_release(ctx, rid)
     if release is None:
         raise Refused(
             f"there is no Helm release {name} in namespace {ns} (no sh.helm.release.v1.{name}.* "
@@ -248,7 +261,7 @@ def upgrade_facts(ctx: Context, desired: Obj) -> Upgrade:
             hint="set git.helm_release and git.helm_namespace to the operator's release, or "
             "install it with helm install first",
         )
-    ours = left_by_us(ctx, release) if release.pending else ""
+    ours = left_by_us(ctx, rid, release) if release.pending else ""
     if release.pending and not ours:
         raise Refused(
             f"release {ns}/{name} revision {release.version} is {release.status}: another helm "
@@ -277,7 +290,7 @@ def upgrade_facts(ctx: Context, desired: Obj) -> Upgrade:
                                     timeout=timeout)  # fmt: skip
             how = "helm upgrade --dry-run=server"
     evidence.append(f"{how} of git's chart (commit {commit[:12]}) passes")
-    deployed = release if release.status == helm_release.DEPLOYED else deployed_revision(ctx)
+    deployed = release if release.status == helm_release.DEPLOYED else deployed_revision(ctx, rid)
     differs = (
         ours != ""
         or deployed is None
@@ -285,7 +298,7 @@ def upgrade_facts(ctx: Context, desired: Obj) -> Upgrade:
         or _rendering(rendered)
         != (deployed.manifest, sorted((h.path, h.manifest) for h in deployed.hooks))
     )
-    return Upgrade(release, bool(ours), differs, rendered, evidence, wait=major >= 4)
+    return Upgrade(release, bool(ours), differs, rendered, evidence, wait=hooks and major >= 4)
 
 
 def _template(
@@ -338,7 +351,7 @@ class HelmBackend:
         """The release and helm's rendering, read once per run (the plan and proofs share it)."""
         if self.facts is None:
             try:
-                self.facts = upgrade_facts(ctx, desired)
+                self.facts = upgrade_facts(ctx, ReleaseId.configured(ctx))
             except UsageError:
                 raise
             except FracctlError as e:  # read before the proofs: say so the same way
@@ -359,17 +372,11 @@ class HelmBackend:
                 hint="render git's chart the way helm upgrades it (git.helm_values, "
                 "git.helm_namespace), then rerun",
             )
-        ns = release_namespace(ctx)
-        revision = facts.release.version + 1 if facts.release else 1
-        name = f"{helm_release.SECRET_PREFIX}{release_name(ctx)}.v{revision}"
         evidence = [
             *facts.evidence,
             f"the chart's hook {hook.path} ({','.join(hook.events)}, recreated by Helm's "
             f"before-hook-creation) creates {t.kind}/{t.name} with git's nodeSelector",
-            *(
-                require(ctx, verb, ref=SECRETS, name=name, namespace=ns)
-                for verb in ("create", "update")
-            ),  # fmt: skip
+            *may_write_release(ctx, ReleaseId.configured(ctx), facts),
             *(require(ctx, verb, ref=t.ref, name=t.name) for verb in ("create", "delete")),
         ]
         dry_run_create(ctx, creates)
@@ -380,43 +387,59 @@ class HelmBackend:
 
     def recreate(self, ctx: Context, desired: Obj) -> str:
         """``helm upgrade`` of git's chart: the hook deletes, waits for, and creates the object."""
-        from fracctl.adapters.render.revision import exported_folder
-        from fracctl.core.clock import utc_timestamp
-
-        facts = self.upgrade_facts(ctx, desired)
-        release = facts.release
-        if release is None:  # upgrade_facts refuses a missing release; read again since
-            raise Refused("the Helm release is gone; nothing was changed")
-        name, ns = release_name(ctx), release_namespace(ctx)
-        if facts.pending_ours:
-            mark_failed(ctx, release)
-            ctx.info(f"marked release {ns}/{name} revision {release.version} failed (it was "
-                     f"left {release.status} by an interrupted fracctl)")  # fmt: skip
-            release = dataclasses.replace(release, status=helm_release.FAILED)
-        entry = {"from_revision": release.version, "host": socket.gethostname(),
-                 "run": f"pid {os.getpid()}", "pid": 0,
-                 "started": utc_timestamp()}  # fmt: skip
-        write_journal(ctx, entry)
-        g = ctx.config.git
-        helm = cli(ctx)
-        with exported_folder(ctx.expand(g.repo), g.revision, g.path) as (chart, _commit):
-            done = helm.upgrade(
-                name,
-                chart,
-                namespace=ns,
-                values=[chart / v for v in g.helm_values],
-                dry_run=False,
-                timeout=float(ctx.config.section("helm").timeout),
-                wait=facts.wait,
-                started=lambda pid: write_journal(ctx, {**entry, "pid": pid}),
-            )
-        journal_path(ctx).unlink(missing_ok=True)
+        done = run_upgrade(ctx, ReleaseId.configured(ctx), self.upgrade_facts(ctx, desired))
         self.facts = None
-        status = (done.get("info") or {}).get("status", "?")
-        return (
-            f"helm upgrade of release {ns}/{name}: revision {done.get('version', '?')} {status}; "
-            "its hook deleted and recreated the object"
+        return done + "; its hook deleted and recreated the object"
+
+
+def may_write_release(ctx: Context, rid: ReleaseId, facts: Upgrade) -> list[str]:
+    """This identity may write the upgrade's record (the next revision's Secret)."""
+    revision = facts.release.version + 1 if facts.release else 1
+    name = f"{helm_release.SECRET_PREFIX}{rid.name}.v{revision}"
+    return [
+        require(ctx, verb, ref=SECRETS, name=name, namespace=rid.namespace)
+        for verb in ("create", "update")
+    ]
+
+
+def run_upgrade(ctx: Context, rid: ReleaseId, facts: Upgrade) -> str:
+    """``helm upgrade`` of git's chart, journaled; a pending revision of ours marked first.
+
+    Raises:
+        Refused: the release is gone.
+        ExternalError: helm failed (its last lines).
+    """
+    from fracctl.adapters.render.revision import exported_folder
+    from fracctl.core.clock import utc_timestamp
+
+    release = facts.release
+    if release is None:  # upgrade_facts refuses a missing release; read again since
+        raise Refused("the Helm release is gone; nothing was changed")
+    name, ns = rid.name, rid.namespace
+    if facts.pending_ours:
+        mark_failed(ctx, release)
+        ctx.info(f"marked release {rid} revision {release.version} failed (it was "
+                 f"left {release.status} by an interrupted fracctl)")  # fmt: skip
+        release = dataclasses.replace(release, status=helm_release.FAILED)
+    entry = {"from_revision": release.version, "host": socket.gethostname(),
+             "run": f"pid {os.getpid()}", "pid": 0, "started": utc_timestamp()}  # fmt: skip
+    write_journal(ctx, rid, entry)
+    g = ctx.config.git
+    helm = cli(ctx)
+    with exported_folder(ctx.expand(g.repo), g.revision, g.path) as (chart, _commit):
+        done = helm.upgrade(
+            name,
+            chart,
+            namespace=ns,
+            values=[chart / v for v in g.helm_values],
+            dry_run=False,
+            timeout=float(ctx.config.section("helm").timeout),
+            wait=facts.wait,
+            started=lambda pid: write_journal(ctx, rid, {**entry, "pid": pid}),
         )
+    journal_path(ctx, rid).unlink(missing_ok=True)
+    status = (done.get("info") or {}).get("status", "?")
+    return f"helm upgrade of release {rid}: revision {done.get('version', '?')} {status}"
 
 
 def mark_failed(ctx: Context, release: Release) -> None:

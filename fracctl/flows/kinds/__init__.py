@@ -27,7 +27,6 @@ from fracctl.flows.signals import interrupt_on_sigterm
 
 Obj = dict[str, Any]
 Boundary = Callable[[str], None]
-SUPPORTED_BACKENDS = ("apply", "argocd", "flux")
 
 __all__ = ["ObjectResult", "recreate_object"]
 
@@ -49,7 +48,7 @@ def recreate_object(
     """Plan, prove and run the procedure for the object ``spec`` (``Kind/name``).
 
     Raises:
-        UsageError: a bad ``spec``, an unsupported backend, or no confirmation.
+        UsageError: a bad ``spec``, or no confirmation.
         Refused: the kind's rules refuse this change (nothing changed).
     """
     from fracctl.flows.recreate import require_confirmation
@@ -57,13 +56,6 @@ def recreate_object(
 
     at = boundary or (lambda _step: None)
     backend = backend or ctx.config.recreate.backend
-    if backend not in SUPPORTED_BACKENDS:
-        raise UsageError(
-            f"recreate {spec} runs through the apply, argocd and flux backends; the "
-            f"{backend} backend recreates {ctx.config.target.kind}/{ctx.config.target.name} "
-            "only",
-            hint="pass --backend apply, argocd or flux",
-        )
     require_confirmation(ctx, f"recreate {spec}", dry_run=dry_run, yes=yes, confirm=confirm)
     objects = desired_objects if desired_objects is not None else render_desired(ctx)
     desired = find_desired(ctx, objects, spec, namespace)
@@ -79,7 +71,7 @@ def recreate_object(
             raise Refused(f"{p.key}: {p.refusal.reason}; nothing changed", hint=p.refusal.fix)
         if p.procedure is None:
             return result
-        p.creator = _creator(backend, p)
+        p.creator = _creator(ctx, backend, p)
         result.proofs = prove(ctx, p)
         at("proven")
         if dry_run:
@@ -91,18 +83,24 @@ def recreate_object(
         return result
 
 
-def _creator(backend: str, p: Planned) -> Creator:
-    """The backend's creator, its target the object and the immutable fields git changes."""
+def _creator(ctx: Context, backend: str, p: Planned) -> Creator:
+    """The backend's creator, its target the object and the immutable fields git changes.
+
+    With ``flux``, an object a HelmRelease installs goes through that HelmRelease.
+    """
     from fracctl.core.procedures import ORPHAN_ADOPT
     from fracctl.core.sync_target import SyncTarget
     from fracctl.flows.kinds.creators import creator_for
+    from fracctl.flows.kinds.helmrelease import HelmReleaseCreator, owned_by_helmrelease
 
     fields = tuple(f.path for f in p.drift.fields)
     desired = p.drift.desired or {}
     target = SyncTarget.of_object(desired, p.ref, fields, p.drift.message)
+    if backend == "flux" and owned_by_helmrelease(ctx, p.live):
+        return HelmReleaseCreator(target, p.live)
     holds = p.procedure is not None and p.procedure.name == ORPHAN_ADOPT
     suspended = bool(p.journal and p.journal.suspended)
-    return creator_for(backend, target, holds=holds, suspended=suspended)
+    return creator_for(backend, target, holds=holds, suspended=suspended, live=p.live)
 
 
 def _verify(ctx: Context, p: Planned, result: ObjectResult) -> None:
@@ -141,8 +139,8 @@ def _run(
             f"its journal is {where}"
             + (f", the backup {p.journal.backup}" if p.journal and p.journal.backup else "")
             + (
-                f"; Flux Kustomization {p.journal.suspended} stays suspended until the rerun "
-                "releases the hold"
+                f"; Flux {journals.suspended_label(p.journal.suspended)} stays suspended "
+                "until the rerun releases the hold"
                 if p.journal and p.journal.suspended
                 else ""
             )

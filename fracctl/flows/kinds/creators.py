@@ -1,4 +1,4 @@
-"""Who brings a recreated object back: fracctl's server-side apply, Argo CD or Flux.
+"""Who brings a recreated object back: fracctl's server-side apply, Argo CD, Flux or helm.
 
 With ``--backend apply`` fracctl applies git's object itself. With ``--backend argocd``
 the application that manages the object brings it back, so that it stays Argo CD's:
@@ -18,6 +18,9 @@ With ``--backend flux`` the Kustomization that applies the object does the same,
 rehearsal the flux backend's own. Flux retries a failed apply on its own, so for a held
 create fracctl suspends the Kustomization right before the delete (journaled first) and
 resumes it at the release, then asks it to reconcile and waits for Ready.
+
+With ``--backend helm`` the object is created from Helm's rendering of the release, and
+the release's own ``helm upgrade`` follows (:mod:`fracctl.flows.kinds.helm`).
 """
 
 from __future__ import annotations
@@ -58,6 +61,9 @@ class ApplyCreator:
     def release(self, w: Work) -> None:
         """Apply git's object again."""
         steps.release(w)
+
+    def finish(self, w: Work) -> None:
+        """Nothing."""
 
 
 class _GitOpsCreator:
@@ -102,6 +108,9 @@ class _GitOpsCreator:
 
     def _released(self, w: Work) -> None:
         """What follows the release before the backend applies (nothing by default)."""
+
+    def finish(self, w: Work) -> None:
+        """Nothing: the backend's own sync brought the object back."""
 
 
 class ArgoCDCreator(_GitOpsCreator):
@@ -199,13 +208,23 @@ def _wait_recreated(w: Work) -> Obj:
 
 
 def creator_for(
-    backend: str, target: SyncTarget, *, holds: bool = False, suspended: bool = False
+    backend: str,
+    target: SyncTarget,
+    *,
+    holds: bool = False,
+    suspended: bool = False,
+    live: Obj | None = None,
 ) -> Creator:
-    """The creator of ``backend`` (``apply``, ``argocd`` or ``flux``) for ``target``.
+    """The creator of ``backend`` (``apply``, ``argocd``, ``flux`` or ``helm``) for ``target``.
 
     ``holds``: the procedure creates the object held; ``suspended``: a journal says an
-    earlier run suspended the Flux Kustomization.
+    earlier run suspended the Flux Kustomization; ``live``: the object now (its Helm
+    ownership marks name its release).
     """
+    if backend == "helm":
+        from fracctl.flows.kinds.helm import HelmCreator
+
+        return HelmCreator(target, live)
     if backend == "argocd":
         return ArgoCDCreator(target)
     if backend == "flux":

@@ -32,7 +32,9 @@ class ObjectJournal:
     claims: list[str] = field(default_factory=list)
     bridge: str = ""
     backup: str = ""
-    suspended: str = ""  # the Flux Kustomization (namespace/name) this run suspended
+    # What this run suspended: a Flux Kustomization ("namespace/name") or a HelmRelease
+    # ("HelmRelease namespace/name").
+    suspended: str = ""
     phase: str = ""  # the last step done: deleted, created, adopted, released
 
 
@@ -98,3 +100,8 @@ def write(ctx: Context, journal: ObjectJournal) -> str:
 def remove(ctx: Context, key: str) -> None:
     """Remove the journal of ``key`` (gone already is fine)."""
     path_for(ctx, key).unlink(missing_ok=True)
+
+
+def suspended_label(suspended: str) -> str:
+    """What a journal's ``suspended`` names, with its kind (a bare name: a Kustomization)."""
+    return suspended if " " in suspended else f"Kustomization {suspended}"

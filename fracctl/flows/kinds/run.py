@@ -62,6 +62,7 @@ def execute(
         for line in p.creator.before_delete(ctx, journal):
             ctx.info(line)
     run(w, p, original, at)
+    p.creator.finish(w)
     result.notes += w.notes
     journals.remove(ctx, journal.key)
 

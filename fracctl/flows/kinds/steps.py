@@ -51,6 +51,10 @@ class Creator(Protocol):
         """Take the hold away: git's object, as the backend renders it, from here on."""
         ...
 
+    def finish(self, w: Work) -> None:
+        """What follows the procedure (the helm backend upgrades the release)."""
+        ...
+
 
 @dataclass
 class Work:
@@ -127,12 +131,12 @@ def watch_object(w: Work, done: Callable[[dict[str, Obj]], bool], timeout: float
     return finished
 
 
-def create(w: Work, body: Obj | None = None) -> Obj:
-    """Create git's object (server-side apply), unless this run created it already."""
+def create(w: Work, body: Obj | None = None, *, manager: str = "fracctl") -> Obj:
+    """Create git's object (server-side apply as ``manager``), unless this run created it."""
     done = w.recreated()
     if done is not None:
         return done
-    made = w.ctx.kube.apply(w.ref, clean_desired(body or w.desired))
+    made = w.ctx.kube.apply(w.ref, clean_desired(body or w.desired), field_manager=manager)
     w.say(f"created {w.journal.key} from git (uid {made['metadata']['uid']})")
     return made
 

@@ -1,7 +1,8 @@
 """A real Flux on loopback beside a control plane: the e2e fixture and ``sandbox up --flux``.
 
-Nothing here is a fake. source-controller and kustomize-controller, built from their Go
-modules by ``scripts/build-flux.sh``, run as processes against the given control plane
+Nothing here is a fake. source-controller, kustomize-controller and helm-controller,
+built from their Go modules by ``scripts/build-flux.sh``, run as processes against the
+given control plane
 (``KUBECONFIG``, ``RUNTIME_NAMESPACE``; every listener on loopback). Flux clones only
 http(s) or ssh, so a small server runs ``git http-backend`` over the repositories below
 the state dir's ``git/`` folder. Processes are stopped by the PIDs recorded when they
@@ -17,16 +18,28 @@ from fracctl.sandbox.flux_local.binaries import build, locate
 from fracctl.sandbox.flux_local.launch import start
 from fracctl.sandbox.flux_local.names import (
     GITREPOSITORIES,
+    HELM_VERSION,
+    HELMCHARTS,
+    HELMRELEASES,
     KUSTOMIZATIONS,
     KUSTOMIZE_VERSION,
     NAMESPACE,
     SOURCE_VERSION,
 )
-from fracctl.sandbox.flux_local.objects import git_repository, kustomization, put, remove
+from fracctl.sandbox.flux_local.objects import (
+    git_repository,
+    helm_release,
+    kustomization,
+    put,
+    remove,
+)
 from fracctl.sandbox.flux_local.processes import LocalFlux
 
 __all__ = [
     "GITREPOSITORIES",
+    "HELMCHARTS",
+    "HELMRELEASES",
+    "HELM_VERSION",
     "KUSTOMIZATIONS",
     "KUSTOMIZE_VERSION",
     "NAMESPACE",
@@ -34,6 +47,7 @@ __all__ = [
     "LocalFlux",
     "build",
     "git_repository",
+    "helm_release",
     "kustomization",
     "locate",
     "put",

@@ -1,7 +1,7 @@
 """Starting a local Flux from scratch: the steps of :func:`start`, in order.
 
 Lay out the state dir, install Flux's CRDs and namespace in the control plane, start the
-git server and the two controllers, and wait until they answer. A failure after the
+git server and the three controllers, and wait until they answer. A failure after the
 first process started stops every one started.
 """
 
@@ -33,7 +33,7 @@ def start(
     Args:
         state_dir: logs, the served git repositories, the artifact storage (created).
         kubeconfig: the control plane (an admin kubeconfig).
-        binaries: the folder holding both controllers and ``crds/``.
+        binaries: the folder holding the controllers and ``crds/``.
         detach: give the processes their own session so they outlive the caller.
         timeout: seconds to wait for every process to be ready.
         ignore_label: the controllers leave objects carrying this label alone

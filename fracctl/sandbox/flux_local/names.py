@@ -8,6 +8,7 @@ from fracctl.core.resources import ResourceRef
 
 SOURCE_VERSION = "v1.9.0"  # source-controller (scripts/build-flux.sh)
 KUSTOMIZE_VERSION = "v1.9.6"  # kustomize-controller
+HELM_VERSION = "v1.6.4"  # helm-controller
 NAMESPACE = "flux-system"
 SOURCE_API = "source.toolkit.fluxcd.io/v1"
 KUSTOMIZE_API = "kustomize.toolkit.fluxcd.io/v1"
@@ -17,6 +18,9 @@ GITREPOSITORIES = ResourceRef(
 KUSTOMIZATIONS = ResourceRef(
     "kustomize.toolkit.fluxcd.io", "v1", "kustomizations", "Kustomization", True
 )
-PROCESSES = ("kustomize-controller", "source-controller", "git-server")
+HELMRELEASES = ResourceRef("helm.toolkit.fluxcd.io", "v2", "helmreleases", "HelmRelease", True)
+HELMCHARTS = ResourceRef("source.toolkit.fluxcd.io", "v1", "helmcharts", "HelmChart", True)
+HELM_API = "helm.toolkit.fluxcd.io/v2"
+PROCESSES = ("helm-controller", "kustomize-controller", "source-controller", "git-server")
 
 Obj = dict[str, Any]

@@ -11,6 +11,7 @@ from fracctl.core.resources import NAMESPACES, ResourceRef
 from fracctl.errors import Conflict, NotFound
 from fracctl.sandbox.crds import install_crd_files
 from fracctl.sandbox.flux_local.names import (
+    HELM_API,
     KUSTOMIZE_API,
     NAMESPACE,
     SOURCE_API,
@@ -19,7 +20,7 @@ from fracctl.sandbox.flux_local.names import (
 
 
 def install(kube: Kube, binaries: Path) -> None:
-    """Every CRD the two controllers watch (they do not start without them), the namespace.
+    """Every CRD the controllers watch (they do not start without them), the namespace.
 
     A CRD of the same name that exists (a simulation's open one) gets Flux's own spec.
     """
@@ -85,6 +86,37 @@ def kustomization(name: str, *, source: str, path: str, **spec: Any) -> Obj:
             "path": path,
             "prune": False,
             "sourceRef": {"kind": "GitRepository", "name": source},
+            **spec,
+        },
+    }
+
+
+def helm_release(
+    name: str, *, source: str, chart: str, release: str, target: str, **spec: Any
+) -> Obj:
+    """A HelmRelease of the chart at ``chart`` of the GitRepository ``source``.
+
+    Installed as ``release`` in namespace ``target``, its record kept there too; no
+    remediation unless ``spec`` asks for one.
+    """
+    return {
+        "apiVersion": HELM_API,
+        "kind": "HelmRelease",
+        "metadata": {"name": name, "namespace": NAMESPACE},
+        "spec": {
+            "interval": "10m",
+            "timeout": "60s",
+            "releaseName": release,
+            "targetNamespace": target,
+            "storageNamespace": target,
+            "chart": {
+                "spec": {
+                    "chart": chart,
+                    "sourceRef": {"kind": "GitRepository", "name": source},
+                    "reconcileStrategy": "Revision",
+                    "interval": "10m",
+                }
+            },
             **spec,
         },
     }

@@ -1,4 +1,4 @@
-"""The local Flux's processes: the two controllers and the git server, started and stopped.
+"""The local Flux's processes: the three controllers and the git server, started and stopped.
 
 :class:`LocalFlux` is the record of a started one: its state dir, ports and PIDs, saved in
 the state dir so that a later process can find and stop it. Processes are stopped by the
@@ -22,7 +22,7 @@ from fracctl.sandbox.recorded import Recorded
 
 @dataclass
 class LocalFlux(Recorded):
-    """A running (or recorded) local Flux: source-controller, kustomize-controller, git."""
+    """A running (or recorded) local Flux: source-, kustomize- and helm-controller, git."""
 
     RECORD: ClassVar[str] = "flux.json"
     PROCESSES: ClassVar[tuple[str, ...]] = PROCESSES
@@ -46,7 +46,7 @@ class LocalFlux(Recorded):
 
 def allocate_ports() -> dict[str, int]:
     """A distinct loopback port for each listener (metrics are switched off)."""
-    return controlplane.free_ports(("git", "storage", "source-health", "ks-health"))
+    return controlplane.free_ports(("git", "storage", "source-health", "ks-health", "helm-health"))
 
 
 def commands(flux: LocalFlux, binaries: Path) -> dict[str, list[str]]:
@@ -79,6 +79,14 @@ def commands(flux: LocalFlux, binaries: Path) -> dict[str, list[str]]:
             "--requeue-dependency=2s",
             *watch,
         ],
+        "helm-controller": [
+            str(binaries / "helm-controller"),
+            "--metrics-addr=0",
+            f"--health-addr=127.0.0.1:{p['helm-health']}",
+            "--requeue-dependency=2s",
+            "--graceful-shutdown-timeout=5s",
+            *watch,
+        ],
     }
 
 
@@ -95,7 +103,7 @@ def process_env(flux: LocalFlux) -> dict[str, str]:
 
 
 def launch(flux: LocalFlux, binaries: Path, detach: bool) -> None:
-    """Spawn the git server, then source-controller, then kustomize-controller."""
+    """Spawn the git server, then source-controller, kustomize- and helm-controller."""
     argv = commands(flux, binaries)
     env = process_env(flux)
     for name in reversed(PROCESSES):
@@ -106,12 +114,13 @@ def launch(flux: LocalFlux, binaries: Path, detach: bool) -> None:
 
 
 def wait_ready(flux: LocalFlux, deadline: float) -> None:
-    """Block until both controllers answer their readiness probe and git answers."""
+    """Block until every controller answers its readiness probe and git answers."""
     p = flux.ports
     for name, url in (
         ("git-server", f"http://127.0.0.1:{p['git']}/"),
         ("source-controller", f"http://127.0.0.1:{p['source-health']}/readyz"),
         ("kustomize-controller", f"http://127.0.0.1:{p['ks-health']}/readyz"),
+        ("helm-controller", f"http://127.0.0.1:{p['helm-health']}/readyz"),
     ):
         flux.wait_http(name, url, deadline, ok=lambda code: code < 500)
     # A controller answers its probe before its manager has opened every listener, and

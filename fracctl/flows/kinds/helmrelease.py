@@ -1,0 +1,286 @@
+"""``recreate KIND/NAME --backend flux`` for an object of a Flux HelmRelease.
+
+helm-controller upgrades a release by server-side apply as field manager
+``helm-controller``; on an immutable field the upgrade fails, the HelmRelease goes
+``Ready=False`` with reason ``UpgradeFailed`` ("Helm upgrade failed for release …:
+server-side apply failed for object …"), then ``Stalled``/``RetriesExceeded`` once its
+remediation retries are spent (fluxcd/helm-controller ``internal/reconcile``). This
+creator carries the object across by its kind's procedure and then lets helm-controller
+finish the upgrade:
+
+* the HelmRelease is the object's own (the ``helm.toolkit.fluxcd.io/name`` and
+  ``/namespace`` labels its post-renderer writes on every object), else
+  ``flux.helmrelease``;
+* git's object is what helm-controller itself rendered: the manifest of the release
+  revision its failed upgrade wrote (``sh.helm.release.v1.<release>.v<N>``, status
+  ``failed``), post-renderers applied, held to git's immutable fields. A HelmRelease that
+  has not tried git's chart yet has no such rendering, and is refused until it has;
+* the HelmRelease is suspended (``spec.suspend``, journaled first) from the delete until
+  the object is git's, so that neither a retry, a remediation (``rollback`` or
+  ``uninstall``) nor drift correction acts mid-procedure;
+* the object is created from that rendering, with Helm's ownership marks, applied as
+  the field manager helm-controller applies as, so that its next apply owns it;
+* at the end the HelmRelease is resumed, asked to reconcile with its failure counters
+  reset (``reconcile.fluxcd.io/requestedAt`` and ``reconcile.fluxcd.io/resetAt``, the same
+  token, as ``flux reconcile helmrelease --reset`` writes them), and must come back
+  ``Ready`` with a deployed revision.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import TYPE_CHECKING, Any
+
+from fracctl.core import helm_release
+from fracctl.core.nodes import condition
+from fracctl.core.resources import ResourceRef
+from fracctl.core.sync_target import SyncTarget
+from fracctl.errors import Refused, TimedOut
+from fracctl.flows.backends import clean_desired, dry_run_create
+from fracctl.flows.backends.access import require
+from fracctl.flows.backends.helm import ReleaseId, read_release
+from fracctl.flows.kinds import steps
+from fracctl.flows.kinds.helm import marked
+
+if TYPE_CHECKING:
+    from fracctl.flows.context import Context
+    from fracctl.flows.kinds.journal import ObjectJournal
+    from fracctl.flows.kinds.steps import Work
+
+Obj = dict[str, Any]
+HELMRELEASES = ResourceRef("helm.toolkit.fluxcd.io", "v2", "helmreleases", "HelmRelease", True)
+# The labels helm-controller's post-renderer puts on every object of a release.
+OWNER_NAME = "helm.toolkit.fluxcd.io/name"
+OWNER_NAMESPACE = "helm.toolkit.fluxcd.io/namespace"
+REQUESTED_AT = "reconcile.fluxcd.io/requestedAt"
+RESET_AT = "reconcile.fluxcd.io/resetAt"
+MANAGER = "helm-controller"  # helm-controller's field manager
+POLL = 0.5
+
+
+def owned_by_helmrelease(ctx: Context, live: Obj | None) -> bool:
+    """Whether ``--backend flux`` for this object goes through a HelmRelease."""
+    labels = ((live or {}).get("metadata") or {}).get("labels") or {}
+    return bool(labels.get(OWNER_NAME) or ctx.config.flux.helmrelease)
+
+
+def _owner(ctx: Context, live: Obj | None, label: str) -> tuple[str, str]:
+    """The HelmRelease (namespace, name) that owns ``live``."""
+    labels = ((live or {}).get("metadata") or {}).get("labels") or {}
+    f = ctx.config.flux
+    name, ns = labels.get(OWNER_NAME), labels.get(OWNER_NAMESPACE)
+    if name and ns:
+        if f.helmrelease and (f.namespace, f.helmrelease) != (ns, name):
+            raise Refused(
+                f"{label} belongs to Flux HelmRelease {ns}/{name} ({OWNER_NAME}), not to "
+                f"flux.helmrelease {f.namespace}/{f.helmrelease}; nothing changed",
+                hint=f"set flux.namespace: {ns} and flux.helmrelease: {name}",
+            )
+        return str(ns), str(name)
+    return f.namespace, f.helmrelease
+
+
+def _manager(live: Obj | None) -> str:
+    """The manager that applied the object (helm-controller's), as the live object says."""
+    for entry in ((live or {}).get("metadata") or {}).get("managedFields") or []:
+        if entry.get("operation") == "Apply" and entry.get("manager") != "fracctl":
+            return str(entry.get("manager"))
+    return MANAGER
+
+
+class HelmReleaseCreator:
+    """helm-controller's own rendering creates the object; the HelmRelease finishes."""
+
+    name = "flux"
+
+    def __init__(self, target: SyncTarget, live: Obj | None) -> None:
+        self.target = target
+        self.live = live
+        self.where = ("", "")  # the HelmRelease's namespace and name
+        self.creates: Obj | None = None
+        self.manager = _manager(live)
+
+    @property
+    def label(self) -> str:
+        """``HelmRelease namespace/name``."""
+        return f"HelmRelease {self.where[0]}/{self.where[1]}"
+
+    def _get(self, ctx: Context) -> Obj:
+        ns, name = self.where
+        found = ctx.kube.get_or_none(HELMRELEASES, name, ns)
+        if found is None:
+            raise Refused(
+                f"there is no Flux HelmRelease {ns}/{name}; nothing changed",
+                hint="set flux.namespace and flux.helmrelease to the HelmRelease that "
+                "installs the object",
+            )
+        return found
+
+    def prove(self, ctx: Context, desired: Obj) -> list[str]:
+        """helm-controller's failed upgrade rendered git's object; the rest is admitted.
+
+        Raises:
+            Refused: no HelmRelease, another's suspension, a release busy or not yet
+                upgraded to git's chart, or a rendering other than git's.
+        """
+        from fracctl.adapters.render import parse_documents
+
+        t = self.target
+        self.where = _owner(ctx, self.live, t.label)
+        hr = self._get(ctx)
+        spec, status = hr.get("spec") or {}, hr.get("status") or {}
+        ready = condition(hr, "Ready") or {}
+        ns, name = self.where
+        rid = ReleaseId(
+            str(spec.get("releaseName") or _storage_name(hr)),
+            str(status.get("storageNamespace") or spec.get("storageNamespace") or ns),
+        )
+        release = self._settled(ctx, rid)
+        said = [
+            f"Flux {self.label} is Ready={ready.get('status')} ({ready.get('reason')}); "
+            f"release {rid} is at revision {release.version} ({release.status}, chart "
+            f"{release.chart})"
+        ]
+        found = [d.obj for d in parse_documents(release.manifest, "helm-controller's rendering",
+                                                stream=True)]  # fmt: skip
+        found = [o for o in found if t.matches(o)]
+        theirs, ours = (t.values(found[0]) if found else {}), t.values(desired)
+        if not found or theirs != ours:
+            shown = " and ".join(f"{p} {v}" for p, v in theirs.items()) or f"no {t.label}"
+            raise Refused(
+                f"revision {release.version} of release {rid}, helm-controller's newest "
+                f"rendering, has {shown}, not git's: it has not tried git's chart yet; "
+                "nothing changed",
+                hint=f"let it try (flux reconcile helmrelease {name} -n {ns}), then rerun",
+            )
+        body = found[0]
+        if t.namespace:
+            body.setdefault("metadata", {})["namespace"] = t.namespace
+        # Helm marks the release's own namespace (its record may be stored elsewhere).
+        self.creates = marked(body, ReleaseId(release.name, release.namespace or rid.namespace))
+        dry_run_create(ctx, self.creates, ref=t.ref)
+        said += [
+            f"helm-controller rendered {t.label} in revision {release.version} with "
+            + " and ".join(f"{p} {v}" for p, v in theirs.items())
+            + ", as git has",
+            f"a dry-run create of that rendering with Helm's marks passes; it is applied as "
+            f"field manager {self.manager!r}, so helm-controller's next apply owns it",
+            require(ctx, "patch", ref=HELMRELEASES, name=name, namespace=ns),
+            f"fracctl suspends {self.label} from the delete until the object is git's: no "
+            f"retry, remediation ({_remediation(spec)}) or drift correction acts meanwhile",
+            f"afterwards {self.label} is resumed, reset and reconciled, and must be Ready",
+        ]
+        return said
+
+    def _settled(self, ctx: Context, rid: ReleaseId) -> helm_release.Release:
+        """The release's newest revision once no upgrade runs on it (up to timeouts.sync)."""
+        deadline = ctx.clock.monotonic() + ctx.config.timeouts.sync
+        while True:
+            release = read_release(ctx, rid)
+            if release is None:
+                raise Refused(f"{self.label} has no release {rid} yet; nothing changed")
+            if not release.pending:
+                return release
+            if ctx.clock.monotonic() >= deadline:
+                raise Refused(
+                    f"release {rid} revision {release.version} is still {release.status} "
+                    f"after {ctx.config.timeouts.sync:.0f}s: helm-controller is at work on it; "
+                    "nothing changed",
+                    hint="rerun once the HelmRelease settled",
+                )
+            ctx.clock.sleep(POLL)
+
+    def before_delete(self, ctx: Context, journal: ObjectJournal) -> list[str]:
+        """Suspend the HelmRelease (journaled first)."""
+        from fracctl.flows.kinds import journal as journals
+
+        hr = self._get(ctx)
+        if (hr.get("spec") or {}).get("suspend") and journal.suspended != self.label:
+            raise Refused(
+                f"{self.label} is suspended by someone else; nothing changed",
+                hint=f"resume it (flux resume helmrelease {self.where[1]} -n {self.where[0]}) "
+                "or let its owner finish, then rerun",
+            )
+        journal.suspended = self.label
+        journals.write(ctx, journal)
+        self._suspend(ctx, True)
+        return [f"suspended Flux {self.label} until the object is git's"]
+
+    def _suspend(self, ctx: Context, suspend: bool) -> None:
+        ns, name = self.where
+        ctx.kube.patch(HELMRELEASES, name, {"spec": {"suspend": suspend}}, namespace=ns)
+
+    def create(self, w: Work, *, held: bool = False) -> Obj:
+        """Create helm-controller's rendering, marked (held where asked)."""
+        body = self._creates()
+        return steps.create(w, steps.held(w, body) if held else body, manager=self.manager)
+
+    def release(self, w: Work) -> None:
+        """Apply helm-controller's rendering again: the hold goes."""
+        w.ctx.kube.apply(w.ref, clean_desired(self._creates()), field_manager=self.manager)
+        w.say(f"applied helm-controller's rendering of {w.journal.key}: the hold is gone")
+
+    def finish(self, w: Work) -> None:
+        """Resume, reset and reconcile the HelmRelease; wait until it is Ready.
+
+        Raises:
+            TimedOut: not Ready after ``timeouts.sync``.
+        """
+        from fracctl.adapters.flux import request_token
+        from fracctl.flows.kinds import journal as journals
+
+        ctx, (ns, name) = w.ctx, self.where
+        if w.journal.suspended:
+            self._suspend(ctx, False)
+            w.say(f"resumed Flux {self.label}")
+            w.journal.suspended = ""
+            journals.write(ctx, w.journal)
+        token = request_token()
+        ctx.kube.patch(HELMRELEASES, name, {"metadata": {"annotations": {
+            REQUESTED_AT: token, RESET_AT: token}}}, namespace=ns)  # fmt: skip
+        deadline = ctx.clock.monotonic() + ctx.config.timeouts.sync
+        while True:
+            hr = self._get(ctx)
+            st = hr.get("status") or {}
+            ready = condition(hr, "Ready") or {}
+            history = (st.get("history") or [{}])[0]
+            if (
+                st.get("lastHandledReconcileAt") == token
+                and ready.get("status") == "True"
+                and history.get("status") == helm_release.DEPLOYED
+            ):
+                w.say(
+                    f"Flux {self.label} is Ready: release revision {history.get('version')} "
+                    f"deployed (chart {history.get('chartName')} {history.get('chartVersion')})"
+                )
+                return
+            if ctx.clock.monotonic() >= deadline:
+                raise TimedOut(
+                    f"Flux {self.label} was resumed and reset, but is not Ready after "
+                    f"{ctx.config.timeouts.sync:.0f}s: {ready.get('reason')}: "
+                    f"{' '.join(str(ready.get('message') or '').split())[:300]}",
+                    hint=f"see flux get helmrelease {name} -n {ns}; rerun to wait again",
+                )
+            ctx.clock.sleep(POLL)
+
+    def _creates(self) -> Obj:
+        if self.creates is None:
+            raise AssertionError("helm-controller's rendering is read by prove() first")
+        return copy.deepcopy(self.creates)
+
+
+def _storage_name(hr: Obj) -> str:
+    """helm-controller's default release name: ``[<targetNamespace>-]<name>``."""
+    spec = hr.get("spec") or {}
+    name = str(hr["metadata"]["name"])
+    target = spec.get("targetNamespace")
+    return f"{target}-{name}" if target else name
+
+
+def _remediation(spec: Obj) -> str:
+    """What the HelmRelease's upgrade remediation would do after a failure."""
+    r = (spec.get("upgrade") or {}).get("remediation") or {}
+    retries = int(r.get("retries") or 0)
+    if not retries:
+        return "none: upgrade.remediation.retries is 0"
+    return f"{r.get('strategy') or 'rollback'} after each of {retries} failed retries"

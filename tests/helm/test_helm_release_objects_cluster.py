@@ -1,0 +1,297 @@
+"""``recreate KIND/NAME --backend helm``: a release's object that ``helm upgrade`` cannot
+patch, carried across by its kind's procedure, then the release upgraded by the real helm.
+
+helm 3 and helm 4, each built from its Go module; the StatefulSet, Deployment, Job and
+garbage-collector controllers are the real ones, KWOK plays the kubelets.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from fracctl.errors import ExitCode
+from fracctl.flows.kinds.helm import MANAGED_BY, RELEASE_NAME, RELEASE_NAMESPACE
+from tests.support.helm import Helm
+from tests.support.helm_release_fixtures import RELEASE, HelmShop
+from tests.support.helpers import Cluster, run_cli
+from tests.support.kinds_fixtures import (
+    PVCS,
+    REPLICASETS,
+    Shop,
+    controller_of,
+    deployment,
+    identity,
+    statefulset,
+)
+
+Obj = dict[str, Any]
+
+
+@pytest.fixture
+def hshop(cluster: Cluster, tmp_path: Path, helm_bin: Helm) -> Iterator[HelmShop]:
+    s = Shop(cluster, tmp_path)
+    try:
+        yield HelmShop(s, helm_bin)
+    finally:
+        s.cleanup()
+
+
+def recreate(h: HelmShop, obj: str, *more: str) -> Any:
+    return run_cli("-c", str(h.shop.config), "recreate", obj, "-n", h.shop.ns, *more)
+
+
+def _marks(obj: Obj, ns: str) -> tuple[str, str, str]:
+    meta = obj["metadata"]
+    ann = meta.get("annotations") or {}
+    return (meta["labels"].get(MANAGED_BY), ann.get(RELEASE_NAME), ann.get(RELEASE_NAMESPACE))
+
+
+def test_a_release_statefulset_helm_cannot_upgrade_is_recreated_then_helm_upgrades(
+    hshop: HelmShop,
+) -> None:
+    shop = hshop.shop
+    shop.bound_claims(["data-db-0", "data-db-1"], size="5Gi")
+    hshop.commit(statefulset(shop), message="db")
+    hshop.install()
+    before = identity(shop.running(2))
+    old = shop.live("apps/v1", "StatefulSet", "db")
+    changed = statefulset(shop, size="2Gi")
+    changed["spec"]["podManagementPolicy"] = "Parallel"
+    hshop.commit(changed, message="claims grow, pods start in parallel")
+    stuck = hshop.upgrade(check=False)
+    assert stuck.returncode != 0 and "StatefulSet" in stuck.stderr, stuck.stderr
+    assert hshop.release().status == "failed"
+
+    drift = run_cli("-c", str(shop.config), "drift", "--all")
+    assert drift.exit_code == ExitCode.FINDING, drift.output
+    assert (
+        f"fracctl recreate StatefulSet/db -n {shop.ns} --backend helm runs the orphan-and-adopt"
+        in drift.stdout
+    )
+    assert f"an object of Helm release {shop.ns}/{RELEASE}, at revision 2 (failed" in drift.stdout
+    assert 'stuck: Upgrade "app" failed' in drift.stdout, drift.stdout
+
+    plan = recreate(hshop, "statefulset/db", "--backend", "helm", "--dry-run")
+    assert plan.exit_code == ExitCode.OK, plan.output
+    assert "helm upgrade --dry-run=server of git's chart" in plan.output
+    assert f"{MANAGED_BY}: Helm" in plan.output
+    assert shop.live("apps/v1", "StatefulSet", "db")["metadata"]["uid"] == old["metadata"]["uid"]
+
+    r = recreate(hshop, "statefulset/db", "--backend", "helm", "--yes")
+    assert r.exit_code == ExitCode.OK, r.output
+    new = shop.live("apps/v1", "StatefulSet", "db")
+    assert new["metadata"]["uid"] != old["metadata"]["uid"]
+    assert new["spec"]["podManagementPolicy"] == "Parallel"
+    assert _marks(new, shop.ns) == ("Helm", RELEASE, shop.ns)
+    rolling = (new["spec"].get("updateStrategy") or {}).get("rollingUpdate") or {}
+    assert rolling.get("partition", 0) == 0  # the hold is released
+    pods = shop.pods()
+    assert identity(pods) == before  # same uids, same restart counts
+    assert {controller_of(p) for p in pods.values()} == {new["metadata"]["uid"]}
+    for claim in ("data-db-0", "data-db-1"):
+        assert (
+            shop.kube.get(PVCS, claim, shop.ns)["spec"]["resources"]["requests"]["storage"] == "2Gi"
+        )
+    assert f"helm upgrade of release {shop.ns}/{RELEASE}" in r.output
+    assert hshop.release().status == "deployed"
+
+    again = hshop.upgrade()
+    assert again.returncode == 0
+    assert identity(shop.pods()) == before
+    hshop.run("uninstall", RELEASE)
+    gone = shop.live("apps/v1", "StatefulSet", "db")
+    assert gone is None or gone["metadata"].get("deletionTimestamp"), "helm uninstall kept it"
+
+
+def test_a_release_deployment_selector_is_recreated_by_adoption_then_helm_upgrades(
+    hshop: HelmShop,
+) -> None:
+    shop = hshop.shop
+    both = {"app": "web", "tier": "front"}
+    hshop.commit(deployment({"app": "web"}, both), message="labels in the template first")
+    hshop.install()
+    before = identity(shop.running(2))
+    old = shop.live("apps/v1", "Deployment", "web")
+    hshop.commit(deployment(both, both), message="the selector second")
+    assert hshop.upgrade(check=False).returncode != 0
+
+    r = recreate(hshop, "deployment/web", "--backend", "helm", "--yes")
+    assert r.exit_code == ExitCode.OK, r.output
+    new = shop.live("apps/v1", "Deployment", "web")
+    assert new["metadata"]["uid"] != old["metadata"]["uid"]
+    assert new["spec"]["selector"] == {"matchLabels": both}
+    assert not new["spec"].get("paused")  # the hold is released
+    assert _marks(new, shop.ns) == ("Helm", RELEASE, shop.ns)
+    assert identity(shop.pods()) == before
+    owners = {rs["metadata"]["uid"] for rs in shop.kube.list(REPLICASETS, namespace=shop.ns)
+              if controller_of(rs) == new["metadata"]["uid"]}  # fmt: skip
+    assert {controller_of(p) for p in shop.pods().values()} <= owners
+    assert hshop.release().status == "deployed"
+    assert hshop.upgrade().returncode == 0
+
+
+def job(image: str) -> Obj:
+    return {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "migrate"},
+            "spec": {"backoffLimit": 0, "template": {"spec": {"restartPolicy": "Never",
+                     "containers": [{"name": "m", "image": image}]}}}}  # fmt: skip
+
+
+def test_a_release_job_runs_again_with_yes_then_helm_upgrades(hshop: HelmShop) -> None:
+    shop = hshop.shop
+    hshop.commit(job("registry.invalid/m:1"))
+    hshop.install()
+    wait_for(lambda: _job_done(shop), "the first Job completes")
+    old = shop.live("batch/v1", "Job", "migrate")
+    hshop.commit(job("registry.invalid/m:2"))
+    assert hshop.upgrade(check=False).returncode != 0
+
+    r = recreate(hshop, "job/migrate", "--backend", "helm", "--yes")
+    assert r.exit_code == ExitCode.OK, r.output
+    new = shop.live("batch/v1", "Job", "migrate")
+    assert new["metadata"]["uid"] != old["metadata"]["uid"]
+    assert new["spec"]["template"]["spec"]["containers"][0]["image"] == "registry.invalid/m:2"
+    assert _marks(new, shop.ns) == ("Helm", RELEASE, shop.ns)
+    assert "ended Complete" in r.output
+    assert hshop.release().status == "deployed"
+
+
+def _job_done(shop: Shop) -> bool:
+    j = shop.live("batch/v1", "Job", "migrate") or {}
+    conds = (j.get("status") or {}).get("conditions") or []
+    return any(c["type"] == "Complete" and c["status"] == "True" for c in conds)
+
+
+def wait_for(check: Any, what: str, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        assert time.monotonic() < deadline, f"timed out: {what}"
+        time.sleep(0.3)
+
+
+# --- refusals: nothing changed, the release untouched --------------------------------------
+
+
+@pytest.fixture
+def db(hshop: HelmShop) -> Obj:
+    """The release's StatefulSet, running two pods on bound claims; the live object."""
+    shop = hshop.shop
+    shop.bound_claims(["data-db-0", "data-db-1"], size="5Gi")
+    hshop.commit(statefulset(shop), message="db")
+    hshop.install()
+    shop.running(2)
+    live = shop.live("apps/v1", "StatefulSet", "db")
+    assert live is not None
+    return live
+
+
+def _unchanged(hshop: HelmShop, live: Obj, revision: int) -> None:
+    now = hshop.shop.live("apps/v1", "StatefulSet", "db")
+    assert now is not None and now["metadata"]["uid"] == live["metadata"]["uid"]
+    assert hshop.release().version == revision
+
+
+def test_a_kind_refusal_holds_through_helm(hshop: HelmShop, db: Obj) -> None:
+    changed = statefulset(hshop.shop)
+    changed["spec"]["selector"] = {"matchLabels": {"app": "db", "v": "2"}}
+    changed["spec"]["template"]["metadata"]["labels"]["v"] = "2"
+    hshop.commit(changed)
+    r = recreate(hshop, "statefulset/db", "--backend", "helm", "--yes")
+    assert r.exit_code == ExitCode.FINDING, r.output
+    assert "spec.selector changes" in r.stderr and "nothing changed" in r.stderr
+    _unchanged(hshop, db, 1)
+
+
+def test_a_release_another_helm_operation_holds_is_refused(hshop: HelmShop, db: Obj) -> None:
+    from fracctl.core import helm_release
+    from fracctl.flows.backends.helm import SECRETS
+
+    hshop.commit(statefulset(hshop.shop, service="db-v2"))
+    ns = hshop.shop.ns
+    name = f"{helm_release.SECRET_PREFIX}{RELEASE}.v1"
+    secret = hshop.shop.kube.get(SECRETS, name, ns)
+    hshop.shop.kube.replace(SECRETS, helm_release.with_status(secret, "pending-upgrade", "busy"))
+    r = recreate(hshop, "statefulset/db", "--backend", "helm", "--yes")
+    assert r.exit_code == ExitCode.FINDING, r.output
+    assert "is pending-upgrade: another helm operation is in progress" in r.stderr
+    _unchanged(hshop, db, 1)
+
+
+def test_an_object_of_another_release_is_refused(hshop: HelmShop, db: Obj) -> None:
+    hshop.commit(statefulset(hshop.shop, service="db-v2"))
+    config = hshop.shop.config
+    config.write_text(config.read_text().replace(f"helm_release: {RELEASE}", "helm_release: other"))
+    r = recreate(hshop, "statefulset/db", "--backend", "helm", "--yes")
+    assert r.exit_code == ExitCode.FINDING, r.output
+    assert f"belongs to Helm release {hshop.shop.ns}/{RELEASE}" in r.stderr
+    assert "nothing changed" in r.stderr
+    _unchanged(hshop, db, 1)
+
+
+def test_helm_rendering_another_object_than_git_is_refused(hshop: HelmShop, db: Obj) -> None:
+    """A chart whose upgrade looks the cluster up renders otherwise than ``helm template``."""
+    import yaml
+
+    shop = hshop.shop
+    text = yaml.safe_dump(statefulset(shop, service="SERVICE"))
+    lookup = '{{ if lookup "v1" "ConfigMap" .Release.Namespace "v3" }}db-v3{{ else }}db-v2{{ end }}'
+    (hshop.chart / "templates" / "statefulset-db.yaml").write_text(text.replace("SERVICE", lookup))
+    hshop.commit(message="the service name, v3 where the cluster says so")
+    shop.create({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "v3"}})
+    r = recreate(hshop, "statefulset/db", "--backend", "helm", "--yes")
+    assert r.exit_code == ExitCode.FINDING, r.output
+    assert "helm renders StatefulSet/" in r.stderr
+    assert "spec.serviceName db-v3, not git's spec.serviceName db-v2" in r.stderr
+    _unchanged(hshop, db, 1)
+
+
+# --- SIGKILL: the rerun converges, no pod lost, the release deployed ------------------------
+
+
+@pytest.mark.parametrize("moment", ["deleted", "created", "released", "upgrading"])
+def test_sigkill_then_the_rerun_converges_and_the_release_is_deployed(
+    hshop: HelmShop, db: Obj, moment: str
+) -> None:
+    import json
+    import os
+    import random
+
+    from tests.support.killing import kill_when
+
+    shop = hshop.shop
+    seed = int(os.environ.get("FRACCTL_TEST_SEED", "0")) or random.randrange(1, 10**6)
+    jitter = random.Random(seed).uniform(0, 0.08)
+    print(f"killed at {moment} + {jitter:.2f}s (FRACCTL_TEST_SEED={seed})")
+    before = identity(shop.pods())
+    hshop.commit(statefulset(shop, service="db-v2", size="2Gi"))
+    state = shop.config.parent / "state"
+    journal = state / "objects" / f"StatefulSet_{shop.ns}_db.json"
+    upgrade = state / f"helm-{shop.ns}-{RELEASE}.json"
+
+    def reached() -> bool:
+        try:
+            if moment == "upgrading":
+                return int(json.loads(upgrade.read_text()).get("pid") or 0) > 0
+            return json.loads(journal.read_text())["phase"] == moment
+        except (OSError, ValueError):
+            return False
+
+    args = ["-c", str(shop.config), "recreate", "statefulset/db", "-n", shop.ns,
+            "--backend", "helm", "--yes"]  # fmt: skip
+    env = {**os.environ, "FRACCTL_TIMEOUTS_LOCK_LEASE": "2s"}
+    mid = kill_when(args, env, reached, jitter=jitter, what=moment, timeout=120)
+    print("killed mid-run" if mid else "the run had ended before the kill")
+    time.sleep(2.5)  # the dead holder's lease expires
+    r = run_cli(*args)
+    assert r.exit_code == ExitCode.OK, r.output
+    new = shop.live("apps/v1", "StatefulSet", "db")
+    assert new is not None and new["metadata"]["uid"] != db["metadata"]["uid"]
+    assert new["spec"]["serviceName"] == "db-v2"
+    assert identity(shop.pods()) == before, "no pod was lost or restarted"
+    assert hshop.release().status == "deployed"
+    assert not journal.exists() and not upgrade.exists(), "nothing is left half-done"
+    assert hshop.upgrade().returncode == 0

@@ -1,0 +1,69 @@
+"""A Helm release of built-in objects in a :class:`~tests.support.kinds_fixtures.Shop`.
+
+The chart lives in git (``app/``); each object is one template, written as plain YAML,
+so a commit of a changed object is a change of the chart. The release is installed and
+upgraded by the real helm (3 or 4), as a team runs it, and fracctl.yaml renders the
+chart as that release (``git.renderer: helm``).
+"""
+
+from __future__ import annotations
+
+import subprocess
+from typing import Any
+
+import yaml
+
+from fracctl.core import helm_release
+from fracctl.flows.backends.helm import SECRETS
+from tests.support.helm import Helm
+from tests.support.helpers import commit_all
+from tests.support.kinds_fixtures import Shop
+
+Obj = dict[str, Any]
+RELEASE = "app"
+
+
+class HelmShop:
+    """The shop's chart, its release, and a fracctl.yaml for ``--backend helm``."""
+
+    def __init__(self, shop: Shop, helm: Helm) -> None:
+        self.shop, self.helm = shop, helm
+        self.chart = shop.repo / RELEASE
+        (self.chart / "templates").mkdir(parents=True)
+        (self.chart / "Chart.yaml").write_text(f"apiVersion: v2\nname: {RELEASE}\nversion: 0.1.0\n")
+        root = shop.config.parent
+        shop.config.write_text(
+            f"kube:\n  kubeconfig: {shop.cluster.kubeconfig}\n"
+            f"git:\n  repo: {shop.repo}\n  path: {RELEASE}\n  revision: HEAD\n"
+            f"  namespace: {shop.ns}\n  renderer: helm\n  helm_release: {RELEASE}\n"
+            f"  helm_namespace: {shop.ns}\n"
+            "recreate:\n  backend: helm\n  lock_namespace: fracctl-test\n"
+            f"  state_dir: {root / 'state'}\n"
+            f"helm:\n  binary: {helm.path}\n  timeout: 60s\n"
+            "timeouts:\n  ready: 60s\n  delete: 30s\n  sync: 60s\n"
+        )
+
+    def commit(self, *objects: Obj, message: str = "change") -> None:
+        """Write each object as a template of the chart, and commit."""
+        for obj in objects:
+            name = f"{obj['kind'].lower()}-{obj['metadata']['name']}.yaml"
+            (self.chart / "templates" / name).write_text(yaml.safe_dump(obj))
+        commit_all(self.shop.repo, message=message)
+
+    def run(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+        """``helm ARGS -n NS`` on the shop's cluster."""
+        return self.helm.run(*args, "--namespace", self.shop.ns,
+                             kubeconfig=self.shop.cluster.kubeconfig, check=check)  # fmt: skip
+
+    def install(self) -> None:
+        self.run("install", RELEASE, str(self.chart))
+
+    def upgrade(self, check: bool = True) -> subprocess.CompletedProcess[str]:
+        return self.run("upgrade", RELEASE, str(self.chart), check=check)
+
+    def release(self) -> helm_release.Release:
+        """The release's newest revision, from Helm's own records."""
+        secrets = self.shop.kube.list(
+            SECRETS, namespace=self.shop.ns, label_selector=f"owner=helm,name={RELEASE}"
+        )
+        return helm_release.latest(secrets)[(self.shop.ns, RELEASE)]
