@@ -60,6 +60,18 @@ RELEASE_NAME = "meta.helm.sh/release-name"
 RELEASE_NAMESPACE = "meta.helm.sh/release-namespace"
 
 
+# The labels helm-controller's post-renderer puts on every object of a HelmRelease.
+FLUX_OWNER_NAME = "helm.toolkit.fluxcd.io/name"
+FLUX_OWNER_NAMESPACE = "helm.toolkit.fluxcd.io/namespace"
+
+
+def flux_owner_of(obj: Mapping[str, Any] | None) -> tuple[str, str] | None:
+    """The (namespace, name) of the Flux HelmRelease whose labels ``obj`` carries, if any."""
+    labels = ((obj or {}).get("metadata") or {}).get("labels") or {}
+    name, ns = labels.get(FLUX_OWNER_NAME), labels.get(FLUX_OWNER_NAMESPACE)
+    return (str(ns), str(name)) if name and ns else None
+
+
 def owner_of(obj: Mapping[str, Any] | None) -> tuple[str, str] | None:
     """The (namespace, name) of the release whose marks ``obj`` carries, if any."""
     ann = ((obj or {}).get("metadata") or {}).get("annotations") or {}

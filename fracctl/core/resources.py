@@ -55,6 +55,7 @@ DEPLOYMENTS = ResourceRef("apps", "v1", "deployments", "Deployment", namespaced=
 DAEMONSETS = ResourceRef("apps", "v1", "daemonsets", "DaemonSet", namespaced=True)
 CONFIGMAPS = ResourceRef("", "v1", "configmaps", "ConfigMap", namespaced=True)
 SECRETS = ResourceRef("", "v1", "secrets", "Secret", namespaced=True)
+HELMRELEASES = ResourceRef("helm.toolkit.fluxcd.io", "v2", "helmreleases", "HelmRelease", True)
 PVCS = ResourceRef("", "v1", "persistentvolumeclaims", "PersistentVolumeClaim", namespaced=True)
 STORAGE_CLASSES = ResourceRef("storage.k8s.io", "v1", "storageclasses", "StorageClass", False)
 SERVICES = ResourceRef("", "v1", "services", "Service", namespaced=True)

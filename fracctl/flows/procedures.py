@@ -81,11 +81,32 @@ def name_procedure(ctx: Context, o: ObjectDrift) -> None:
         )
         return
     o.procedure = choice.to_dict()
-    owner = helm_release.owner_of(o.live)
-    o.next_step = next_step(o, choice, ctx.source_args(), "helm" if owner else "apply")
-    if owner is not None:
-        said = release_state(ctx, *owner)
+    owner, flux = helm_release.owner_of(o.live), helm_release.flux_owner_of(o.live)
+    backend = "flux" if flux else "helm" if owner else "apply"
+    o.next_step = next_step(o, choice, ctx.source_args(), backend)
+    said = helmrelease_state(ctx, *flux) if flux else release_state(ctx, *owner) if owner else ""
+    if said:
         o.note = f"{o.note}; {said}" if o.note else said
+
+
+def helmrelease_state(ctx: Context, namespace: str, name: str) -> str:
+    """What the Flux HelmRelease ``namespace/name`` says of itself: Ready, or why not."""
+    from fracctl.core.nodes import condition
+    from fracctl.core.resources import HELMRELEASES
+    from fracctl.errors import FracctlError
+
+    try:
+        hr = ctx.kube.get_or_none(HELMRELEASES, name, namespace)
+    except FracctlError as e:  # no Flux, or not readable
+        return f"an object of Flux HelmRelease {namespace}/{name} (not readable: {e})"
+    if hr is None:
+        return f"its labels name Flux HelmRelease {namespace}/{name}, which does not exist"
+    ready = condition(hr, "Ready") or {}
+    said = f"an object of Flux HelmRelease {namespace}/{name}, Ready={ready.get('status')}"
+    if ready.get("status") == "False":
+        message = " ".join(str(ready.get("message") or "").split())[:400]
+        said += f", stuck: {ready.get('reason')}: {message}"
+    return said
 
 
 def release_state(ctx: Context, namespace: str, name: str) -> str:

@@ -85,6 +85,11 @@ def test_a_statefulset_of_a_stalled_helmrelease_is_recreated_and_the_release_is_
         changed["spec"]["podManagementPolicy"] = "Parallel"
         hr = stalled(hshop, served, changed)
         assert "server-side apply failed" in ready(hr)["message"]
+        drift = run_cli("-c", str(shop.config), "drift", "--all")
+        assert drift.exit_code == ExitCode.FINDING, drift.output
+        assert "--backend flux runs the orphan-and-adopt procedure" in drift.stdout
+        stuck = f"Flux HelmRelease flux-system/{served.name}, Ready=False, stuck: UpgradeFailed"
+        assert stuck in drift.stdout, drift.stdout
 
         plan = recreate(hshop, "statefulset/db", "--dry-run")
         assert plan.exit_code == ExitCode.OK, plan.output

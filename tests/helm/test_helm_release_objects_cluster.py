@@ -295,3 +295,27 @@ def test_sigkill_then_the_rerun_converges_and_the_release_is_deployed(
     assert hshop.release().status == "deployed"
     assert not journal.exists() and not upgrade.exists(), "nothing is left half-done"
     assert hshop.upgrade().returncode == 0
+
+
+def test_shrinking_a_claim_is_refused_through_helm(hshop: HelmShop, db: Obj) -> None:
+    hshop.commit(statefulset(hshop.shop, size="512Mi"))
+    r = recreate(hshop, "statefulset/db", "--backend", "helm", "--yes")
+    assert r.exit_code == ExitCode.FINDING, r.output
+    assert "shrinks from 1Gi to 512Mi" in r.stderr
+    _unchanged(hshop, db, 1)
+
+
+def test_a_deployment_whose_pods_do_not_fit_is_refused_through_helm(hshop: HelmShop) -> None:
+    shop = hshop.shop
+    hshop.commit(deployment({"app": "web"}, {"app": "web"}))
+    hshop.install()
+    before = identity(shop.running(2))
+    old = shop.live("apps/v1", "Deployment", "web")
+    both = {"app": "web", "tier": "front"}
+    hshop.commit(deployment(both, both))
+    r = recreate(hshop, "deployment/web", "--backend", "helm", "--yes")
+    assert r.exit_code == ExitCode.FINDING, r.output
+    assert "lack the new selector's labels" in r.stderr
+    assert shop.live("apps/v1", "Deployment", "web") == old
+    assert identity(shop.pods()) == before
+    assert hshop.release().version == 1

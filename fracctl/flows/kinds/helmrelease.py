@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 from fracctl.core import helm_release
 from fracctl.core.nodes import condition
-from fracctl.core.resources import ResourceRef
+from fracctl.core.resources import HELMRELEASES
 from fracctl.core.sync_target import SyncTarget
 from fracctl.errors import Refused, TimedOut
 from fracctl.flows.backends import clean_desired, dry_run_create
@@ -48,10 +48,7 @@ if TYPE_CHECKING:
     from fracctl.flows.kinds.steps import Work
 
 Obj = dict[str, Any]
-HELMRELEASES = ResourceRef("helm.toolkit.fluxcd.io", "v2", "helmreleases", "HelmRelease", True)
-# The labels helm-controller's post-renderer puts on every object of a release.
-OWNER_NAME = "helm.toolkit.fluxcd.io/name"
-OWNER_NAMESPACE = "helm.toolkit.fluxcd.io/namespace"
+OWNER_NAME = helm_release.FLUX_OWNER_NAME
 REQUESTED_AT = "reconcile.fluxcd.io/requestedAt"
 RESET_AT = "reconcile.fluxcd.io/resetAt"
 MANAGER = "helm-controller"  # helm-controller's field manager
@@ -66,17 +63,17 @@ def owned_by_helmrelease(ctx: Context, live: Obj | None) -> bool:
 
 def _owner(ctx: Context, live: Obj | None, label: str) -> tuple[str, str]:
     """The HelmRelease (namespace, name) that owns ``live``."""
-    labels = ((live or {}).get("metadata") or {}).get("labels") or {}
     f = ctx.config.flux
-    name, ns = labels.get(OWNER_NAME), labels.get(OWNER_NAMESPACE)
-    if name and ns:
+    owner = helm_release.flux_owner_of(live)
+    if owner is not None:
+        ns, name = owner
         if f.helmrelease and (f.namespace, f.helmrelease) != (ns, name):
             raise Refused(
                 f"{label} belongs to Flux HelmRelease {ns}/{name} ({OWNER_NAME}), not to "
                 f"flux.helmrelease {f.namespace}/{f.helmrelease}; nothing changed",
                 hint=f"set flux.namespace: {ns} and flux.helmrelease: {name}",
             )
-        return str(ns), str(name)
+        return ns, name
     return f.namespace, f.helmrelease
 
 
