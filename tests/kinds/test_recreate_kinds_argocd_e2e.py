@@ -13,6 +13,7 @@ import subprocess
 import time
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import pytest
@@ -197,3 +198,137 @@ def test_argocd_rendering_another_object_is_refused_and_nothing_changes(
     assert "'name': 'view'" in r.stderr and "'name': 'edit'" in r.stderr
     assert shop.live(f"{RBAC}/v1", "RoleBinding", "team") == old
     assert shop.live(f"{RBAC}/v1", "RoleBinding", "team-fracctl-bridge") is None
+
+
+# --- automated sync with selfHeal: held from the delete until the object is git's --------
+
+
+@contextmanager
+def healing_app(shop: Shop, real_argocd: RealArgoCD, account: str) -> Iterator[str]:
+    """An application with ``automated: {selfHeal: true}`` over the shop's repository,
+    and fracctl.yaml pointing at it with ``account``'s token."""
+    name = f"heal-{uuid.uuid4().hex[:6]}"
+    token = shop.config.parent / "argocd-token"
+    token.write_text(real_argocd.token(account) + "\n")
+    token.chmod(0o600)
+    section = real_argocd.config_section(name, token)
+    with shop.config.open("a") as f:
+        f.write("argocd:\n" + "".join(f"  {k}: {v}\n" for k, v in section.items()))
+    shop.bound_claims(["data-db-0", "data-db-1"], size="5Gi")
+    shop.commit(statefulset(shop), message="db")
+    with real_argocd.app(name, repo=shop.repo, path=".", namespace=shop.ns,
+                         automated={"selfHeal": True}):  # fmt: skip
+        yield name
+
+
+@pytest.fixture
+def self_healing(shop: Shop, real_argocd: RealArgoCD) -> Iterator[str]:
+    """:func:`healing_app` with the admin's token: turning automation off is the
+    ``update`` action, which the CI account (get and sync only) lacks."""
+    with healing_app(shop, real_argocd, "admin") as name:
+        yield name
+
+
+def automation(real_argocd: RealArgoCD, app: str) -> dict[str, Any]:
+    with real_argocd.client("admin") as c:
+        doc = c.get_application(app)
+    return dict(((doc.get("spec") or {}).get("syncPolicy") or {}).get("automated") or {})
+
+
+def failing(real_argocd: RealArgoCD, app: str, shop: Shop) -> None:
+    """Until Argo CD's automated sync has tried git's newest commit (and failed)."""
+    seen(real_argocd, app, shop)
+    deadline = time.monotonic() + 90
+    with real_argocd.client("admin") as c:
+        while True:
+            state = (c.get_application(app).get("status") or {}).get("operationState") or {}
+            if "immutable" in str(state.get("message")) or "Forbidden" in str(state):
+                return
+            assert time.monotonic() < deadline, f"no failing automated sync: {state}"
+            time.sleep(0.5)
+
+
+def test_self_heal_is_held_and_restored_and_no_pod_restarts(
+    shop: Shop, real_argocd: RealArgoCD, self_healing: str
+) -> None:
+    app = self_healing
+    before = identity(shop.running(2, timeout=120))
+    old = shop.live("apps/v1", "StatefulSet", "db")
+    shop.commit(statefulset(shop, service="db-v2", size="2Gi"), message="serviceName, size")
+    failing(real_argocd, app, shop)
+
+    plan = recreate(shop, "StatefulSet/db", "--dry-run")
+    assert plan.exit_code == ExitCode.OK, plan.output
+    assert "fracctl turns it off (spec.syncPolicy.automated.enabled: false)" in plan.stdout
+    assert automation(real_argocd, app) == {"selfHeal": True}
+
+    r = recreate(shop, "StatefulSet/db", "--yes")
+    assert r.exit_code == ExitCode.OK, r.output
+    assert f"turned Argo CD's automated sync of {app} off" in r.stderr
+    assert f"turned Argo CD's automated sync of {app} on again" in r.stderr
+    new = shop.live("apps/v1", "StatefulSet", "db")
+    assert new["metadata"]["uid"] != old["metadata"]["uid"]
+    assert new["spec"]["serviceName"] == "db-v2"
+    pods = shop.pods()
+    assert identity(pods) == before  # the same pods, none restarted
+    assert {controller_of(p) for p in pods.values()} == {new["metadata"]["uid"]}
+    assert automation(real_argocd, app) == {"selfHeal": True}  # as it was
+
+
+def test_self_heal_an_account_may_not_turn_off_is_refused(
+    shop: Shop, real_argocd: RealArgoCD
+) -> None:
+    with healing_app(shop, real_argocd, "fracctl-ci") as app:
+        shop.running(2, timeout=120)
+        old = shop.live("apps/v1", "StatefulSet", "db")
+        shop.commit(statefulset(shop, service="db-v2"), message="serviceName")
+        failing(real_argocd, app, shop)
+        r = recreate(shop, "StatefulSet/db", "--yes")
+        assert r.exit_code == ExitCode.FINDING, r.output
+        assert "the account may not turn it off (can-i applications update" in r.stderr
+        assert "nothing changed" in r.stderr
+        now = shop.live("apps/v1", "StatefulSet", "db")
+        assert now["metadata"]["uid"] == old["metadata"]["uid"]
+        assert automation(real_argocd, app) == {"selfHeal": True}
+
+
+@pytest.mark.parametrize("moment", ["deleted", "created", "released"])
+def test_self_heal_after_a_sigkill_the_rerun_converges_and_restores_it(
+    shop: Shop, real_argocd: RealArgoCD, self_healing: str, moment: str
+) -> None:
+    import json
+    import os
+    import random
+
+    from tests.support.killing import kill_when
+
+    app = self_healing
+    seed = int(os.environ.get("FRACCTL_TEST_SEED", "0")) or random.randrange(1, 10**6)
+    jitter = random.Random(seed).uniform(0, 0.08)
+    print(f"killed at {moment} + {jitter:.2f}s (FRACCTL_TEST_SEED={seed})")
+    before = identity(shop.running(2, timeout=120))
+    old = shop.live("apps/v1", "StatefulSet", "db")
+    shop.commit(statefulset(shop, service="db-v2"), message="serviceName")
+    failing(real_argocd, app, shop)
+    journal = shop.config.parent / "state" / "objects" / f"StatefulSet_{shop.ns}_db.json"
+
+    def reached() -> bool:
+        try:
+            return json.loads(journal.read_text())["phase"] == moment
+        except (OSError, ValueError):
+            return False
+
+    args = ["-c", str(shop.config), "recreate", "StatefulSet/db", "-n", shop.ns,
+            "--backend", "argocd", "--yes"]  # fmt: skip
+    env = {**os.environ, "FRACCTL_TIMEOUTS_LOCK_LEASE": "2s"}
+    mid = kill_when(args, env, reached, jitter=jitter, what=moment, timeout=180)
+    print("killed mid-run" if mid else "the run had ended before the kill")
+    time.sleep(2.5)
+    r = run_cli(*args)
+    assert r.exit_code == ExitCode.OK, r.output
+    new = shop.live("apps/v1", "StatefulSet", "db")
+    assert new["metadata"]["uid"] != old["metadata"]["uid"]
+    assert new["spec"]["serviceName"] == "db-v2"
+    assert identity(shop.pods()) == before, "no pod was lost or restarted"
+    assert automation(real_argocd, app) == {"selfHeal": True}
+    assert not journal.exists()

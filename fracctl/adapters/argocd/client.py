@@ -224,6 +224,19 @@ class ArgoCD:
         )
         return checked(doc, APPLICATION_SHAPE, f"GET application {name}", url=self.url)
 
+    def patch_application(self, name: str, patch: Obj) -> Obj:
+        """``PATCH /api/v1/applications/{name}``: a JSON merge patch of the application.
+
+        Argo CD's ``ApplicationPatchRequest`` carries the patch as a string, with its
+        ``patchType`` (``argocd app patch --type merge``); it needs the ``update`` action
+        on the application.
+        """
+        path, params = _app_path(name)
+        body: Obj = {"name": path.rsplit("/", 1)[-1], "patch": json.dumps(patch),
+                     "patchType": "merge", **params}  # fmt: skip
+        doc = self.request("PATCH", path, body=body, app=name)
+        return checked(doc, APPLICATION_SHAPE, f"PATCH application {name}", url=self.url)
+
     def can_i(self, resource: str, action: str, subresource: str) -> bool:
         """``GET /api/v1/account/can-i/{resource}/{action}/{subresource}``.
 

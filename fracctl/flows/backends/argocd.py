@@ -65,7 +65,7 @@ class ArgoCDBackend:
         t = self._target(ctx)
         client = ctx.argocd
         doc = client.get_application(app)  # proves the token and the application
-        doc = settle(ctx, app, doc, t.kind, t.name)
+        doc = settle(ctx, app, doc, t.kind, t.name, t.refusal)
         project = _project(doc, app)
         namespace = (doc.get("metadata") or {}).get("namespace") or ""
         where = f" in namespace {namespace}" if namespace else ""
@@ -242,7 +242,7 @@ def _idle(doc: Obj, app: str, t: SyncTarget) -> str | None:
         )
     state = (doc.get("status") or {}).get("operationState") or {}
     if running(doc):
-        said = automated_failing_on_target(doc, t.kind, t.name)
+        said = automated_failing_on_target(doc, t.kind, t.name, t.refusal)
         if said is not None and state.get("phase") != "Terminating":
             return said
         phase = state.get("phase") or "Pending"

@@ -38,8 +38,13 @@ def _automated(doc: Obj) -> bool:
     return bool(who.get("automated"))
 
 
-def automated_failing_on_target(doc: Obj, kind: str, name: str) -> str | None:
-    """A one-line account of the running operation when it is terminable, else None."""
+def automated_failing_on_target(doc: Obj, kind: str, name: str, refusal: str = "") -> str | None:
+    """A one-line account of the running operation when it is terminable, else None.
+
+    It fails on the target's immutable field: the API server's word for it is
+    "immutable" (a selector) or, for a built-in kind, ``refusal`` (the cause drift's dry
+    run got, e.g. ``spec: Forbidden`` for a StatefulSet).
+    """
     state = _state(doc)
     if not _automated(doc) or state.get("phase") not in ("Running", None, ""):
         return None
@@ -47,14 +52,19 @@ def automated_failing_on_target(doc: Obj, kind: str, name: str) -> str | None:
     failed = [r for r in results if r.get("status") == "SyncFailed"]
     mine = [r for r in failed if r.get("kind") == kind and r.get("name") == name]
     message = str(state.get("message") or "")
-    on_target = bool(mine) and all("immutable" in str(r.get("message") or "") for r in mine)
-    in_message = f'"{name}" is invalid' in message and "immutable" in message
+    words = ("immutable", refusal) if refusal else ("immutable",)
+
+    def refused(text: str) -> bool:
+        return any(w in text for w in words)
+
+    on_target = bool(mine) and all(refused(str(r.get("message") or "")) for r in mine)
+    in_message = f'"{name}" is invalid' in message and refused(message)
     if len(failed) != len(mine) or not (on_target or (not failed and in_message)):
         return None
     return (
         f"Argo CD's automated sync ({state.get('phase') or 'Pending'}: "
         f"{' '.join(message.split())[:160] or 'no message'}), failing on {kind}/{name}'s "
-        "immutable selector"
+        "immutable " + ("field" if refusal else "selector")
     )
 
 
@@ -82,7 +92,7 @@ def stop(ctx: Context, app: str, said: str) -> str:
         ctx.clock.sleep(min(backoff.next(), left))
 
 
-def settle(ctx: Context, app: str, doc: Obj, kind: str, name: str) -> Obj:
+def settle(ctx: Context, app: str, doc: Obj, kind: str, name: str, refusal: str = "") -> Obj:
     """Wait while an automated sync runs that has not yet shown how it ends.
 
     Up to ``timeouts.sync``: it may end, or show it fails on the target. Another
@@ -93,7 +103,7 @@ def settle(ctx: Context, app: str, doc: Obj, kind: str, name: str) -> Obj:
     while True:
         if not running(doc) or not _automated(doc):
             return doc
-        if automated_failing_on_target(doc, kind, name) is not None:
+        if automated_failing_on_target(doc, kind, name, refusal) is not None:
             return doc
         left = deadline - ctx.clock.monotonic()
         if left <= 0:

@@ -139,8 +139,8 @@ def _run(
             f"its journal is {where}"
             + (f", the backup {p.journal.backup}" if p.journal and p.journal.backup else "")
             + (
-                f"; Flux {journals.suspended_label(p.journal.suspended)} stays suspended "
-                "until the rerun releases the hold"
+                f"; {journals.suspended_label(p.journal.suspended)} until the rerun "
+                "releases the hold"
                 if p.journal and p.journal.suspended
                 else ""
             )

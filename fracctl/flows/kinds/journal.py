@@ -32,8 +32,9 @@ class ObjectJournal:
     claims: list[str] = field(default_factory=list)
     bridge: str = ""
     backup: str = ""
-    # What this run suspended: a Flux Kustomization ("namespace/name") or a HelmRelease
-    # ("HelmRelease namespace/name").
+    # What this run suspended: a Flux Kustomization ("namespace/name"), a HelmRelease
+    # ("HelmRelease namespace/name") or an Argo CD application's automated sync
+    # ("Application name", "… (enabled: true)" where that was written).
     suspended: str = ""
     phase: str = ""  # the last step done: deleted, created, adopted, released
 
@@ -103,5 +104,12 @@ def remove(ctx: Context, key: str) -> None:
 
 
 def suspended_label(suspended: str) -> str:
-    """What a journal's ``suspended`` names, with its kind (a bare name: a Kustomization)."""
-    return suspended if " " in suspended else f"Kustomization {suspended}"
+    """What a journal's ``suspended`` holds, and that it stays so (for a failure message)."""
+    if suspended.startswith("Application "):
+        app = suspended.removeprefix("Application ").removesuffix(ENABLED)
+        return f"Argo CD application {app}'s automated sync stays off"
+    kind = "" if " " in suspended else "Kustomization "
+    return f"Flux {kind}{suspended} stays suspended"
+
+
+ENABLED = " (enabled: true)"  # the application's automated sync said enabled: true
