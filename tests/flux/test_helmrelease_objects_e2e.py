@@ -8,9 +8,6 @@ garbage-collector controllers are the real ones, KWOK plays the kubelets.
 from __future__ import annotations
 
 import json
-import os
-import random
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -22,14 +19,17 @@ from tests.support.flux_real import RealFlux, ServedChart, ready
 from tests.support.helm import find
 from tests.support.helm_release_fixtures import RELEASE, HelmShop
 from tests.support.helpers import Cluster, run_cli
-from tests.support.killing import kill_when
+from tests.support.killing import kill_then_rerun
 from tests.support.kinds_fixtures import (
     PVCS,
     Shop,
     controller_of,
     deployment,
     identity,
+    job,
+    job_done,
     statefulset,
+    wait_for,
 )
 
 Obj = dict[str, Any]
@@ -137,22 +137,16 @@ def test_a_deployment_selector_of_a_helmrelease_is_recreated_by_adoption(
         _not_suspended(served)
 
 
-def _job(image: str) -> Obj:
-    return {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "migrate"},
-            "spec": {"backoffLimit": 0, "template": {"spec": {"restartPolicy": "Never",
-                     "containers": [{"name": "m", "image": image}]}}}}  # fmt: skip
-
-
 def test_a_job_of_a_helmrelease_runs_again(hshop: HelmShop, real_flux: RealFlux) -> None:
     shop = hshop.shop
-    hshop.commit(_job("registry.invalid/m:1"))
+    hshop.commit(job("registry.invalid/m:1"))
     with real_flux.serving_chart(shop.repo, chart=f"./{RELEASE}", release=RELEASE,
                                  target=shop.ns, install={"disableWait": True},
                                  upgrade={"disableWait": True}) as served:  # fmt: skip
         _flux_config(hshop, served)
-        _wait(lambda: _job_done(shop), "the first Job completes")
+        wait_for(lambda: job_done(shop), "the first Job completes")
         old = shop.live("batch/v1", "Job", "migrate")
-        stalled(hshop, served, _job("registry.invalid/m:2"))
+        stalled(hshop, served, job("registry.invalid/m:2"))
         r = recreate(hshop, "job/migrate", "--yes")
         assert r.exit_code == ExitCode.OK, r.output
         new = shop.live("batch/v1", "Job", "migrate")
@@ -160,19 +154,6 @@ def test_a_job_of_a_helmrelease_runs_again(hshop: HelmShop, real_flux: RealFlux)
         assert "ended Complete" in r.output
         assert ready(served.helm_release())["status"] == "True"
         _not_suspended(served)
-
-
-def _job_done(shop: Shop) -> bool:
-    j = shop.live("batch/v1", "Job", "migrate") or {}
-    conds = (j.get("status") or {}).get("conditions") or []
-    return any(c["type"] == "Complete" and c["status"] == "True" for c in conds)
-
-
-def _wait(check: Any, what: str, timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        assert time.monotonic() < deadline, f"timed out: {what}"
-        time.sleep(0.3)
 
 
 # --- refusals ---------------------------------------------------------------------------------
@@ -230,9 +211,6 @@ def test_sigkill_then_the_rerun_converges_and_nothing_stays_suspended(
     hshop: HelmShop, real_flux: RealFlux, moment: str
 ) -> None:
     shop = hshop.shop
-    seed = int(os.environ.get("FRACCTL_TEST_SEED", "0")) or random.randrange(1, 10**6)
-    jitter = random.Random(seed).uniform(0, 0.08)
-    print(f"killed at {moment} + {jitter:.2f}s (FRACCTL_TEST_SEED={seed})")
     shop.bound_claims(["data-db-0", "data-db-1"], size="5Gi")
     hshop.commit(statefulset(shop))
     with real_flux.serving_chart(shop.repo, chart=f"./{RELEASE}", release=RELEASE,
@@ -254,11 +232,7 @@ def test_sigkill_then_the_rerun_converges_and_nothing_stays_suspended(
 
         args = ["-c", str(shop.config), "recreate", "statefulset/db", "-n", shop.ns,
                 "--backend", "flux", "--yes"]  # fmt: skip
-        env = {**os.environ, "FRACCTL_TIMEOUTS_LOCK_LEASE": "2s"}
-        mid = kill_when(args, env, reached, jitter=jitter, what=moment, timeout=120)
-        print("killed mid-run" if mid else "the run had ended before the kill")
-        time.sleep(2.5)
-        r = run_cli(*args)
+        r = kill_then_rerun(args, reached, moment, timeout=120)
         assert r.exit_code == ExitCode.OK, r.output
         new = shop.live("apps/v1", "StatefulSet", "db")
         assert new["metadata"]["uid"] != old["metadata"]["uid"]

@@ -7,7 +7,6 @@ garbage-collector controllers are the real ones, KWOK plays the kubelets.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -26,7 +25,10 @@ from tests.support.kinds_fixtures import (
     controller_of,
     deployment,
     identity,
+    job,
+    job_done,
     statefulset,
+    wait_for,
 )
 
 Obj = dict[str, Any]
@@ -135,17 +137,11 @@ def test_a_release_deployment_selector_is_recreated_by_adoption_then_helm_upgrad
     assert hshop.upgrade().returncode == 0
 
 
-def job(image: str) -> Obj:
-    return {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "migrate"},
-            "spec": {"backoffLimit": 0, "template": {"spec": {"restartPolicy": "Never",
-                     "containers": [{"name": "m", "image": image}]}}}}  # fmt: skip
-
-
 def test_a_release_job_runs_again_with_yes_then_helm_upgrades(hshop: HelmShop) -> None:
     shop = hshop.shop
     hshop.commit(job("registry.invalid/m:1"))
     hshop.install()
-    wait_for(lambda: _job_done(shop), "the first Job completes")
+    wait_for(lambda: job_done(shop), "the first Job completes")
     old = shop.live("batch/v1", "Job", "migrate")
     hshop.commit(job("registry.invalid/m:2"))
     assert hshop.upgrade(check=False).returncode != 0
@@ -158,19 +154,6 @@ def test_a_release_job_runs_again_with_yes_then_helm_upgrades(hshop: HelmShop) -
     assert _marks(new, shop.ns) == ("Helm", RELEASE, shop.ns)
     assert "ended Complete" in r.output
     assert hshop.release().status == "deployed"
-
-
-def _job_done(shop: Shop) -> bool:
-    j = shop.live("batch/v1", "Job", "migrate") or {}
-    conds = (j.get("status") or {}).get("conditions") or []
-    return any(c["type"] == "Complete" and c["status"] == "True" for c in conds)
-
-
-def wait_for(check: Any, what: str, timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        assert time.monotonic() < deadline, f"timed out: {what}"
-        time.sleep(0.3)
 
 
 # --- refusals: nothing changed, the release untouched --------------------------------------
@@ -257,15 +240,10 @@ def test_sigkill_then_the_rerun_converges_and_the_release_is_deployed(
     hshop: HelmShop, db: Obj, moment: str
 ) -> None:
     import json
-    import os
-    import random
 
-    from tests.support.killing import kill_when
+    from tests.support.killing import kill_then_rerun
 
     shop = hshop.shop
-    seed = int(os.environ.get("FRACCTL_TEST_SEED", "0")) or random.randrange(1, 10**6)
-    jitter = random.Random(seed).uniform(0, 0.08)
-    print(f"killed at {moment} + {jitter:.2f}s (FRACCTL_TEST_SEED={seed})")
     before = identity(shop.pods())
     hshop.commit(statefulset(shop, service="db-v2", size="2Gi"))
     state = shop.config.parent / "state"
@@ -282,11 +260,7 @@ def test_sigkill_then_the_rerun_converges_and_the_release_is_deployed(
 
     args = ["-c", str(shop.config), "recreate", "statefulset/db", "-n", shop.ns,
             "--backend", "helm", "--yes"]  # fmt: skip
-    env = {**os.environ, "FRACCTL_TIMEOUTS_LOCK_LEASE": "2s"}
-    mid = kill_when(args, env, reached, jitter=jitter, what=moment, timeout=120)
-    print("killed mid-run" if mid else "the run had ended before the kill")
-    time.sleep(2.5)  # the dead holder's lease expires
-    r = run_cli(*args)
+    r = kill_then_rerun(args, reached, moment, timeout=120)
     assert r.exit_code == ExitCode.OK, r.output
     new = shop.live("apps/v1", "StatefulSet", "db")
     assert new is not None and new["metadata"]["uid"] != db["metadata"]["uid"]
@@ -319,3 +293,30 @@ def test_a_deployment_whose_pods_do_not_fit_is_refused_through_helm(hshop: HelmS
     assert shop.live("apps/v1", "Deployment", "web") == old
     assert identity(shop.pods()) == before
     assert hshop.release().version == 1
+
+
+def test_two_stuck_objects_of_a_release_the_upgrade_runs_after_the_last(
+    hshop: HelmShop,
+) -> None:
+    shop = hshop.shop
+    shop.bound_claims(["data-db-0", "data-db-1"], size="5Gi")
+    both = {"app": "web", "tier": "front"}
+    hshop.commit(statefulset(shop), deployment({"app": "web"}, both), message="db and web")
+    hshop.install()
+    before = identity(shop.running(4))
+    hshop.commit(statefulset(shop, service="db-v2"), deployment(both, both))
+    assert hshop.upgrade(check=False).returncode != 0
+
+    plan = recreate(hshop, "statefulset/db", "--backend", "helm", "--dry-run")
+    assert plan.exit_code == ExitCode.OK, plan.output
+    assert f"the release's Deployment/{shop.ns}/web also need(s) a recreate" in plan.output
+
+    r = run_cli("-c", str(shop.config), "recreate", "--all", "--backend", "helm", "--yes")
+    assert r.exit_code == ExitCode.OK, r.output
+    assert f"helm upgrade of release {shop.ns}/{RELEASE} waits: " in r.output
+    assert f"helm upgrade of release {shop.ns}/{RELEASE}: revision 3 deployed" in r.output
+    assert shop.live("apps/v1", "StatefulSet", "db")["spec"]["serviceName"] == "db-v2"
+    assert shop.live("apps/v1", "Deployment", "web")["spec"]["selector"]["matchLabels"] == both
+    assert identity(shop.pods()) == before
+    assert hshop.release().status == "deployed"
+    assert hshop.upgrade().returncode == 0

@@ -297,15 +297,10 @@ def test_self_heal_after_a_sigkill_the_rerun_converges_and_restores_it(
     shop: Shop, real_argocd: RealArgoCD, self_healing: str, moment: str
 ) -> None:
     import json
-    import os
-    import random
 
-    from tests.support.killing import kill_when
+    from tests.support.killing import kill_then_rerun
 
     app = self_healing
-    seed = int(os.environ.get("FRACCTL_TEST_SEED", "0")) or random.randrange(1, 10**6)
-    jitter = random.Random(seed).uniform(0, 0.08)
-    print(f"killed at {moment} + {jitter:.2f}s (FRACCTL_TEST_SEED={seed})")
     before = identity(shop.running(2, timeout=120))
     old = shop.live("apps/v1", "StatefulSet", "db")
     shop.commit(statefulset(shop, service="db-v2"), message="serviceName")
@@ -320,11 +315,7 @@ def test_self_heal_after_a_sigkill_the_rerun_converges_and_restores_it(
 
     args = ["-c", str(shop.config), "recreate", "StatefulSet/db", "-n", shop.ns,
             "--backend", "argocd", "--yes"]  # fmt: skip
-    env = {**os.environ, "FRACCTL_TIMEOUTS_LOCK_LEASE": "2s"}
-    mid = kill_when(args, env, reached, jitter=jitter, what=moment, timeout=180)
-    print("killed mid-run" if mid else "the run had ended before the kill")
-    time.sleep(2.5)
-    r = run_cli(*args)
+    r = kill_then_rerun(args, reached, moment, timeout=180)
     assert r.exit_code == ExitCode.OK, r.output
     new = shop.live("apps/v1", "StatefulSet", "db")
     assert new["metadata"]["uid"] != old["metadata"]["uid"]

@@ -23,7 +23,10 @@ from tests.support.kinds_fixtures import (
     controller_of,
     deployment,
     identity,
+    job,
+    job_done,
     statefulset,
+    wait_for,
 )
 
 Obj = dict[str, Any]
@@ -215,16 +218,10 @@ def test_a_deployment_selector_the_pods_do_not_fit_surges_behind_a_service_that_
 # --- Job -----------------------------------------------------------------------------------
 
 
-def job(image: str) -> Obj:
-    return {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "migrate"},
-            "spec": {"backoffLimit": 0, "template": {"spec": {"restartPolicy": "Never",
-                     "containers": [{"name": "m", "image": image}]}}}}  # fmt: skip
-
-
 def test_a_job_runs_again_only_with_yes_and_the_recreated_one_completes(shop: Shop) -> None:
     shop.commit(job("registry.invalid/m:1"))
     old = shop.create(job("registry.invalid/m:1"))
-    wait_for(lambda: _job_done(shop), "the first Job completes")
+    wait_for(lambda: job_done(shop), "the first Job completes")
     shop.commit(job("registry.invalid/m:2"))
     plan = recreate(shop, "Job/migrate", "--dry-run")
     assert plan.exit_code == ExitCode.OK, plan.output
@@ -234,19 +231,6 @@ def test_a_job_runs_again_only_with_yes_and_the_recreated_one_completes(shop: Sh
     new = shop.live("batch/v1", "Job", "migrate")
     assert new is not None and new["metadata"]["uid"] != old["metadata"]["uid"]
     assert "ended Complete" in r.stdout
-
-
-def _job_done(shop: Shop) -> bool:
-    j = shop.live("batch/v1", "Job", "migrate") or {}
-    conds = (j.get("status") or {}).get("conditions") or []
-    return any(c["type"] == "Complete" and c["status"] == "True" for c in conds)
-
-
-def wait_for(check: Any, what: str, timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        assert time.monotonic() < deadline, f"timed out: {what}"
-        time.sleep(0.3)
 
 
 # --- RoleBinding ---------------------------------------------------------------------------

@@ -7,6 +7,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Mapping
+from typing import Any
 
 
 def kill_when(
@@ -31,3 +32,35 @@ def kill_when(
     finally:
         proc.kill()
         proc.communicate()
+
+
+def seeded_jitter(moment: str, low: float = 0.0, high: float = 0.08) -> float:
+    """A delay after ``moment`` from ``FRACCTL_TEST_SEED`` (else a fresh seed), printed so
+    that a failing run can be repeated."""
+    import os
+    import random
+
+    seed = int(os.environ.get("FRACCTL_TEST_SEED", "0")) or random.randrange(1, 10**6)
+    jitter = random.Random(seed).uniform(low, high)
+    print(f"killed at {moment} + {jitter:.2f}s (FRACCTL_TEST_SEED={seed})")
+    return jitter
+
+
+def kill_then_rerun(
+    args: list[str], reached: Callable[[], bool], moment: str, *, timeout: float = 120
+) -> Any:
+    """SIGKILL ``fracctl ARGS`` at ``moment`` (plus a seeded delay), then run it again.
+
+    The lock's lease is 2 s, and the rerun starts once the dead holder's has expired.
+    Returns the rerun's result (:func:`tests.support.helpers.run_cli`).
+    """
+    import os
+
+    from tests.support.helpers import run_cli
+
+    jitter = seeded_jitter(moment)
+    env = {**os.environ, "FRACCTL_TIMEOUTS_LOCK_LEASE": "2s"}
+    mid = kill_when(args, env, reached, jitter=jitter, what=moment, timeout=timeout)
+    print("killed mid-run" if mid else "the run had ended before the kill")
+    time.sleep(2.5)
+    return run_cli(*args)

@@ -139,6 +139,26 @@ def deployment(selector: dict[str, str], labels: dict[str, str]) -> Obj:
     }  # fmt: skip
 
 
+def job(image: str) -> Obj:
+    return {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "migrate"},
+            "spec": {"backoffLimit": 0, "template": {"spec": {"restartPolicy": "Never",
+                     "containers": [{"name": "m", "image": image}]}}}}  # fmt: skip
+
+
+def job_done(shop: Shop) -> bool:
+    """Whether the shop's Job ``migrate`` is Complete."""
+    j = shop.live("batch/v1", "Job", "migrate") or {}
+    conds = (j.get("status") or {}).get("conditions") or []
+    return any(c["type"] == "Complete" and c["status"] == "True" for c in conds)
+
+
+def wait_for(check: Any, what: str, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        assert time.monotonic() < deadline, f"timed out: {what}"
+        time.sleep(0.3)
+
+
 def identity(pods: dict[str, Obj]) -> dict[str, tuple[str, int]]:
     """Each pod's uid and restart count: what must not change."""
     out = {}

@@ -103,18 +103,48 @@ def _shown(values: dict[str, Any]) -> str:
     return " and ".join(f"{path} {value}" for path, value in values.items())
 
 
-class HelmCreator:
+class ReleaseRendering:
+    """What the helm and HelmRelease creators share: a release's rendering of the object.
+
+    It is created (held where asked) and applied again as the field manager that
+    upgrades the release.
+    """
+
+    renderer = ""  # whose rendering, in messages
+
+    def __init__(self, target: SyncTarget, live: Obj | None, manager: str) -> None:
+        self.target = target
+        self.live = live
+        self.creates: Obj | None = None  # the rendering, with Helm's marks, once proven
+        self.manager = manager
+
+    def create(self, w: Work, *, held: bool = False) -> Obj:
+        """Create the rendering, marked (held where asked)."""
+        body = self._creates()
+        return steps.create(w, steps.held(w, body) if held else body, manager=self.manager)
+
+    def release(self, w: Work) -> None:
+        """Apply the rendering again: the hold goes."""
+        w.ctx.kube.apply(w.ref, clean_desired(self._creates()), field_manager=self.manager)
+        w.say(f"applied {self.renderer}'s rendering of {w.journal.key}: the hold is gone")
+
+    def _creates(self) -> Obj:
+        if self.creates is None:
+            raise AssertionError(f"{self.renderer}'s rendering is read by prove() first")
+        return copy.deepcopy(self.creates)
+
+
+class HelmCreator(ReleaseRendering):
     """The release's own rendering creates the object; ``helm upgrade`` follows."""
 
     name = "helm"
+    renderer = "helm"
 
     def __init__(self, target: SyncTarget, live: Obj | None) -> None:
-        self.target = target
-        self.live = live
+        super().__init__(target, live, "helm")  # helm's field manager, once known
         self.rid: ReleaseId | None = None
         self.facts: Upgrade | None = None
-        self.creates: Obj | None = None  # Helm's rendering, with its marks
-        self.manager = "helm"  # the field manager helm applies as
+        self.others: list[Obj] = []  # the release's other objects, as helm renders them
 
     def prove(self, ctx: Context, desired: Obj) -> list[str]:
         """Helm's server-side dry run of the upgrade renders git's object; all is admitted.
@@ -130,8 +160,9 @@ class HelmCreator:
         self.manager = PurePosixPath(cli(ctx).binary).name
         facts = self.facts = upgrade_facts(ctx, rid, hooks=False)
         manifest = str(facts.rendered.get("manifest") or "")
-        found = [d.obj for d in parse_documents(manifest, "helm's rendering", stream=True)]
-        found = [o for o in found if t.matches(o)]
+        rendered = [d.obj for d in parse_documents(manifest, "helm's rendering", stream=True)]
+        found = [o for o in rendered if t.matches(o)]
+        self.others = [o for o in rendered if not t.matches(o)]
         if not found:
             raise Refused(
                 f"helm's rendering of git's chart as release {rid} has no {t.label}: the "
@@ -151,8 +182,15 @@ class HelmCreator:
             body.setdefault("metadata", {})["namespace"] = t.namespace
         self.creates = marked(body, rid)
         dry_run_create(ctx, self.creates, ref=t.ref)
+        stuck = self._stuck(ctx)
+        waits = (
+            [f"the release's {', '.join(stuck)} also need(s) a recreate: helm upgrade runs "
+             "after the last of them (recreate --all --backend helm carries them in turn)"]
+            if stuck else []
+        )  # fmt: skip
         return [
             *facts.evidence,
+            *waits,
             f"helm renders {t.label} with {_shown(theirs)}, as git has",
             f"a dry-run create of helm's rendering with Helm's marks ({MANAGED_BY}: "
             f"{MANAGED_BY_HELM}, {RELEASE_NAME} {rid.name}) passes; it is applied as helm's "
@@ -167,24 +205,32 @@ class HelmCreator:
         """Nothing: the helm CLI runs only when asked."""
         return []
 
-    def create(self, w: Work, *, held: bool = False) -> Obj:
-        """Create Helm's rendering, marked (held where asked)."""
-        body = self._creates()
-        return steps.create(w, steps.held(w, body) if held else body, manager=self.manager)
-
-    def release(self, w: Work) -> None:
-        """Apply Helm's rendering again: the hold goes."""
-        w.ctx.kube.apply(w.ref, clean_desired(self._creates()), field_manager=self.manager)
-        w.say(f"applied helm's rendering of {w.journal.key}: the hold is gone")
-
     def finish(self, w: Work) -> None:
         """``helm upgrade`` of the release to git's chart; it must succeed."""
         from fracctl.flows.backends.helm import run_upgrade
 
         assert self.rid is not None and self.facts is not None, "prove() runs first"
+        stuck = self._stuck(w.ctx)
+        if stuck:
+            said = (
+                f"helm upgrade of release {self.rid} waits: {', '.join(stuck)} still need(s) "
+                "a recreate (fracctl recreate KIND/NAME --backend helm for each, or --all); "
+                "the last one upgrades the release"
+            )
+            w.say(said)
+            w.notes.append(said)
+            return
         w.say(run_upgrade(w.ctx, self.rid, self.facts))
 
-    def _creates(self) -> Obj:
-        if self.creates is None:
-            raise AssertionError("helm's rendering is read by prove() before any step")
-        return copy.deepcopy(self.creates)
+    def _stuck(self, ctx: Context) -> list[str]:
+        """The release's other objects that git's chart changes on an immutable field.
+
+        Helm's upgrade would stop on the first of them: it runs after the last.
+        """
+        from fracctl.core import drift as d
+        from fracctl.flows.drift import check_objects
+
+        if not self.others or self.rid is None:
+            return []
+        report = check_objects(ctx, self.others, default_namespace=self.rid.namespace)
+        return [o.key for o in report.objects if o.verdict == d.NEEDS_RECREATE]

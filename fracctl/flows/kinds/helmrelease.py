@@ -28,7 +28,6 @@ finish the upgrade:
 
 from __future__ import annotations
 
-import copy
 from typing import TYPE_CHECKING, Any
 
 from fracctl.core import helm_release
@@ -36,11 +35,10 @@ from fracctl.core.nodes import condition
 from fracctl.core.resources import HELMRELEASES
 from fracctl.core.sync_target import SyncTarget
 from fracctl.errors import Refused, TimedOut
-from fracctl.flows.backends import clean_desired, dry_run_create
+from fracctl.flows.backends import dry_run_create
 from fracctl.flows.backends.access import require
 from fracctl.flows.backends.helm import ReleaseId, read_release
-from fracctl.flows.kinds import steps
-from fracctl.flows.kinds.helm import marked
+from fracctl.flows.kinds.helm import ReleaseRendering, marked
 
 if TYPE_CHECKING:
     from fracctl.flows.context import Context
@@ -85,17 +83,15 @@ def _manager(live: Obj | None) -> str:
     return MANAGER
 
 
-class HelmReleaseCreator:
+class HelmReleaseCreator(ReleaseRendering):
     """helm-controller's own rendering creates the object; the HelmRelease finishes."""
 
     name = "flux"
+    renderer = "helm-controller"
 
     def __init__(self, target: SyncTarget, live: Obj | None) -> None:
-        self.target = target
-        self.live = live
+        super().__init__(target, live, _manager(live))
         self.where = ("", "")  # the HelmRelease's namespace and name
-        self.creates: Obj | None = None
-        self.manager = _manager(live)
 
     @property
     def label(self) -> str:
@@ -207,16 +203,6 @@ class HelmReleaseCreator:
         ns, name = self.where
         ctx.kube.patch(HELMRELEASES, name, {"spec": {"suspend": suspend}}, namespace=ns)
 
-    def create(self, w: Work, *, held: bool = False) -> Obj:
-        """Create helm-controller's rendering, marked (held where asked)."""
-        body = self._creates()
-        return steps.create(w, steps.held(w, body) if held else body, manager=self.manager)
-
-    def release(self, w: Work) -> None:
-        """Apply helm-controller's rendering again: the hold goes."""
-        w.ctx.kube.apply(w.ref, clean_desired(self._creates()), field_manager=self.manager)
-        w.say(f"applied helm-controller's rendering of {w.journal.key}: the hold is gone")
-
     def finish(self, w: Work) -> None:
         """Resume, reset and reconcile the HelmRelease; wait until it is Ready.
 
@@ -259,11 +245,6 @@ class HelmReleaseCreator:
                     hint=f"see flux get helmrelease {name} -n {ns}; rerun to wait again",
                 )
             ctx.clock.sleep(POLL)
-
-    def _creates(self) -> Obj:
-        if self.creates is None:
-            raise AssertionError("helm-controller's rendering is read by prove() first")
-        return copy.deepcopy(self.creates)
 
 
 def _storage_name(hr: Obj) -> str:
