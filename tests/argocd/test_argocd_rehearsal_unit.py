@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from fracctl import config as cfg
+from fracctl.core.sync_target import SyncTarget
 from fracctl.errors import Refused
 from fracctl.flows.backends import argocd as b
 from fracctl.flows.context import Context
@@ -68,7 +69,7 @@ def test_a_closed_window_names_what_is_active() -> None:
 )
 def test_a_busy_or_deleting_application_is_refused(doc: dict[str, Any], needle: str) -> None:
     with pytest.raises(Refused) as e:
-        b._idle(doc, "app", cfg.Config().target)
+        b._idle(doc, "app", SyncTarget.of_config(cfg.Config().target))
     assert needle in e.value.message
 
 
@@ -90,7 +91,7 @@ def _automated(phase: str, resources: list[dict[str, str]], message: str = "") -
 
 
 def test_only_an_automated_sync_failing_on_the_targets_selector_may_be_stopped() -> None:
-    t = cfg.Config().target
+    t = SyncTarget.of_config(cfg.Config().target)
     target = {"group": t.group, "kind": t.kind, "name": "default", "status": "SyncFailed",
               "message": IMMUTABLE}  # fmt: skip
     said = b._idle(_automated("Running", [target], "Retrying attempt #2"), "app", t)
@@ -140,3 +141,27 @@ def test_a_deny_window_that_opens_before_the_run_ends_refuses() -> None:
         assert "no deny" in b._no_window_opens({"assignedWindows": [w]}, "app", 600, now)
     with pytest.raises(Refused, match="cannot read"):
         b._no_window_opens({"assignedWindows": [{**deny, "schedule": "nope"}]}, "app", 600, now)
+
+
+STS_FORBIDDEN = (
+    'StatefulSet.apps "db" is invalid: spec: Forbidden: updates to statefulset spec for '
+    "fields other than 'replicas', 'ordinals', 'template', 'updateStrategy' … are forbidden"
+)
+
+
+def test_an_automated_sync_failing_on_a_statefulsets_spec_may_be_stopped() -> None:
+    """A built-in kind's refusal is not worded "immutable": the target's own cause counts."""
+    from fracctl.core.resources import ResourceRef
+
+    ref = ResourceRef("apps", "v1", "statefulsets", "StatefulSet", namespaced=True)
+    sts = {"apiVersion": "apps/v1", "kind": "StatefulSet",
+           "metadata": {"name": "db", "namespace": "shop"}}  # fmt: skip
+    t = SyncTarget.of_object(sts, ref, ("spec.serviceName",), STS_FORBIDDEN)
+    assert t.refusal == "spec: Forbidden"
+    failed = {"group": "apps", "kind": "StatefulSet", "name": "db", "status": "SyncFailed",
+              "message": STS_FORBIDDEN}  # fmt: skip
+    said = b._idle(_automated("Running", [failed]), "app", t)
+    assert said is not None and "failing on StatefulSet/db's immutable field" in said
+    plain = SyncTarget.of_object(sts, ref, ("spec.serviceName",))  # no cause known
+    with pytest.raises(Refused, match="runs an operation now"):
+        b._idle(_automated("Running", [failed]), "app", plain)
