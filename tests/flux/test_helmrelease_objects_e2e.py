@@ -206,7 +206,9 @@ def test_a_helmrelease_that_has_not_tried_git_is_refused(
 # --- SIGKILL -----------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("moment", ["journaled", "deleted", "adopted", "released", "resumed"])
+@pytest.mark.parametrize(
+    "moment", ["journaled", "suspended", "deleted", "adopted", "released", "resumed"]
+)
 def test_sigkill_then_the_rerun_converges_and_nothing_stays_suspended(
     hshop: HelmShop, real_flux: RealFlux, moment: str
 ) -> None:
@@ -228,6 +230,8 @@ def test_sigkill_then_the_rerun_converges_and_nothing_stays_suspended(
                 return False
             if moment == "resumed":  # the HelmRelease resumed, helm-controller upgrading
                 return said["phase"] == "released" and not said.get("suspended")
+            if moment == "suspended":  # the HelmRelease suspended, nothing deleted yet
+                return not said["phase"] and bool(said.get("suspended"))
             return moment == "journaled" or said["phase"] == moment
 
         args = ["-c", str(shop.config), "recreate", "statefulset/db", "-n", shop.ns,

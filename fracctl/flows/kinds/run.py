@@ -73,6 +73,9 @@ def _start(ctx: Context, p: Planned) -> ObjectJournal:
     live, facts = p.live, p.facts
     uid = live["metadata"]["uid"]
     j = journals.ObjectJournal(p.key, p.procedure.name, uid)
+    # A run killed before its delete leaves its journal, and may have suspended (or held)
+    # the backend already: the fresh journal keeps that, so that this run releases it.
+    j.suspended = p.journal.suspended if p.journal else ""
     for pod in facts.pods if facts else ():
         j.pods[pod["metadata"]["uid"]] = restart_count(pod)
         j.pod_names[pod["metadata"]["uid"]] = pod["metadata"]["name"]
