@@ -99,7 +99,8 @@ def marked(obj: Obj, rid: ReleaseId) -> Obj:
     return body
 
 
-def _shown(values: dict[str, Any]) -> str:
+def shown(values: dict[str, Any]) -> str:
+    """Held fields and their values: ``spec.serviceName db-v2 and …``."""
     return " and ".join(f"{path} {value}" for path, value in values.items())
 
 
@@ -172,8 +173,8 @@ class HelmCreator(ReleaseRendering):
         theirs, ours = t.values(found[0]), t.values(desired)
         if theirs != ours:
             raise Refused(
-                f"helm renders {t.label} for release {rid} with {_shown(theirs)}, not git's "
-                f"{_shown(ours)}; nothing changed",
+                f"helm renders {t.label} for release {rid} with {shown(theirs)}, not git's "
+                f"{shown(ours)}; nothing changed",
                 hint="render git's chart the way the release is upgraded (git.helm_values, "
                 "git.helm_release, git.helm_namespace), then rerun",
             )
@@ -191,7 +192,7 @@ class HelmCreator(ReleaseRendering):
         return [
             *facts.evidence,
             *waits,
-            f"helm renders {t.label} with {_shown(theirs)}, as git has",
+            f"helm renders {t.label} with {shown(theirs)}, as git has",
             f"a dry-run create of helm's rendering with Helm's marks ({MANAGED_BY}: "
             f"{MANAGED_BY_HELM}, {RELEASE_NAME} {rid.name}) passes; it is applied as helm's "
             f"field manager {self.manager!r}, so the next upgrade keeps it and helm uninstall "

@@ -38,7 +38,7 @@ from fracctl.errors import Refused, TimedOut
 from fracctl.flows.backends import dry_run_create
 from fracctl.flows.backends.access import require
 from fracctl.flows.backends.helm import ReleaseId, read_release
-from fracctl.flows.kinds.helm import ReleaseRendering, marked
+from fracctl.flows.kinds.helm import ReleaseRendering, marked, shown
 
 if TYPE_CHECKING:
     from fracctl.flows.context import Context
@@ -139,10 +139,10 @@ class HelmReleaseCreator(ReleaseRendering):
         found = [o for o in found if t.matches(o)]
         theirs, ours = (t.values(found[0]) if found else {}), t.values(desired)
         if not found or theirs != ours:
-            shown = " and ".join(f"{p} {v}" for p, v in theirs.items()) or f"no {t.label}"
+            has = shown(theirs) or f"no {t.label}"
             raise Refused(
                 f"revision {release.version} of release {rid}, helm-controller's newest "
-                f"rendering, has {shown}, not git's: it has not tried git's chart yet; "
+                f"rendering, has {has}, not git's: it has not tried git's chart yet; "
                 "nothing changed",
                 hint=f"let it try (flux reconcile helmrelease {name} -n {ns}), then rerun",
             )
@@ -154,8 +154,7 @@ class HelmReleaseCreator(ReleaseRendering):
         dry_run_create(ctx, self.creates, ref=t.ref)
         said += [
             f"helm-controller rendered {t.label} in revision {release.version} with "
-            + " and ".join(f"{p} {v}" for p, v in theirs.items())
-            + ", as git has",
+            f"{shown(theirs)}, as git has",
             f"a dry-run create of that rendering with Helm's marks passes; it is applied as "
             f"field manager {self.manager!r}, so helm-controller's next apply owns it",
             require(ctx, "patch", ref=HELMRELEASES, name=name, namespace=ns),
