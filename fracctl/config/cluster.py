@@ -187,9 +187,10 @@ class FluxConfig:
 
     kustomization: str = "gpu-fractioning"
     namespace: str = "flux-system"
-    # The HelmRelease (in ``namespace``) whose release owns the objects that
-    # ``recreate KIND/NAME --backend flux`` carries; found from the object's own
-    # helm.toolkit.fluxcd.io/name and /namespace labels when left empty.
+    # The HelmRelease (in ``namespace``) that installs the operator's chart: with it,
+    # ``recreate.backend: flux`` runs that chart's upgrade (the config is its hook). It
+    # also owns the objects ``recreate KIND/NAME --backend flux`` carries when they do not
+    # name theirs (helm.toolkit.fluxcd.io/name and /namespace labels).
     helmrelease: str = ""
     # Where Flux's controllers run, and the leader-election Leases that must be fresh for
     # a reconcile to be handled now (each controller's --enable-leader-election; a
@@ -204,6 +205,9 @@ class FluxConfig:
     # Who kustomize-controller applies as when the Kustomization names no
     # serviceAccountName: its own service account (or its --default-service-account).
     service_account: str = "kustomize-controller"
+    # Who helm-controller upgrades as when the HelmRelease names no serviceAccountName
+    # (its own service account, bound to cluster-admin by Flux's install).
+    helm_service_account: str = "helm-controller"
 
     def __post_init__(self) -> None:
         names_given(self, "kustomization", "namespace", "controller_namespace")

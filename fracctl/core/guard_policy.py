@@ -4,8 +4,9 @@ A ``ValidatingAdmissionPolicy`` (GA since Kubernetes 1.30, enforced by the API s
 itself: no webhook to run) refuses every DELETE of the target object unless the
 requester is, at that moment, the identity that the recreate lock Lease names as armed.
 ``fracctl recreate`` arms the Lease (annotation :data:`REQUESTER`, the username the API
-server knows it by) only after its read-only proofs and guards, right before its own
-delete, and disarms it when it releases the lock. So ``kubectl delete``, Argo CD's
+server knows it by; :data:`DELEGATE`, when a controller's own run deletes on its behalf)
+only after its read-only proofs and guards, right before the delete, and disarms it when
+it releases the lock. So ``kubectl delete``, Argo CD's
 Force+Replace or prune, Flux's ``force`` and anything else are refused, with a message
 that names the one supported road.
 
@@ -34,6 +35,9 @@ Obj = dict[str, Any]
 
 API_VERSION = "admissionregistration.k8s.io/v1"
 REQUESTER = "fracctl.io/delete-requester"  # on the lock Lease: who may delete, now
+# On the lock Lease, beside the requester: the controller whose own run deletes the target
+# for the armed recreate (helm-controller running the operator chart's hook), if any.
+DELEGATE = "fracctl.io/delete-delegate"
 PARAM_LABEL = "fracctl.io/guard-parameter"  # on the lock Lease: the policy reads it
 LABELS = {"app.kubernetes.io/part-of": "fracctl", "app.kubernetes.io/component": "guard"}
 
@@ -85,11 +89,12 @@ def _cel_string(text: str) -> str:
 def objects(t: Target, lock: Lock) -> list[Obj]:
     """The policy, its binding, and the unheld lock Lease that is its parameter."""
     name = policy_name(t)
-    allowed = (
-        f"has(params.metadata.annotations) && {_cel_string(REQUESTER)} in "
-        f"params.metadata.annotations && params.metadata.annotations[{_cel_string(REQUESTER)}]"
-        " == request.userInfo.username"
+    armed = " || ".join(
+        f"({_cel_string(key)} in params.metadata.annotations && "
+        f"params.metadata.annotations[{_cel_string(key)}] == request.userInfo.username)"
+        for key in (REQUESTER, DELEGATE)
     )
+    allowed = f"has(params.metadata.annotations) && ({armed})"
     said = message(t, lock)
     return [
         {

@@ -41,6 +41,29 @@ def flux_rules(p: Params) -> dict[str, list[RbacRule]]:
             ),
         ],
     }
+    if p.flux.helmrelease:
+        rules[p.flux.namespace] += [
+            RbacRule(
+                ("helm.toolkit.fluxcd.io",),
+                ("helmreleases",),
+                ("get", "patch"),
+                "read the operator chart's HelmRelease and request its upgrade",
+                (p.flux.helmrelease,),
+            ),
+            RbacRule(
+                (FLUX_SOURCE_GROUP,),
+                ("helmcharts",),
+                ("get",),
+                "prove the HelmRelease's chart is Ready",
+            ),
+            RbacRule(
+                ("",),
+                ("secrets",),
+                ("list",),
+                "read helm-controller's release records (owner=helm; grant it in the "
+                "HelmRelease's storageNamespace instead where that is another)",
+            ),
+        ]
     if p.flux.leases:
         rules.setdefault(p.flux.controller_namespace, []).append(
             RbacRule(

@@ -157,6 +157,11 @@ class FluxSettings(Protocol):
         ...
 
     @property
+    def helmrelease(self) -> str:
+        """The HelmRelease of the operator's chart ("": none)."""
+        ...
+
+    @property
     def controller_namespace(self) -> str:
         """Where Flux's controllers run."""
         ...

@@ -34,6 +34,18 @@ class FluxBackend:
         # The source revision the rehearsal rendered; the wait then wants Flux to apply it.
         self.revision: str | None = None
 
+    def for_config(self, ctx: Context) -> Any:
+        """The backend for this configuration: a HelmRelease's upgrade when one is named.
+
+        With ``flux.helmrelease``, the config is the operator chart's hook, and the
+        HelmRelease's own upgrade recreates it (:mod:`.flux_helmrelease`).
+        """
+        if self.target is None and ctx.config.flux.helmrelease:
+            from fracctl.flows.backends.flux_helmrelease import HelmReleaseHookBackend
+
+            return HelmReleaseHookBackend()
+        return self
+
     def _target(self, ctx: Context) -> SyncTarget:
         return self.target or SyncTarget.of_config(ctx.config.target)
 

@@ -212,13 +212,23 @@ def target_hook(ctx: Context, rendered: Obj) -> tuple[Obj, helm_release.Hook]:
     Raises:
         Refused: the chart does not create the target as a hook Helm recreates.
     """
+    return release_hook(ctx, helm_release.from_json(rendered), "helm's rendering of the chart")
+
+
+def release_hook(ctx: Context, release: Release, rendering: str) -> tuple[Obj, helm_release.Hook]:
+    """The target as a release revision's hooks create it, and its hook record.
+
+    Raises:
+        Refused: ``rendering`` (what the revision is, in words) does not create the
+            target as a hook Helm recreates on the upgrade.
+    """
     from fracctl.adapters.render import parse_documents
 
     t = ctx.config.target
-    hook = helm_release.from_json(rendered).hook_for(t.kind, t.name)
+    hook = release.hook_for(t.kind, t.name)
     if hook is None:
         raise Refused(
-            f"helm's rendering of the chart has no hook that creates {t.kind}/{t.name}: "
+            f"{rendering} has no hook that creates {t.kind}/{t.name}: "
             "the upgrade would not recreate it",
             hint="use the backend that owns the object (recreate.backend), or fix git.path",
         )

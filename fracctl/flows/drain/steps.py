@@ -7,12 +7,15 @@ evictions, journal) is this package's.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-from fracctl.core.drain import DELETING
+from fracctl.core.drain import DELETING, REFUSAL_FIX
 from fracctl.errors import FracctlError
 from fracctl.flows import drain
 from fracctl.flows.context import Context
+
+if TYPE_CHECKING:
+    from fracctl.flows.guards.preflight import PreflightReport
 
 
 class Run(Protocol):
@@ -23,6 +26,8 @@ class Run(Protocol):
     live: dict[str, Any] | None
     desired: dict[str, Any]
     journal: drain.Journal | None
+    lock: Any
+    force: bool
 
     @property
     def desired_selector(self) -> dict[str, str]:
@@ -68,3 +73,25 @@ def undo(run: Run, e: BaseException) -> None:
         e.add_context(said)
     else:
         run.ctx.warn(said)
+
+
+def guards(run: Run, report: PreflightReport) -> PreflightReport:
+    """With the drain: plan it, and let its refusals stand in for the fractional-pod guard."""
+    from dataclasses import replace
+
+    if run.live is not None and not (run.journal and run.journal.phase == DELETING):
+        run.result.drain = drain.plan(run.ctx, live=run.live, desired=run.desired,
+                                      force=run.force, journal=run.journal,
+                                      run_id=run.lock.run_id)  # fmt: skip
+    planned = run.result.drain
+    checks = []
+    for c in report.checks:
+        if c.name == "fractional-pods" and not c.ok:
+            n = len(planned.pods) if planned else 0
+            c = replace(c, ok=True, fix="",  # the drain is the fix now
+                        evidence=f"{c.evidence}; the drain evicts {n} pod(s) first")  # fmt: skip
+        checks.append(c)
+    for why in planned.refusals if planned else ():
+        checks.append(replace(report.checks[0], name="drain", ok=False, evidence=why,
+                              fix=REFUSAL_FIX))  # fmt: skip
+    return replace(report, checks=checks)

@@ -34,10 +34,18 @@ from fracctl.core import helm_release
 from fracctl.core.nodes import condition
 from fracctl.core.resources import HELMRELEASES
 from fracctl.core.sync_target import SyncTarget
-from fracctl.errors import Refused, TimedOut
+from fracctl.errors import Refused
 from fracctl.flows.backends import dry_run_create
 from fracctl.flows.backends.access import require
-from fracctl.flows.backends.helm import ReleaseId, read_release
+from fracctl.flows.backends.flux_helmrelease import (
+    HelmReleaseRef,
+    release_id,
+    remediation,
+    request_upgrade,
+    settled,
+    wait_deployed,
+)
+from fracctl.flows.backends.helm import ReleaseId
 from fracctl.flows.kinds.helm import ReleaseRendering, marked, shown
 
 if TYPE_CHECKING:
@@ -47,10 +55,7 @@ if TYPE_CHECKING:
 
 Obj = dict[str, Any]
 OWNER_NAME = helm_release.FLUX_OWNER_NAME
-REQUESTED_AT = "reconcile.fluxcd.io/requestedAt"
-RESET_AT = "reconcile.fluxcd.io/resetAt"
 MANAGER = "helm-controller"  # helm-controller's field manager
-POLL = 0.5
 
 
 def owned_by_helmrelease(ctx: Context, live: Obj | None) -> bool:
@@ -99,15 +104,7 @@ class HelmReleaseCreator(ReleaseRendering):
         return f"HelmRelease {self.where[0]}/{self.where[1]}"
 
     def _get(self, ctx: Context) -> Obj:
-        ns, name = self.where
-        found = ctx.kube.get_or_none(HELMRELEASES, name, ns)
-        if found is None:
-            raise Refused(
-                f"there is no Flux HelmRelease {ns}/{name}; nothing changed",
-                hint="set flux.namespace and flux.helmrelease to the HelmRelease that "
-                "installs the object",
-            )
-        return found
+        return HelmReleaseRef(*self.where).get(ctx)
 
     def prove(self, ctx: Context, desired: Obj) -> list[str]:
         """helm-controller's failed upgrade rendered git's object; the rest is admitted.
@@ -121,14 +118,11 @@ class HelmReleaseCreator(ReleaseRendering):
         t = self.target
         self.where = _owner(ctx, self.live, t.label)
         hr = self._get(ctx)
-        spec, status = hr.get("spec") or {}, hr.get("status") or {}
+        spec = hr.get("spec") or {}
         ready = condition(hr, "Ready") or {}
         ns, name = self.where
-        rid = ReleaseId(
-            str(spec.get("releaseName") or _storage_name(hr)),
-            str(status.get("storageNamespace") or spec.get("storageNamespace") or ns),
-        )
-        release = self._settled(ctx, rid)
+        rid = release_id(hr)
+        release = settled(ctx, rid, HelmReleaseRef(ns, name))
         said = [
             f"Flux {self.label} is Ready={ready.get('status')} ({ready.get('reason')}); "
             f"release {rid} is at revision {release.version} ({release.status}, chart "
@@ -159,28 +153,10 @@ class HelmReleaseCreator(ReleaseRendering):
             f"field manager {self.manager!r}, so helm-controller's next apply owns it",
             require(ctx, "patch", ref=HELMRELEASES, name=name, namespace=ns),
             f"fracctl suspends {self.label} from the delete until the object is git's: no "
-            f"retry, remediation ({_remediation(spec)}) or drift correction acts meanwhile",
+            f"retry, remediation ({remediation(spec)}) or drift correction acts meanwhile",
             f"afterwards {self.label} is resumed, reset and reconciled, and must be Ready",
         ]
         return said
-
-    def _settled(self, ctx: Context, rid: ReleaseId) -> helm_release.Release:
-        """The release's newest revision once no upgrade runs on it (up to timeouts.sync)."""
-        deadline = ctx.clock.monotonic() + ctx.config.timeouts.sync
-        while True:
-            release = read_release(ctx, rid)
-            if release is None:
-                raise Refused(f"{self.label} has no release {rid} yet; nothing changed")
-            if not release.pending:
-                return release
-            if ctx.clock.monotonic() >= deadline:
-                raise Refused(
-                    f"release {rid} revision {release.version} is still {release.status} "
-                    f"after {ctx.config.timeouts.sync:.0f}s: helm-controller is at work on it; "
-                    "nothing changed",
-                    hint="rerun once the HelmRelease settled",
-                )
-            ctx.clock.sleep(POLL)
 
     def before_delete(self, ctx: Context, journal: ObjectJournal) -> list[str]:
         """Suspend the HelmRelease (journaled first)."""
@@ -208,56 +184,17 @@ class HelmReleaseCreator(ReleaseRendering):
         Raises:
             TimedOut: not Ready after ``timeouts.sync``.
         """
-        from fracctl.adapters.flux import request_token
         from fracctl.flows.kinds import journal as journals
 
-        ctx, (ns, name) = w.ctx, self.where
+        ctx, owner = w.ctx, HelmReleaseRef(*self.where)
         if w.journal.suspended:
             self._suspend(ctx, False)
             w.say(f"resumed Flux {self.label}")
             w.journal.suspended = ""
             journals.write(ctx, w.journal)
-        token = request_token()
-        ctx.kube.patch(HELMRELEASES, name, {"metadata": {"annotations": {
-            REQUESTED_AT: token, RESET_AT: token}}}, namespace=ns)  # fmt: skip
-        deadline = ctx.clock.monotonic() + ctx.config.timeouts.sync
-        while True:
-            hr = self._get(ctx)
-            st = hr.get("status") or {}
-            ready = condition(hr, "Ready") or {}
-            history = (st.get("history") or [{}])[0]
-            if (
-                st.get("lastHandledReconcileAt") == token
-                and ready.get("status") == "True"
-                and history.get("status") == helm_release.DEPLOYED
-            ):
-                w.say(
-                    f"Flux {self.label} is Ready: release revision {history.get('version')} "
-                    f"deployed (chart {history.get('chartName')} {history.get('chartVersion')})"
-                )
-                return
-            if ctx.clock.monotonic() >= deadline:
-                raise TimedOut(
-                    f"Flux {self.label} was resumed and reset, but is not Ready after "
-                    f"{ctx.config.timeouts.sync:.0f}s: {ready.get('reason')}: "
-                    f"{' '.join(str(ready.get('message') or '').split())[:300]}",
-                    hint=f"see flux get helmrelease {name} -n {ns}; rerun to wait again",
-                )
-            ctx.clock.sleep(POLL)
-
-
-def _storage_name(hr: Obj) -> str:
-    """helm-controller's default release name: ``[<targetNamespace>-]<name>``."""
-    spec = hr.get("spec") or {}
-    name = str(hr["metadata"]["name"])
-    target = spec.get("targetNamespace")
-    return f"{target}-{name}" if target else name
-
-
-def _remediation(spec: Obj) -> str:
-    """What the HelmRelease's upgrade remediation would do after a failure."""
-    r = (spec.get("upgrade") or {}).get("remediation") or {}
-    retries = int(r.get("retries") or 0)
-    if not retries:
-        return "none: upgrade.remediation.retries is 0"
-    return f"{r.get('strategy') or 'rollback'} after each of {retries} failed retries"
+        token = request_upgrade(ctx, owner, force=False)
+        done = wait_deployed(ctx, owner, token)
+        w.say(
+            f"Flux {self.label} is Ready: release revision {done.get('version')} "
+            f"deployed (chart {done.get('chartName')} {done.get('chartVersion')})"
+        )

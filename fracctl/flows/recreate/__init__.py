@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING, Any
 
 from fracctl.core import recreate_plan
 from fracctl.core.clock import utc_timestamp
-from fracctl.core.drain import DELETING, REFUSAL_FIX
 from fracctl.core.drift import HOOK, IN_SYNC, MISSING_DESIRED, REJECTED
 from fracctl.core.nodes import selector_of
 from fracctl.core.outcome import Outcome
@@ -112,6 +111,8 @@ def initial_outcome(plan: Plan) -> Outcome:
 def check_backend(ctx: Context, backend: str) -> Backend:
     """The backend called ``backend``, its configuration checked (exit 2) before any I/O."""
     chosen = backends.get(backend)
+    # A backend may hand the run to another for this configuration (Flux: a HelmRelease).
+    chosen = getattr(chosen, "for_config", lambda _ctx: chosen)(ctx)
     chosen.validate(ctx)
     return chosen
 
@@ -171,37 +172,13 @@ def _guards(run: Run) -> None:
         desired=run.desired,
     )
     if run.drain:
-        report = _drain_guards(run, report)
+        report = drain_steps.guards(run, report)
     run.result.guards = report
     if not report.ok:
         run.result.outcome = Outcome.REFUSED
         if not run.dry_run:
             lines = "; ".join(f"{c.name}: {c.evidence} -> {c.fix}" for c in report.failed)
             raise Refused(f"preflight refused, nothing changed: {lines}")
-
-
-def _drain_guards(run: Run, report: PreflightReport) -> PreflightReport:
-    """With the drain: plan it, and let its refusals stand in for the fractional-pod guard."""
-    from dataclasses import replace
-
-    from fracctl.flows import drain
-
-    if run.live is not None and not (run.journal and run.journal.phase == DELETING):
-        run.result.drain = drain.plan(run.ctx, live=run.live, desired=run.desired,
-                                      force=run.force, journal=run.journal,
-                                      run_id=run.lock.run_id)  # fmt: skip
-    planned = run.result.drain
-    checks = []
-    for c in report.checks:
-        if c.name == "fractional-pods" and not c.ok:
-            n = len(planned.pods) if planned else 0
-            c = replace(c, ok=True, fix="",  # the drain is the fix now
-                        evidence=f"{c.evidence}; the drain evicts {n} pod(s) first")  # fmt: skip
-        checks.append(c)
-    for why in planned.refusals if planned else ():
-        checks.append(replace(report.checks[0], name="drain", ok=False, evidence=why,
-                              fix=REFUSAL_FIX))  # fmt: skip
-    return replace(report, checks=checks)
 
 
 def _backup(run: Run) -> None:
@@ -235,7 +212,8 @@ def _upgrade(run: Run) -> None:
 
     run.ctx.info(guard_again(run.ctx, run.live, run.desired, on_nodes_only=run.drain))
     if run.live is not None:  # the policy lets the backend's delete through, as ours
-        arm(run.ctx, run.lock, run.live)
+        delegate = getattr(run.backend, "deletes_as", lambda _ctx: "")(run.ctx)
+        arm(run.ctx, run.lock, run.live, delegate)
     if run.journal is not None:
         from fracctl.flows import drain
 
@@ -409,7 +387,10 @@ def _plan(ctx: Context, objects: list[Obj], chosen: Backend, entry: dict[str, An
     from fracctl.flows.drift import check_target
 
     t = ctx.config.target
-    drift = check_target(ctx, desired_objects=objects)
+    # A backend that renders git's chart itself (helm-controller: its chart version carries
+    # the source's revision) is judged by its own rendering, as verify judges it later.
+    own = getattr(chosen, "rendering", None)
+    drift = check_target(ctx, desired_objects=own(ctx, objects) if own else objects)
     if drift.verdict in (MISSING_DESIRED, HOOK):
         hook = " (the live one is a chart's hook: its chart recreates it)" * (drift.verdict == HOOK)
         raise Refused(

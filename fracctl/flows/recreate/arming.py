@@ -19,15 +19,16 @@ Obj = dict[str, Any]
 ARMED_WITHIN = 10.0
 
 
-def arm(ctx: Context, lock: LeaseLock | NoLock, live: Obj) -> None:
+def arm(ctx: Context, lock: LeaseLock | NoLock, live: Obj, delegate: str = "") -> None:
     """Arm the lock Lease for this identity, then rehearse the delete once more.
 
-    The guard policy lets the delete through only for the identity armed on the Lease,
-    so the dry-run delete now runs the same admission the real one will: a policy bound
-    wrongly refuses here, before anything is deleted.
+    The guard policy lets the delete through only for the identity armed on the Lease
+    (and its ``delegate``, a controller whose run deletes for us, armed in the same
+    write), so the dry-run delete now runs the same admission the real one will: a
+    policy bound wrongly refuses here, before anything is deleted.
     """
     t = ctx.config.target
-    who = lock.arm()
+    who = lock.arm(delegate)
     refused = armed_dry_run_delete(ctx, live["metadata"]["uid"])
     if refused is not None:
         raise Refused(
@@ -36,7 +37,8 @@ def arm(ctx: Context, lock: LeaseLock | NoLock, live: Obj) -> None:
             hint="see whether the guard policy is bound to the lock Lease (fracctl doctor, "
             "fracctl policy print), then rerun",
         )
-    ctx.info(f"armed the lock for {who}: a dry-run delete passes the admission policies")
+    also = f" and {delegate}" if delegate else ""
+    ctx.info(f"armed the lock for {who}{also}: a dry-run delete passes the admission policies")
 
 
 def armed_dry_run_delete(ctx: Context, uid: str) -> FracctlError | None:

@@ -10,7 +10,7 @@ import threading
 from datetime import datetime, timezone
 from types import TracebackType
 
-from fracctl.core.guard_policy import PARAM_LABEL, REQUESTER
+from fracctl.core.guard_policy import DELEGATE, PARAM_LABEL, REQUESTER
 from fracctl.core.lock import HELD, STALE, judge_lease, lease_spec, run_of
 from fracctl.core.resources import LEASES
 from fracctl.errors import Conflict, FracctlError, NotFound, Unsafe
@@ -130,19 +130,26 @@ class LeaseLock:
                 hint="rerun: fracctl resumes from what the cluster shows",
             )
 
-    def arm(self) -> str:
+    def arm(self, delegate: str = "") -> str:
         """Name this run's identity on the Lease as the one that may delete the target now.
 
         The guard policy (:mod:`fracctl.core.guard_policy`) lets a DELETE of the target
-        through only for the username armed here; called after the proofs and guards,
-        right before the delete. Returns the username.
+        through only for the username armed here, and for ``delegate``: the identity of
+        a controller whose own run deletes it for this recreate (helm-controller running
+        a chart's hook). Called after the proofs and guards, right before the delete.
+        Returns the username.
         """
         requester = self.kube.whoami()
         lease = self.kube.get(LEASES, self.name, self.namespace)
         if (lease.get("spec") or {}).get("holderIdentity") != self.me:
             self.lost = "the Lease is no longer ours"
             self.check()
-        lease.setdefault("metadata", {}).setdefault("annotations", {})[REQUESTER] = requester
+        annotations = lease.setdefault("metadata", {}).setdefault("annotations", {})
+        annotations[REQUESTER] = requester
+        if delegate:
+            annotations[DELEGATE] = delegate
+        else:
+            annotations.pop(DELEGATE, None)
         self.kube.replace(LEASES, lease)
         return requester
 
@@ -162,7 +169,8 @@ class LeaseLock:
                 return
             meta = lease["metadata"]
             if (meta.get("labels") or {}).get(PARAM_LABEL) == "true":
-                (meta.get("annotations") or {}).pop(REQUESTER, None)
+                for key in (REQUESTER, DELEGATE):
+                    (meta.get("annotations") or {}).pop(key, None)
                 lease["spec"] = {}
                 self.kube.replace(LEASES, lease)  # resourceVersion: only the Lease we read
                 return
@@ -198,7 +206,7 @@ class NoLock:
     def check(self) -> None:
         """Nothing to renew."""
 
-    def arm(self) -> str:
+    def arm(self, delegate: str = "") -> str:
         """Nothing to arm: a run without the lock deletes nothing."""
         return ""
 

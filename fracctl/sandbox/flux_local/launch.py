@@ -14,7 +14,13 @@ from pathlib import Path
 from fracctl.adapters.kube import Kube
 from fracctl.errors import UsageError
 from fracctl.sandbox.flux_local import objects
-from fracctl.sandbox.flux_local.processes import LocalFlux, allocate_ports, launch, wait_ready
+from fracctl.sandbox.flux_local.processes import (
+    HELM_KUBECONFIG,
+    LocalFlux,
+    allocate_ports,
+    launch,
+    wait_ready,
+)
 
 _STATE_FOLDERS = ("logs", "git", "storage", "tmp", "home")
 
@@ -47,6 +53,7 @@ def start(
     kube = Kube.connect(kubeconfig=kubeconfig)
     try:
         objects.install(kube, binaries)
+        objects.token_kubeconfig(kube, kubeconfig, "helm-controller", state / HELM_KUBECONFIG)
     finally:
         kube.close()
     flux = LocalFlux(str(state), kubeconfig, ports=allocate_ports(), ignore_label=ignore_label)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 from pathlib import Path
 from typing import Any
@@ -34,33 +35,68 @@ def install(kube: Kube, binaries: Path) -> None:
     _identity(kube)
 
 
+ACCOUNTS = ResourceRef("", "v1", "serviceaccounts", "ServiceAccount", namespaced=True)
+BINDINGS = ResourceRef("rbac.authorization.k8s.io", "v1", "clusterrolebindings",
+                       "ClusterRoleBinding", namespaced=False)  # fmt: skip
+#: The controllers whose service accounts Flux binds to cluster-admin.
+RECONCILERS = ("kustomize-controller", "helm-controller")
+
+
 def _identity(kube: Kube) -> None:
-    """kustomize-controller's service account, bound to cluster-admin as Flux installs it.
+    """The reconcilers' service accounts, bound to cluster-admin as Flux installs them.
 
-    Flux's install binds ``cluster-admin`` to its ``kustomize-controller`` service account
-    (ClusterRoleBinding ``cluster-reconciler-<namespace>``, fluxcd/flux2
-    ``manifests/rbac/rbac.yaml``). Here the controller runs with the admin kubeconfig, so
-    the binding is what a SubjectAccessReview for that identity reads.
+    Flux's install binds ``cluster-admin`` to its ``kustomize-controller`` and
+    ``helm-controller`` service accounts (ClusterRoleBinding
+    ``cluster-reconciler-<namespace>``, fluxcd/flux2 ``manifests/rbac/rbac.yaml``).
+    helm-controller runs here as its service account (:func:`token_kubeconfig`), so the
+    API server sees the username it has in a cluster; kustomize-controller runs with the
+    admin kubeconfig, and the binding is what a SubjectAccessReview for it reads.
     """
-    from fracctl.core.resources import ResourceRef as Ref
-
-    accounts = Ref("", "v1", "serviceaccounts", "ServiceAccount", namespaced=True)
-    bindings = Ref("rbac.authorization.k8s.io", "v1", "clusterrolebindings",
-                   "ClusterRoleBinding", namespaced=False)  # fmt: skip
-    for ref, body in (
-        (accounts, {"apiVersion": "v1", "kind": "ServiceAccount",
-                    "metadata": {"name": "kustomize-controller", "namespace": NAMESPACE}}),
-        (bindings, {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
-                    "metadata": {"name": f"cluster-reconciler-{NAMESPACE}"},
-                    "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
-                                "name": "cluster-admin"},
-                    "subjects": [{"kind": "ServiceAccount", "name": "kustomize-controller",
-                                  "namespace": NAMESPACE}]}),
-    ):  # fmt: skip
+    for name in RECONCILERS:
         try:
-            kube.create(ref, body)
+            kube.create(ACCOUNTS, {"apiVersion": "v1", "kind": "ServiceAccount",
+                                   "metadata": {"name": name, "namespace": NAMESPACE}})  # fmt: skip
         except Conflict:
             pass
+    binding: Obj = {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRoleBinding",
+        "metadata": {"name": f"cluster-reconciler-{NAMESPACE}"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                    "name": "cluster-admin"},
+        "subjects": [{"kind": "ServiceAccount", "name": n, "namespace": NAMESPACE}
+                     for n in RECONCILERS],
+    }  # fmt: skip
+    try:
+        kube.create(BINDINGS, binding)
+    except Conflict:
+        kube.patch(BINDINGS, binding["metadata"]["name"], {"subjects": binding["subjects"]})
+
+
+#: How long the token helm-controller runs with lasts (a sandbox outlives a test session).
+TOKEN_SECONDS = 7 * 24 * 3600
+
+
+def token_kubeconfig(kube: Kube, admin_kubeconfig: str, account: str, path: Path) -> Path:
+    """A kubeconfig for ``account``'s service account, from a TokenRequest.
+
+    The API server's own service-account authenticator then names the controller
+    ``system:serviceaccount:<namespace>:<account>``, as in a cluster.
+    """
+    import yaml
+
+    request = {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
+               "spec": {"expirationSeconds": TOKEN_SECONDS}}  # fmt: skip
+    path_ = f"/api/v1/namespaces/{NAMESPACE}/serviceaccounts/{account}/token"
+    token = kube.request("POST", path_, body=request)["status"]["token"]
+    doc = yaml.safe_load(Path(admin_kubeconfig).read_text())
+    doc["users"] = [{"name": account, "user": {"token": token}}]
+    for context in doc.get("contexts") or []:
+        context["context"]["user"] = account
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as f:
+        yaml.safe_dump(doc, f)
+    return path
 
 
 def git_repository(name: str, url: str, *, branch: str = "main", interval: str = "10m") -> Obj:

@@ -102,13 +102,25 @@ def process_env(flux: LocalFlux) -> dict[str, str]:
     }
 
 
+#: helm-controller's kubeconfig in the state dir: its service account's token.
+HELM_KUBECONFIG = "helm-controller.kubeconfig"
+
+
 def launch(flux: LocalFlux, binaries: Path, detach: bool) -> None:
-    """Spawn the git server, then source-controller, kustomize- and helm-controller."""
+    """Spawn the git server, then source-controller, kustomize- and helm-controller.
+
+    helm-controller runs as its own service account where its kubeconfig was written
+    (:func:`fracctl.sandbox.flux_local.objects.token_kubeconfig`).
+    """
     argv = commands(flux, binaries)
     env = process_env(flux)
+    own = Path(flux.state_dir) / HELM_KUBECONFIG
     for name in reversed(PROCESSES):
+        mine = env
+        if name == "helm-controller" and own.is_file():
+            mine = {**env, "KUBECONFIG": str(own)}
         with open(flux.log(name), "ab") as log:
-            proc = controlplane.spawn(argv[name], log, detach, env=env)
+            proc = controlplane.spawn(argv[name], log, detach, env=mine)
         flux.pids[name] = proc.pid
         flux.save()
 

@@ -1,0 +1,299 @@
+"""``recreate.backend: flux`` with ``flux.helmrelease``: the operator chart's upgrade by
+the real helm-controller, run as a guarded recreate.
+
+source-controller v1.9.0 builds the operator's chart (examples/charts/gpu-fractioning,
+shaped like upstream's: the config a ``post-install,post-upgrade`` hook) from the test's
+git repository; the real helm-controller v1.6.4, running as its own service account,
+installs and upgrades it. The guard policy refuses its hook's delete until fracctl arms
+the lock for it; the operator simulation releases the finalizer and writes readiness.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from fracctl.adapters.git import init_repo
+from fracctl.core.resources import LEASES, PODS
+from fracctl.errors import ExitCode
+from fracctl.sandbox.operator_sim import OperatorSimulation, SimulationThread
+from tests.support.config_files import write_config
+from tests.support.flux_real import RealFlux, ServedChart, ready
+from tests.support.helm import CHART, find
+from tests.support.helm_chart import GPU, OPT_IN, RELEASE, UPSTREAM
+from tests.support.helpers import Cluster, commit_all, run_cli, wait_enforced
+from tests.support.killing import kill_then_rerun
+from tests.support.recreate_fixtures import NEW
+
+Obj = dict[str, Any]
+pytestmark = pytest.mark.e2e
+FRACTIONAL = {"gpu-fraction": "0.5"}
+
+
+@dataclass
+class HookRelease:
+    """The operator's chart in git, installed by a HelmRelease; fracctl.yaml beside it."""
+
+    cluster: Cluster
+    root: Path
+    served: ServedChart
+    config: Path
+
+    @property
+    def gitops(self) -> Path:
+        return self.root / "gitops"
+
+    def cli(self, *args: str) -> Any:
+        return run_cli("-c", str(self.config), *args)
+
+    def uid(self) -> str:
+        live = self.cluster.live_target()
+        return str(live["metadata"]["uid"]) if live else ""
+
+    def want_opt_in(self) -> None:
+        """Commit the opt-in selector; helm-controller tries it and its hook is refused."""
+        cr = self.gitops / RELEASE / "templates" / "default-cr.yaml"
+        cr.write_text(cr.read_text().replace(UPSTREAM, OPT_IN))
+        commit_all(self.gitops, message="select the opt-in label, not every GPU node")
+        self.served.reconcile_source()
+        hr = self.served.wait_reason("UpgradeFailed")
+        assert "fracctl recreate" in ready(hr)["message"], ready(hr)
+
+    def history(self) -> Obj:
+        return dict((self.served.helm_release().get("status") or {}).get("history", [{}])[0])
+
+
+@pytest.fixture
+def hook(cluster: Cluster, real_flux: RealFlux, tmp_path: Path) -> Iterator[HookRelease]:
+    with contextlib.ExitStack() as stack:
+        yield from _hook(cluster, real_flux, tmp_path, stack)
+
+
+def _hook(
+    cluster: Cluster, real_flux: RealFlux, tmp_path: Path, stack: contextlib.ExitStack
+) -> Iterator[HookRelease]:
+    cluster.node("rtx-pro-6000-0", gpu_class="rtx-pro-6000", opt_in=True, labels=GPU)
+    cluster.node("b200-0", gpu_class="b200", opt_in=True, labels=GPU)
+    cluster.node("h200-0", gpu_class="h200", labels=GPU)
+    cluster.runtime_class()
+    cluster.wipe_target()
+    cluster.namespace(RELEASE)
+    gitops = tmp_path / "gitops"
+    shutil.copytree(CHART, gitops / RELEASE)
+    init_repo(gitops, message="the operator's chart, as upstream ships it")
+    sim = OperatorSimulation(cluster.kube, cluster.config, delay=0.2)
+    with real_flux.serving_chart(gitops, chart=f"./{RELEASE}", release=RELEASE,
+                                 target=RELEASE) as served:  # fmt: skip
+        cluster.operator_leads()  # the chart installed its Deployment
+        stack.enter_context(SimulationThread(sim))
+        config = write_config(tmp_path / "fracctl.yaml", {
+            "kube": {"kubeconfig": cluster.kubeconfig},
+            "git": {"repo": gitops, "path": RELEASE, "renderer": "helm",
+                    "helm_namespace": RELEASE},
+            "recreate": {"backend": "flux", "lock_namespace": "fracctl-test",
+                         "state_dir": tmp_path / "state"},
+            "flux": served.config_section(),
+            "helm": {"binary": find("helm4").path, "timeout": "60s"},
+            "timeouts": {"ready": "30s", "delete": "30s", "lock_lease": "30s", "sync": "90s"},
+        })  # fmt: skip
+        found = HookRelease(cluster, tmp_path, served, config)
+        r = found.cli("policy", "apply")
+        assert r.exit_code == ExitCode.OK, r.output
+        wait_enforced(cluster)
+        try:
+            yield found
+        finally:
+            cluster.wipe_target()
+
+
+def converged(h: HookRelease, *, after: int) -> None:
+    """Git's selector live, the HelmRelease Ready at a newer revision, every node ready."""
+    live = h.cluster.live_target()
+    assert live is not None and live["spec"]["nodeSelector"] == NEW
+    hr = h.served.helm_release()
+    assert ready(hr)["status"] == "True", hr.get("status")
+    assert h.history()["status"] == "deployed" and int(h.history()["version"]) > after
+    assert not (hr.get("spec") or {}).get("suspend")
+    r = h.cli("wait", "--timeout", "30s")
+    assert r.exit_code == ExitCode.OK, r.output
+
+
+def test_the_hook_refused_by_the_guard_then_run_guarded_by_helm_controller(
+    hook: HookRelease,
+) -> None:
+    uid = hook.uid()
+    hook.want_opt_in()  # helm-controller's upgrade fails at the hook: nothing changed
+    assert hook.uid() == uid
+    failed = int(hook.history()["version"])
+
+    plan = hook.cli("recreate", "--dry-run")
+    assert plan.exit_code == ExitCode.OK, plan.output
+    assert "helm-controller upgrades as system:serviceaccount:flux-system:helm-controller" in (
+        plan.output
+    )
+    assert "creates GpuFractioningConfig/default with git's nodeSelector" in plan.output
+
+    ns = hook.cluster.namespace("ml-team")
+    hook.cluster.pod(ns, "train-0", node="rtx-pro-6000-0", annotations=FRACTIONAL)
+    r = hook.cli("recreate", "--yes")
+    assert r.exit_code == ExitCode.FINDING, r.output
+    assert "ml-team/train-0" in r.output and "nothing changed" in r.output
+    assert hook.uid() == uid and int(hook.history()["version"]) == failed
+
+    hook.cluster.kube.delete(PODS, "train-0", ns, grace_period=0)
+    r = hook.cli("recreate", "--yes")
+    assert r.exit_code == ExitCode.OK, r.output
+    assert "and system:serviceaccount:flux-system:helm-controller" in r.output  # armed
+    assert "its hook deleted and recreated the object" in r.output
+    assert hook.uid() != uid
+    converged(hook, after=failed)
+    lease = hook.cluster.kube.get(LEASES, "fracctl-recreate", "fracctl-test")
+    annotations = lease["metadata"].get("annotations") or {}
+    assert not {k for k in annotations if k.startswith("fracctl.io/delete-")}, "disarmed"
+
+    again = hook.cli("recreate", "--yes")
+    assert again.exit_code == ExitCode.OK, again.output
+    assert "already matches git" in again.output, again.output
+    assert int(hook.history()["version"]) == failed + 1, "a rerun changes nothing"
+
+
+def test_a_helmrelease_that_has_not_tried_git_is_refused(hook: HookRelease) -> None:
+    uid = hook.uid()
+    cr = hook.gitops / RELEASE / "templates" / "default-cr.yaml"
+    cr.write_text(cr.read_text().replace(UPSTREAM, OPT_IN))
+    commit_all(hook.gitops, message="not fetched by the source yet")
+    r = hook.cli("recreate", "--yes")
+    assert r.exit_code == ExitCode.FINDING, r.output
+    assert "it has not tried git's chart yet" in r.output
+    assert f"flux reconcile helmrelease {hook.served.name} -n flux-system" in r.output
+    assert hook.uid() == uid
+
+
+@pytest.mark.parametrize(
+    ("spec", "said"),
+    [
+        ({"suspend": True}, "is suspended: it would not upgrade"),
+        ({"upgrade": {"disableHooks": True}}, "spec.upgrade.disableHooks"),
+        (
+            {"upgrade": {"remediation": {"retries": 2, "strategy": "uninstall"}}},
+            "uninstalls the release after a failed upgrade",
+        ),
+        ({"kubeConfig": {"secretRef": {"name": "remote"}}}, "installs into another cluster"),
+        (
+            {"serviceAccountName": "nobody"},
+            "helm-controller upgrades as system:serviceaccount:flux-system:nobody, which may "
+            "not delete",
+        ),
+    ],
+    ids=["suspended", "no-hooks", "uninstall-remediation", "remote", "identity"],
+)
+def test_a_helmrelease_that_would_not_run_the_hook_safely_is_refused(
+    hook: HookRelease, spec: Obj, said: str
+) -> None:
+    from fracctl.core.resources import HELMRELEASES
+
+    hook.want_opt_in()
+    uid, failed = hook.uid(), int(hook.history()["version"])
+    kube = hook.cluster.kube
+    kube.patch(HELMRELEASES, hook.served.name, {"spec": spec}, namespace="flux-system")
+    try:
+        r = hook.cli("recreate", "--yes")
+        assert r.exit_code == ExitCode.FINDING, r.output
+        assert said in r.output and "nothing was deleted or changed" in r.output
+        assert hook.uid() == uid and int(hook.history()["version"]) == failed
+    finally:
+        undo = dict.fromkeys(spec)
+        kube.patch(HELMRELEASES, hook.served.name, {"spec": undo}, namespace="flux-system")
+
+
+def test_a_guard_policy_that_does_not_know_delegates_is_refused(hook: HookRelease) -> None:
+    from fracctl.flows.policy import POLICIES
+
+    hook.want_opt_in()
+    uid = hook.uid()
+    kube = hook.cluster.kube
+    policy = kube.get(POLICIES, "fracctl-guard-gpufractioningconfigs")
+    rule = policy["spec"]["validations"][0]
+    rule["expression"] = rule["expression"].split(" || ")[0] + ")"  # the requester alone
+    kube.replace(POLICIES, policy)
+    r = hook.cli("recreate", "--yes")
+    assert r.exit_code == ExitCode.FINDING, r.output
+    assert "the guard policy is not fracctl's current one" in r.output
+    assert "fracctl policy apply" in r.output
+    assert hook.uid() == uid
+
+
+@pytest.mark.parametrize("moment", ["guarded", "upgrading", "recreated"])
+def test_sigkill_then_the_rerun_converges(hook: HookRelease, moment: str) -> None:
+    hook.want_opt_in()
+    failed = int(hook.history()["version"])
+    uid = hook.uid()
+
+    def reached() -> bool:
+        if moment == "guarded":  # the lock armed for helm-controller, nothing asked yet
+            return _armed(hook)
+        if moment == "upgrading":  # the upgrade asked for
+            hr = hook.served.helm_release()
+            return "reconcile.fluxcd.io/forceAt" in (hr["metadata"].get("annotations") or {})
+        return hook.uid() not in ("", uid)  # the hook created git's object
+
+    r = kill_then_rerun(["-c", str(hook.config), "recreate", "--yes"], reached, moment,
+                        timeout=120)  # fmt: skip
+    assert r.exit_code == ExitCode.OK, r.output
+    converged(hook, after=failed)
+    assert not _armed(hook), "the lock is disarmed"
+
+
+def _armed(h: HookRelease) -> bool:
+    from fracctl.core.guard_policy import DELEGATE
+
+    lease = h.cluster.kube.get_or_none(LEASES, "fracctl-recreate", "fracctl-test")
+    return bool(((lease or {}).get("metadata") or {}).get("annotations", {}).get(DELEGATE))
+
+
+def test_an_upgrade_that_fails_after_the_delete_says_the_way_back_and_the_rerun_converges(
+    hook: HookRelease,
+) -> None:
+    """A second finalizer nobody releases holds the old config: helm-controller's hook
+    cannot create git's, its upgrade fails; once released, the rerun converges."""
+    from fracctl.core.resources import HELMRELEASES
+
+    hook.want_opt_in()
+    failed = int(hook.history()["version"])
+    kube, t = hook.cluster.kube, hook.cluster.config.target
+    held = "example.org/hold"
+    live = hook.cluster.live_target()
+    assert live is not None
+    kube.patch(t.ref, t.name, {"metadata": {"finalizers": [*live["metadata"]["finalizers"], held]}})
+    kube.patch(HELMRELEASES, hook.served.name, {"spec": {"timeout": "10s"}},
+               namespace="flux-system")  # fmt: skip
+    r = hook.cli("recreate", "--yes")
+    assert r.exit_code != ExitCode.OK, r.output
+    assert "tried the upgrade and it failed" in r.stderr, r.stderr
+    assert "fracctl recreate --restore-from " in r.stderr
+    assert "or fix the cause and resume: fracctl recreate --yes" in r.stderr
+    terminating = hook.cluster.live_target()
+    assert terminating is not None and terminating["metadata"].get("deletionTimestamp")
+
+    left = [f for f in terminating["metadata"]["finalizers"] if f != held]
+    kube.patch(t.ref, t.name, {"metadata": {"finalizers": left or None}})
+    r = hook.cli("recreate", "--yes")
+    assert r.exit_code == ExitCode.OK, r.output
+    converged(hook, after=failed)
+
+
+def test_a_helmrelease_that_is_not_there_is_refused(hook: HookRelease) -> None:
+    uid = hook.uid()
+    hook.config.write_text(
+        hook.config.read_text().replace(f"helmrelease: {hook.served.name}", "helmrelease: gone")
+    )
+    r = hook.cli("recreate", "--yes")
+    assert r.exit_code == ExitCode.FINDING, r.output
+    assert "there is no Flux HelmRelease flux-system/gone" in r.stderr
+    assert hook.uid() == uid
