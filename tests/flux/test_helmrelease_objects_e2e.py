@@ -17,7 +17,7 @@ import pytest
 from fracctl.errors import ExitCode
 from tests.support.flux_real import RealFlux, ServedChart, ready
 from tests.support.helm import find
-from tests.support.helm_release_fixtures import RELEASE, HelmShop
+from tests.support.helm_release_fixtures import RELEASE, HelmShop, helm_shop
 from tests.support.helpers import Cluster, run_cli
 from tests.support.killing import kill_then_rerun
 from tests.support.kinds_fixtures import (
@@ -38,20 +38,8 @@ pytestmark = pytest.mark.e2e
 
 @pytest.fixture
 def hshop(cluster: Cluster, tmp_path: Path) -> Iterator[HelmShop]:
-    s = Shop(cluster, tmp_path)
-    try:
-        yield HelmShop(s, find("helm3"))
-    finally:
-        s.cleanup()
-
-
-def _flux_config(h: HelmShop, served: ServedChart) -> None:
-    config = h.shop.config
-    text = config.read_text().replace("  backend: helm\n", "  backend: flux\n")
-    config.write_text(
-        text + f"flux:\n  namespace: {served.namespace}\n  helmrelease: {served.name}\n"
-        "  leases: []\n"
-    )
+    with helm_shop(cluster, tmp_path, find("helm3")) as found:
+        yield found
 
 
 def recreate(h: HelmShop, obj: str, *more: str) -> Any:
@@ -78,7 +66,7 @@ def test_a_statefulset_of_a_stalled_helmrelease_is_recreated_and_the_release_is_
     hshop.commit(statefulset(shop), message="db")
     with real_flux.serving_chart(shop.repo, chart=f"./{RELEASE}", release=RELEASE,
                                  target=shop.ns) as served:  # fmt: skip
-        _flux_config(hshop, served)
+        hshop.for_flux(served)
         before = identity(shop.running(2))
         old = shop.live("apps/v1", "StatefulSet", "db")
         changed = statefulset(shop, size="2Gi")
@@ -124,7 +112,7 @@ def test_a_deployment_selector_of_a_helmrelease_is_recreated_by_adoption(
     hshop.commit(deployment({"app": "web"}, both))
     with real_flux.serving_chart(shop.repo, chart=f"./{RELEASE}", release=RELEASE,
                                  target=shop.ns) as served:  # fmt: skip
-        _flux_config(hshop, served)
+        hshop.for_flux(served)
         before = identity(shop.running(2))
         stalled(hshop, served, deployment(both, both))
         r = recreate(hshop, "deployment/web", "--yes")
@@ -143,7 +131,7 @@ def test_a_job_of_a_helmrelease_runs_again(hshop: HelmShop, real_flux: RealFlux)
     with real_flux.serving_chart(shop.repo, chart=f"./{RELEASE}", release=RELEASE,
                                  target=shop.ns, install={"disableWait": True},
                                  upgrade={"disableWait": True}) as served:  # fmt: skip
-        _flux_config(hshop, served)
+        hshop.for_flux(served)
         wait_for(lambda: job_done(shop), "the first Job completes")
         old = shop.live("batch/v1", "Job", "migrate")
         stalled(hshop, served, job("registry.invalid/m:2"))
@@ -165,7 +153,7 @@ def test_a_kind_refusal_holds_through_a_helmrelease(hshop: HelmShop, real_flux: 
     hshop.commit(statefulset(shop))
     with real_flux.serving_chart(shop.repo, chart=f"./{RELEASE}", release=RELEASE,
                                  target=shop.ns) as served:  # fmt: skip
-        _flux_config(hshop, served)
+        hshop.for_flux(served)
         shop.running(2)
         old = shop.live("apps/v1", "StatefulSet", "db")
         changed = statefulset(shop)
@@ -189,7 +177,7 @@ def test_a_helmrelease_that_has_not_tried_git_is_refused(
     hshop.commit(statefulset(shop))
     with real_flux.serving_chart(shop.repo, chart=f"./{RELEASE}", release=RELEASE,
                                  target=shop.ns) as served:  # fmt: skip
-        _flux_config(hshop, served)
+        hshop.for_flux(served)
         shop.running(2)
         old = shop.live("apps/v1", "StatefulSet", "db")
         hshop.commit(statefulset(shop, service="db-v2"))  # not fetched by the source
@@ -217,7 +205,7 @@ def test_sigkill_then_the_rerun_converges_and_nothing_stays_suspended(
     hshop.commit(statefulset(shop))
     with real_flux.serving_chart(shop.repo, chart=f"./{RELEASE}", release=RELEASE,
                                  target=shop.ns) as served:  # fmt: skip
-        _flux_config(hshop, served)
+        hshop.for_flux(served)
         before = identity(shop.running(2))
         old = shop.live("apps/v1", "StatefulSet", "db")
         stalled(hshop, served, statefulset(shop, service="db-v2", size="2Gi"))

@@ -13,12 +13,10 @@ from pathlib import Path
 import pytest
 
 from fracctl.errors import ExitCode
-from tests.flux.test_helmrelease_objects_e2e import _flux_config
 from tests.support.flux_real import RealFlux
 from tests.support.helm import find
-from tests.support.helm_release_fixtures import RELEASE, HelmShop
+from tests.support.helm_release_fixtures import RELEASE, HelmShop, helm_shop
 from tests.support.helpers import Cluster, run_cli
-from tests.support.kinds_fixtures import Shop
 from tests.support.release_refusals import CASES, Case
 
 pytestmark = pytest.mark.e2e
@@ -27,11 +25,8 @@ NO_WAIT = {"disableWait": True}  # a claim that never binds, a Job that never en
 
 @pytest.fixture
 def hshop(cluster: Cluster, tmp_path: Path) -> Iterator[HelmShop]:
-    s = Shop(cluster, tmp_path)
-    try:
-        yield HelmShop(s, find("helm3"))
-    finally:
-        s.cleanup()
+    with helm_shop(cluster, tmp_path, find("helm3")) as found:
+        yield found
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
@@ -44,7 +39,7 @@ def test_a_kind_refusal_holds_through_a_helmrelease_and_changes_nothing(
     with real_flux.serving_chart(shop.repo, chart=f"./{RELEASE}", release=RELEASE,
                                  target=shop.ns, install=NO_WAIT,
                                  upgrade=NO_WAIT) as served:  # fmt: skip
-        _flux_config(hshop, served)
+        hshop.for_flux(served)
         case.settle(shop)
         old = shop.live(*case.api, case.name)
         assert old is not None

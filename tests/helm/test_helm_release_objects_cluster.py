@@ -16,12 +16,11 @@ import pytest
 from fracctl.errors import ExitCode
 from fracctl.flows.kinds.helm import MANAGED_BY, RELEASE_NAME, RELEASE_NAMESPACE
 from tests.support.helm import Helm
-from tests.support.helm_release_fixtures import RELEASE, HelmShop
+from tests.support.helm_release_fixtures import RELEASE, HelmShop, helm_shop
 from tests.support.helpers import Cluster, run_cli
 from tests.support.kinds_fixtures import (
     PVCS,
     REPLICASETS,
-    Shop,
     controller_of,
     deployment,
     identity,
@@ -36,11 +35,8 @@ Obj = dict[str, Any]
 
 @pytest.fixture
 def hshop(cluster: Cluster, tmp_path: Path, helm_bin: Helm) -> Iterator[HelmShop]:
-    s = Shop(cluster, tmp_path)
-    try:
-        yield HelmShop(s, helm_bin)
-    finally:
-        s.cleanup()
+    with helm_shop(cluster, tmp_path, helm_bin) as found:
+        yield found
 
 
 def recreate(h: HelmShop, obj: str, *more: str) -> Any:

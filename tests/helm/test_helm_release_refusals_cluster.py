@@ -14,19 +14,15 @@ import pytest
 
 from fracctl.errors import ExitCode
 from tests.support.helm import find
-from tests.support.helm_release_fixtures import HelmShop
+from tests.support.helm_release_fixtures import HelmShop, helm_shop
 from tests.support.helpers import Cluster, run_cli
-from tests.support.kinds_fixtures import Shop
 from tests.support.release_refusals import CASES, Case
 
 
 @pytest.fixture
 def hshop(cluster: Cluster, tmp_path: Path) -> Iterator[HelmShop]:
-    s = Shop(cluster, tmp_path)
-    try:
-        yield HelmShop(s, find("helm4"))
-    finally:
-        s.cleanup()
+    with helm_shop(cluster, tmp_path, find("helm4")) as found:
+        yield found
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])

@@ -9,6 +9,9 @@ chart as that release (``git.renderer: helm``).
 from __future__ import annotations
 
 import subprocess
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import yaml
@@ -16,7 +19,7 @@ import yaml
 from fracctl.core import helm_release
 from fracctl.flows.backends.helm import SECRETS
 from tests.support.helm import Helm
-from tests.support.helpers import commit_all
+from tests.support.helpers import Cluster, commit_all
 from tests.support.kinds_fixtures import Shop
 
 Obj = dict[str, Any]
@@ -61,9 +64,29 @@ class HelmShop:
     def upgrade(self, check: bool = True) -> subprocess.CompletedProcess[str]:
         return self.run("upgrade", RELEASE, str(self.chart), check=check)
 
+    def for_flux(self, served: Any) -> None:
+        """fracctl.yaml for ``--backend flux`` through ``served``'s HelmRelease
+        (a :class:`tests.support.flux_real.ServedChart`)."""
+        config = self.shop.config
+        text = config.read_text().replace("  backend: helm\n", "  backend: flux\n")
+        config.write_text(
+            text + f"flux:\n  namespace: {served.namespace}\n  helmrelease: {served.name}\n"
+            "  leases: []\n"
+        )
+
     def release(self) -> helm_release.Release:
         """The release's newest revision, from Helm's own records."""
         secrets = self.shop.kube.list(
             SECRETS, namespace=self.shop.ns, label_selector=f"owner=helm,name={RELEASE}"
         )
         return helm_release.latest(secrets)[(self.shop.ns, RELEASE)]
+
+
+@contextmanager
+def helm_shop(cluster: Cluster, tmp_path: Path, helm: Helm) -> Iterator[HelmShop]:
+    """A :class:`HelmShop` in a fresh namespace, cleaned up after."""
+    s = Shop(cluster, tmp_path)
+    try:
+        yield HelmShop(s, helm)
+    finally:
+        s.cleanup()

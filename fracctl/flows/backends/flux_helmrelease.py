@@ -31,10 +31,10 @@ from fracctl.core import helm_release
 from fracctl.core.nodes import condition, selector_of
 from fracctl.core.recreate_plan import ReleaseState
 from fracctl.core.resources import HELMRELEASES, ResourceRef
-from fracctl.errors import ExternalError, FracctlError, Refused, TimedOut, UsageError
+from fracctl.errors import ExternalError, FracctlError, Refused, TimedOut
 from fracctl.flows.backends import BackendCheckFailed, Obj, Proof, clean_desired, dry_run_create
 from fracctl.flows.backends.access import require
-from fracctl.flows.backends.helm import ReleaseId, read_release, release_hook
+from fracctl.flows.backends.helm import ReleaseId, read_release, release_hook, renders_chart
 from fracctl.flows.context import Context
 
 REQUESTED_AT = "reconcile.fluxcd.io/requestedAt"
@@ -216,12 +216,7 @@ class HelmReleaseHookBackend:
 
     def validate(self, ctx: Context) -> None:
         """The chart is rendered with helm; a usage error otherwise."""
-        if ctx.config.git.renderer not in ("helm", "auto"):
-            raise UsageError(
-                f"flux.helmrelease runs the chart in git, but git.renderer is "
-                f"{ctx.config.git.renderer}",
-                hint="set git.renderer: helm and git.path to the operator's chart",
-            )
+        renders_chart(ctx, "flux.helmrelease upgrades")
 
     def upgrade_facts(self, ctx: Context, desired: Obj) -> HookFacts:
         """The HelmRelease and its settled release, read once per run."""

@@ -338,6 +338,15 @@ def _template(
     return {"manifest": "---\n".join(manifest), "hooks": hooks}
 
 
+def renders_chart(ctx: Context, who: str) -> None:
+    """``git.renderer`` renders git's chart with helm; a usage error naming ``who`` else."""
+    if ctx.config.git.renderer not in ("helm", "auto"):
+        raise UsageError(
+            f"{who} the chart in git, but git.renderer is {ctx.config.git.renderer}",
+            hint="set git.renderer: helm and git.path to the operator's chart",
+        )
+
+
 class HelmBackend:
     """Run the chart's ``helm upgrade``; its hook deletes and recreates the object."""
 
@@ -350,12 +359,7 @@ class HelmBackend:
 
     def validate(self, ctx: Context) -> None:
         """The chart is rendered with helm; a usage error otherwise."""
-        if ctx.config.git.renderer not in ("helm", "auto"):
-            raise UsageError(
-                f"recreate.backend helm upgrades the chart in git, but git.renderer is "
-                f"{ctx.config.git.renderer}",
-                hint="set git.renderer: helm and git.path to the operator's chart",
-            )
+        renders_chart(ctx, "recreate.backend helm upgrades")
 
     def upgrade_facts(self, ctx: Context, desired: Obj) -> Upgrade:
         """The release and helm's rendering, read once per run (the plan and proofs share it)."""
