@@ -272,6 +272,31 @@ def prepare_flux(box: Box, commit: str) -> None:
         time.sleep(0.3)
 
 
+def prepare_helmrelease(box: Box, commit: str) -> None:
+    """Flux's source fetched ``commit`` and the HelmRelease tried its chart (its verdict
+    settled: with the guard installed, ``UpgradeFailed`` at the hook's delete)."""
+    from fracctl.adapters.flux import REQUESTED_AT, request_token
+    from fracctl.core.nodes import condition
+    from fracctl.sandbox import flux_local
+    from fracctl.sandbox.flux_wiring import SOURCE
+    from fracctl.sandbox.layout import SANDBOX_APP
+
+    ns = flux_local.NAMESPACE
+    body = {"metadata": {"annotations": {REQUESTED_AT: request_token()}}}
+    box.kube.patch(flux_local.GITREPOSITORIES, SOURCE, body, namespace=ns)
+    deadline = time.monotonic() + 120
+    while True:
+        hr = box.kube.get(flux_local.HELMRELEASES, SANDBOX_APP, ns)
+        status = hr.get("status") or {}
+        # source-controller versions a chart from git as <version>+<commit, 12 digits>
+        tried = str(status.get("lastAttemptedRevision") or "").endswith(commit[:12])
+        if tried and (condition(hr, "Ready") or {}).get("status") in ("True", "False"):
+            return
+        if time.monotonic() > deadline:
+            raise SystemExit(f"bench_window: the HelmRelease did not try {commit[:12]}")
+        time.sleep(0.3)
+
+
 @dataclass(frozen=True)
 class Backend:
     """How the bench runs a backend: the sandbox it needs and how git reaches it."""
@@ -285,7 +310,8 @@ class Backend:
 #: One entry per backend: the sandbox it needs, how git's commit reaches the engine, the
 #: line fracctl says once the engine has the request, and the file in git that holds the
 #: selector. helm's request (the chart's upgrade) is handed before the delete (its hook
-#: deletes and creates), so the whole gone → create counts as helm's.
+#: deletes and creates), so the whole gone → create counts as helm's (helm-controller's
+#: for a HelmRelease).
 BACKENDS: dict[str, Backend] = {
     "apply": Backend((), prepare_apply),
     "argocd": Backend(("--argocd",), prepare_argocd, handed="Argo CD: syncing"),
@@ -293,6 +319,14 @@ BACKENDS: dict[str, Backend] = {
     "helm": Backend(
         ("--scenario", str(CHART_SCENARIO)),
         prepare_apply,
+        handed="armed the lock for",
+        config_file=CHART_HOOK,
+    ),  # fmt: skip
+    # The operator's chart installed by a Flux HelmRelease: helm-controller's upgrade
+    # deletes and creates, as helm's does (recreate.backend flux with flux.helmrelease).
+    "helmrelease": Backend(
+        ("--flux", "--scenario", str(CHART_SCENARIO)),
+        prepare_helmrelease,
         handed="armed the lock for",
         config_file=CHART_HOOK,
     ),  # fmt: skip

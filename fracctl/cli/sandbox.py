@@ -79,8 +79,10 @@ def up(
         bool,
         typer.Option(
             "--flux",
-            help="Also run a real Flux (source- and kustomize-controller, built on first "
-            "use) whose Kustomization owns the target; recreate then reconciles through it.",
+            help="Also run a real Flux (source-, kustomize- and helm-controller, built on "
+            "first use) whose Kustomization owns the target; recreate then reconciles "
+            "through it. With an operator_chart scenario, a HelmRelease installs the chart "
+            "and recreate runs its upgrade.",
         ),
     ] = False,
 ) -> None:
@@ -121,7 +123,7 @@ def up(
     if st.get("flux"):
         f = st["flux"]
         c.out.print(
-            f"  flux:       Kustomization {f['kustomization']}, git {f['git']}",
+            f"  flux:       {_flux_owner(f)}, git {f['git']}",
             markup=False,
             soft_wrap=True,
         )
@@ -220,3 +222,10 @@ def operator_sim(
 def register(root: typer.Typer) -> None:
     """Attach to the root app."""
     root.add_typer(app, name="sandbox")
+
+
+def _flux_owner(f: dict[str, object]) -> str:
+    """``Kustomization ns/name`` or, for an operator chart, ``HelmRelease ns/name``."""
+    if "helmrelease" in f:
+        return f"HelmRelease {f['helmrelease']}"
+    return f"Kustomization {f['kustomization']}"

@@ -22,9 +22,10 @@ NEXT_STEP = {
     d.HOOK: "do not prune it: the tool that runs the chart recreates it (see the hook line)",
 }
 HOOK_STEP = (
-    "keep the config in git as a plain object and stop the chart's hook (helm: fracctl "
-    "recreate --backend helm; Argo CD: an Argo CD hook in the application; Flux: "
-    "disableHooks): runbooks/operator-upgrades.md"
+    "run the chart's upgrade guarded (helm: fracctl recreate --backend helm; a Flux "
+    "HelmRelease: recreate.backend flux with flux.helmrelease), or keep the config in git "
+    "as a plain object and stop the chart's hook (Argo CD: an Argo CD hook in the "
+    "application; Flux: disableHooks): runbooks/operator-upgrades.md"
 )
 
 

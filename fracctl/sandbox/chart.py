@@ -43,27 +43,44 @@ def helm_binary() -> str:
 
 
 def install(box: Sandbox, cp: controlplane.ControlPlane, spec: dict[str, Any],
-            scenario_file: Path) -> dict[str, str]:  # fmt: skip
-    """Install the chart as the scenario says; the fracctl.yaml ``git`` keys that follow."""
+            scenario_file: Path, *, by_helm: bool = True) -> dict[str, str]:  # fmt: skip
+    """Install the chart as the scenario says; the fracctl.yaml ``git`` keys that follow.
+
+    ``by_helm``: helm installs it now and git then wants the scenario's selector; else
+    the chart is only put in git, for a Flux HelmRelease to install
+    (:func:`fracctl.sandbox.flux_wiring.start_flux`, which then calls :func:`want_selector`).
+    """
     chart = (scenario_file.parent / str(spec.get("chart") or "")).resolve()
     if not (chart / "Chart.yaml").is_file():
         raise UsageError(f"{scenario_file}: operator_chart.chart {chart} is not a chart")
-    release = str(spec.get("release") or chart.name)
-    namespace = str(spec.get("namespace") or "default")
-    selector = spec.get("git_selector") or {}
+    release, namespace = release_of(spec, chart.name)
     folder = box.gitops / release
     shutil.copytree(chart, folder, dirs_exist_ok=True)
     init_repo(box.gitops, message="the operator's chart, as upstream ships it")
-    argv = [helm_binary(), "install", release, str(folder), "--namespace", namespace,
-            "--kubeconfig", cp.kubeconfig, "--wait", "--timeout", "120s"]  # fmt: skip
-    proc = subprocess.run(argv, capture_output=True, text=True, check=False,
-                          env={**os.environ, "HELM_NO_PLUGINS": "1"})  # fmt: skip
-    if proc.returncode != 0:
-        raise ExternalError(f"helm install of the operator chart failed: {proc.stderr.strip()}")
-    if selector:
-        cr = folder / "templates" / "default-cr.yaml"
-        lines = "\n".join(f"    {k}: {v}" for k, v in selector.items())
-        cr.write_text(cr.read_text().replace(f"    {UPSTREAM_SELECTOR}", lines))
-        commit_all(box.gitops, message="select the opt-in label, not every GPU node")
+    if by_helm:
+        argv = [helm_binary(), "install", release, str(folder), "--namespace", namespace,
+                "--kubeconfig", cp.kubeconfig, "--wait", "--timeout", "120s"]  # fmt: skip
+        proc = subprocess.run(argv, capture_output=True, text=True, check=False,
+                              env={**os.environ, "HELM_NO_PLUGINS": "1"})  # fmt: skip
+        if proc.returncode != 0:
+            raise ExternalError(f"helm install of the operator chart failed: {proc.stderr.strip()}")
+        want_selector(box, spec, release)
     return {"path": release, "renderer": "helm", "helm_namespace": namespace,
             "helm_release": release}  # fmt: skip
+
+
+def release_of(spec: dict[str, Any], chart_name: str) -> tuple[str, str]:
+    """The scenario's release name and namespace."""
+    return str(spec.get("release") or chart_name), str(spec.get("namespace") or "default")
+
+
+def want_selector(box: Sandbox, spec: dict[str, Any], release: str) -> bool:
+    """Commit the chart with the hook's selector git wants (the scenario's); whether any."""
+    selector = spec.get("git_selector") or {}
+    if not selector:
+        return False
+    cr = box.gitops / release / "templates" / "default-cr.yaml"
+    lines = "\n".join(f"    {k}: {v}" for k, v in selector.items())
+    cr.write_text(cr.read_text().replace(f"    {UPSTREAM_SELECTOR}", lines))
+    commit_all(box.gitops, message="select the opt-in label, not every GPU node")
+    return True

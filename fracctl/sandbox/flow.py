@@ -115,11 +115,14 @@ def up(
     try:
         install_crds(ctx, cp)  # before the garbage collector reads discovery
         controllers.start_beside(cp, binaries=binaries, kwok=kwok, detach=True)
-        gitops_path = populate(ctx, box, cp, scenario, scenario_file)
+        gitops_path = populate(ctx, box, cp, scenario, scenario_file, flux=flux)
+        chart = scenario.get("operator_chart") if flux else None
+        if chart is not None:  # its HelmRelease installs the operator's Deployment first
+            start_flux(ctx, box, gitops_path, chart=chart)
         start_simulation(box)
         if argocd:
             start_argocd(ctx, box, gitops_path)
-        if flux:
+        if flux and chart is None:
             start_flux(ctx, box, gitops_path)
     except BaseException:
         _stop(box)  # a failed start leaves nothing running; its logs stay for a look

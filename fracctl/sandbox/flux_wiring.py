@@ -12,6 +12,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from fracctl.adapters.flux import REQUESTED_AT, request_token
 from fracctl.adapters.kube import Kube
 from fracctl.errors import TimedOut
 from fracctl.flows.context import Context
@@ -21,12 +22,17 @@ from fracctl.sandbox.layout import SANDBOX_APP, Sandbox
 SOURCE = "gitops"  # the GitRepository's name, and the repository's path on the git server
 
 
-def start_flux(ctx: Context, box: Sandbox, gitops_path: str) -> flux_local.LocalFlux:
+def start_flux(
+    ctx: Context, box: Sandbox, gitops_path: str, *, chart: dict[str, Any] | None = None
+) -> flux_local.LocalFlux:
     """Start the real Flux beside the sandbox and point fracctl.yaml at it.
 
     The controllers are built on first use; the sandbox's git repository is served
     from the state dir; the sandbox's fracctl.yaml gets a ``flux:`` section and
-    ``recreate.backend: flux``.
+    ``recreate.backend: flux``. With a scenario's operator ``chart``, a HelmRelease
+    installs it (not a Kustomization), and git then wants the scenario's selector: with
+    the guard installed, helm-controller's upgrade fails at the hook's delete
+    (:func:`install_chart`).
     """
     binaries = flux_local.locate() or flux_local.build()
     ctx.info(
@@ -41,21 +47,67 @@ def start_flux(ctx: Context, box: Sandbox, gitops_path: str) -> flux_local.Local
     try:
         source = flux_local.git_repository(SOURCE, local.git_url(SOURCE), interval="1m")
         flux_local.put(kube, flux_local.GITREPOSITORIES, source)
-        path = f"./{gitops_path}" if gitops_path else "./"
-        ks = flux_local.kustomization(SANDBOX_APP, source=SOURCE, path=path, retryInterval="1m")
-        flux_local.put(kube, flux_local.KUSTOMIZATIONS, ks)
-        _wait_attempted(kube)
+        if chart is not None:
+            install_chart(box, kube, chart, gitops_path)
+        else:
+            path = f"./{gitops_path}" if gitops_path else "./"
+            ks = flux_local.kustomization(SANDBOX_APP, source=SOURCE, path=path, retryInterval="1m")
+            flux_local.put(kube, flux_local.KUSTOMIZATIONS, ks)
+            _wait_attempted(kube)
     finally:
         kube.close()
     text = box.config_file.read_text().replace("  backend: apply\n", "  backend: flux\n")
     # The local controllers run without leader election (it needs an in-cluster
     # namespace): each proves itself by handling a reconcile request instead.
+    owner = f"  helmrelease: {SANDBOX_APP}\n" if chart is not None else ""
     text += (
         f"flux:\n  namespace: {flux_local.NAMESPACE}\n  kustomization: {SANDBOX_APP}\n"
-        "  leases: []\n"
+        f"{owner}  leases: []\n"
     )
     box.config_file.write_text(text)
     return local
+
+
+def install_chart(box: Sandbox, kube: Kube, chart: dict[str, Any], folder: str) -> None:
+    """A HelmRelease installs the operator's chart from git; then git wants its selector.
+
+    helm-controller tries that commit at once and, the guard installed, fails at the
+    hook's delete (``UpgradeFailed``): the sandbox starts where a team stands after
+    pushing the change.
+    """
+    from fracctl.sandbox import chart as operator_chart
+
+    release, namespace = operator_chart.release_of(chart, folder)
+    body = flux_local.helm_release(SANDBOX_APP, source=SOURCE, chart=f"./{folder}",
+                                   release=release, target=namespace)  # fmt: skip
+    flux_local.put(kube, flux_local.HELMRELEASES, body)
+    _wait_helmrelease(kube, lambda hr: _ready(hr) == "True", "install the operator's chart")
+    if operator_chart.want_selector(box, chart, release):
+        token = request_token()
+        kube.patch(flux_local.GITREPOSITORIES, SOURCE,
+                   {"metadata": {"annotations": {REQUESTED_AT: token}}},
+                   namespace=flux_local.NAMESPACE)  # fmt: skip
+        _wait_helmrelease(kube, lambda hr: _ready(hr) == "False", "try git's chart")
+
+
+def _ready(hr: dict[str, Any]) -> str:
+    found = [c for c in (hr.get("status") or {}).get("conditions") or [] if c["type"] == "Ready"]
+    fresh = (hr.get("status") or {}).get("observedGeneration") == hr["metadata"]["generation"]
+    return str(found[0].get("status")) if found and fresh else "Unknown"
+
+
+def _wait_helmrelease(kube: Kube, done: Any, what: str, timeout: float = 120.0) -> None:
+    deadline = time.monotonic() + timeout
+    while True:
+        hr = kube.get(flux_local.HELMRELEASES, SANDBOX_APP, flux_local.NAMESPACE)
+        if done(hr):
+            return
+        if time.monotonic() > deadline:
+            raise TimedOut(
+                f"Flux's HelmRelease did not {what} in {timeout:.0f}s: "
+                f"{(hr.get('status') or {}).get('conditions')}"
+            )
+        time.sleep(0.3)
 
 
 def _wait_attempted(kube: Kube, timeout: float = 60.0) -> None:
@@ -84,8 +136,10 @@ def flux_status(box: Sandbox) -> dict[str, Any] | None:
     local = flux_local.LocalFlux.load(box.flux_dir)
     if local is None:
         return None
+    config = box.config_file.read_text() if box.config_file.is_file() else ""
+    owner = "helmrelease" if f"  helmrelease: {SANDBOX_APP}\n" in config else "kustomization"
     return {
-        "kustomization": f"{flux_local.NAMESPACE}/{SANDBOX_APP}",
+        owner: f"{flux_local.NAMESPACE}/{SANDBOX_APP}",
         "git": local.git_url(SOURCE),
         "running": local.alive(),
         "pids": dict(local.pids),

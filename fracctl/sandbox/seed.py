@@ -170,9 +170,12 @@ def populate(
     cp: controlplane.ControlPlane,
     scenario: dict[str, Any],
     scenario_file: Path,
+    *,
+    flux: bool = False,
 ) -> str:
     """Seed the scenario, write the gitops repository and fracctl.yaml, install the guard.
 
+    With ``flux``, an operator chart is left for Flux's HelmRelease to install.
     Returns the manifests' path inside the gitops repository.
     """
     kube = Kube.connect(kubeconfig=cp.kubeconfig)
@@ -192,8 +195,11 @@ def populate(
     ):  # the operator from its chart: the hook creates the config (runbooks/operator-upgrades.md)
         from fracctl.sandbox import chart as operator_chart
 
-        git = operator_chart.install(box, cp, chart, scenario_file)
-        box.config_file.write_text(sandbox_config(box, git["path"], git=git, backend="helm"))
+        git = operator_chart.install(box, cp, chart, scenario_file, by_helm=not flux)
+        backend = "apply" if flux else "helm"  # start_flux makes it flux
+        text = sandbox_config(box, git["path"], git=git, backend=backend)
+        # the helm that renders git's chart (and, for the helm backend, upgrades it)
+        box.config_file.write_text(text + f"helm:\n  binary: {operator_chart.helm_binary()}\n")
         guard(kube, box)
         return git["path"]
     box.config_file.write_text(sandbox_config(box, gitops_path))

@@ -297,3 +297,38 @@ def test_a_helmrelease_that_is_not_there_is_refused(hook: HookRelease) -> None:
     assert r.exit_code == ExitCode.FINDING, r.output
     assert "there is no Flux HelmRelease flux-system/gone" in r.stderr
     assert hook.uid() == uid
+
+
+def test_sandbox_up_flux_with_the_operator_chart_recreates_through_the_helmrelease(
+    tmp_path: Path,
+) -> None:
+    """``sandbox up --flux --scenario operator-chart.yaml``: a HelmRelease installs the
+    chart, its upgrade of git's change fails at the guarded hook; recreate runs it."""
+    from fracctl.sandbox.layout import REPO_ROOT
+    from tests.support.flux_real import require_built
+
+    require_built()
+    state = str(tmp_path / "sandbox")
+    scenario = str(REPO_ROOT / "examples" / "sandbox" / "operator-chart.yaml")
+    up = run_cli("sandbox", "up", "--flux", "--scenario", scenario, "--state-dir", state)
+    try:
+        assert up.exit_code == ExitCode.OK, up.output
+        assert "HelmRelease flux-system/gpu-fractioning" in up.stdout
+        config = str(Path(state) / "fracctl.yaml")
+        text = Path(config).read_text()
+        assert "backend: flux" in text and "helmrelease: gpu-fractioning" in text
+        stuck = run_cli("-c", config, "drift")
+        assert stuck.exit_code == ExitCode.FINDING, stuck.output
+        assert "stuck: UpgradeFailed" in stuck.output
+        assert run_cli("-c", config, "nodes", "label", "b200-0").exit_code == ExitCode.OK
+        r = run_cli("-c", config, "recreate", "--yes")
+        assert r.exit_code == ExitCode.OK, r.output
+        assert "Flux HelmRelease flux-system/gpu-fractioning is Ready: release revision 3" in (
+            r.output
+        )
+        settled = run_cli("-c", config, "drift")
+        assert settled.exit_code == ExitCode.OK, settled.output  # helm-controller's rendering
+        assert "carried: fracctl recreate (recreate.backend: flux" in settled.output
+    finally:
+        down = run_cli("sandbox", "down", "--state-dir", state)
+    assert down.exit_code == ExitCode.OK, down.output

@@ -96,8 +96,9 @@ def config_hook(snap: Snapshot, s: DoctorSettings, m: AnnotationMatcher) -> list
             "helm: upgrade only with fracctl recreate --backend helm --yes (recreate.backend: "
             "helm), never a bare helm upgrade; Argo CD: manage the config from git as a plain "
             "object and give the application an Argo CD hook (Argo CD then ignores the chart's "
-            "hooks); Flux: spec.install.disableHooks and spec.upgrade.disableHooks on the "
-            f"HelmRelease, the config from git. See {RUNBOOK}"
+            "hooks); Flux: upgrade through fracctl recreate (recreate.backend: flux, "
+            "flux.helmrelease), or spec.install.disableHooks and spec.upgrade.disableHooks on "
+            f"the HelmRelease, the config from git. See {RUNBOOK}"
         )
     else:
         where = snap.helm_read or "no namespace"

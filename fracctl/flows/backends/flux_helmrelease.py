@@ -230,24 +230,30 @@ class HelmReleaseHookBackend:
         return self.facts
 
     def rendering(self, ctx: Context, objects: list[Obj]) -> list[Obj]:
-        """Git's objects with the target as helm-controller's release renders it.
+        """Git's objects, the target as helm-controller renders it (:meth:`as_rendered`)."""
+        t = ctx.config.target
+        mine = [o for o in objects if _is_target(o, t.kind, t.name)]
+        if len(mine) != 1:
+            return objects
+        theirs = self.as_rendered(ctx, mine[0])
+        return [theirs if o is mine[0] else o for o in objects]
+
+    def as_rendered(self, ctx: Context, desired: Obj) -> Obj:
+        """Git's target as helm-controller's newest release revision renders it.
 
         Only where that rendering holds git's selector (helm-controller tried git's chart:
         its rendering differs from ``helm template`` in the chart version source-controller
         writes, ``<version>+<revision>``, and in Flux's labels); else git's own, unchanged.
         """
         t = ctx.config.target
-        mine = [o for o in objects if _is_target(o, t.kind, t.name)]
-        if len(mine) != 1:
-            return objects
         try:
-            release = self.upgrade_facts(ctx, mine[0]).release
+            release = self.upgrade_facts(ctx, desired).release
             theirs, _hook = release_hook(ctx, release, "helm-controller's rendering")
         except FracctlError:
-            return objects  # the proofs say why, in their turn
-        if selector_of(theirs, t.selector_field) != selector_of(mine[0], t.selector_field):
-            return objects
-        return [theirs if o is mine[0] else o for o in objects]
+            return desired  # the proofs say why, in their turn
+        if selector_of(theirs, t.selector_field) != selector_of(desired, t.selector_field):
+            return desired
+        return theirs
 
     def deletes_as(self, ctx: Context) -> str:
         """The identity the lock is armed for beside this one: helm-controller's."""

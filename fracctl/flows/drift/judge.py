@@ -179,24 +179,32 @@ class Judge:
             out.verdict = d.HOOK
             out.note = "the rendering leaves out the chart's hooks; the live object is one"
         if out.hook is not None and self._carried(it, out.hook):
-            git = self.ctx.config.git
-            release = helm_release.release_of(git.helm_release, git.path)
+            config = self.ctx.config
+            release = helm_release.release_of(config.git.helm_release, config.git.path)
+            f = config.flux
             out.hook["carried_by"] = (
-                f"fracctl recreate (recreate.backend: helm) runs release {release}'s upgrade "
-                "guarded"
+                f"fracctl recreate (recreate.backend: flux, flux.helmrelease {f.namespace}/"
+                f"{f.helmrelease}) runs helm-controller's upgrade guarded"
+                if config.recreate.backend == "flux"
+                else f"fracctl recreate (recreate.backend: helm) runs release {release}'s "
+                "upgrade guarded"
             )
         return out
 
     def _carried(self, it: Item, hook: dict[str, object]) -> bool:
         """Whether fracctl itself runs the upgrade that recreates this hook.
 
-        With ``recreate.backend: helm`` the config in git is the chart's hook, and
-        ``fracctl recreate`` runs the release's upgrade under the guard: the hook is the
-        path the configuration chose, not drift. Any other hook still is.
+        With ``recreate.backend: helm`` (or ``flux`` with ``flux.helmrelease``) the config
+        in git is the chart's hook, and ``fracctl recreate`` runs the release's upgrade
+        under the guard: the hook is the path the configuration chose, not drift. Any
+        other hook still is.
         """
         config = self.ctx.config
+        runs_chart = config.recreate.backend == "helm" or (
+            config.recreate.backend == "flux" and bool(config.flux.helmrelease)
+        )
         return (
-            config.recreate.backend == "helm"
+            runs_chart
             and hook["source"] == "in the rendering"  # git's chart makes it the hook
             and it.desired is not None
             and config.target.matches(it.desired)

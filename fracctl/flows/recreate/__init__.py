@@ -287,8 +287,9 @@ PIPELINE: tuple[Step, ...] = (
     Step(recreate_plan.WAIT_GONE, "wait until it is gone (the operator releases its finalizer)",
          "gone", _wait_gone),
     Step(recreate_plan.RECREATE, "recreate it from git", "recreated", _recreate, renew_lock=True),
-    Step(recreate_plan.UPGRADE, "run the backend's upgrade: its hook deletes the object, waits "
-         "for it to go and creates git's (the helm backend)", "upgraded", _upgrade,
+    Step(recreate_plan.UPGRADE, "run the chart's upgrade (helm, or a HelmRelease's "
+         "helm-controller): its hook deletes the object, waits for it and creates git's",
+         "upgraded", _upgrade,
          renew_lock=True),
     Step(recreate_plan.VERIFY, "verify the live object equals git on its immutable fields",
          "verified", _verify),
