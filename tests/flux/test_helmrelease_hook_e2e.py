@@ -62,7 +62,7 @@ class HookRelease:
         cr.write_text(cr.read_text().replace(UPSTREAM, OPT_IN))
         commit_all(self.gitops, message="select the opt-in label, not every GPU node")
         self.served.reconcile_source()
-        hr = self.served.wait_reason("UpgradeFailed")
+        hr = self.served.wait_upgrade_failed()
         assert "fracctl recreate" in ready(hr)["message"], ready(hr)
 
     def history(self) -> Obj:

@@ -51,7 +51,7 @@ def stalled(h: HelmShop, served: ServedChart, *objects: Obj) -> Obj:
     """Commit ``objects``; the HelmRelease tries them and fails: UpgradeFailed."""
     h.commit(*objects, message="an immutable change")
     served.reconcile_source()
-    return served.wait_reason("UpgradeFailed")
+    return served.wait_upgrade_failed()
 
 
 def _not_suspended(served: ServedChart) -> None:

@@ -45,7 +45,7 @@ def test_a_kind_refusal_holds_through_a_helmrelease_and_changes_nothing(
         assert old is not None
         hshop.commit(*then, message="a change helm-controller cannot apply")
         served.reconcile_source()
-        hr = served.wait_reason("UpgradeFailed")
+        hr = served.wait_upgrade_failed()
         failed = hr["status"]["history"][0]["version"]
 
         r = run_cli("-c", str(shop.config), "recreate", case.target, "-n", shop.ns,

@@ -182,6 +182,20 @@ class ServedChart:
                 raise AssertionError(f"HelmRelease {self.name} never {reason}: {obj.get('status')}")
             time.sleep(0.3)
 
+    def wait_upgrade_failed(self, timeout: float = 120.0) -> Obj:
+        """Until Ready says ``UpgradeFailed`` and the history's newest entry is that failed
+        revision (helm-controller writes the condition and the history in separate
+        status patches)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            obj = self.helm_release()
+            history = ((obj.get("status") or {}).get("history") or [{}])[0]
+            if ready(obj).get("reason") == "UpgradeFailed" and history.get("status") == "failed":
+                return obj
+            if time.monotonic() > deadline:
+                raise AssertionError(f"HelmRelease {self.name} never failed: {obj.get('status')}")
+            time.sleep(0.3)
+
     def reconcile_source(self) -> None:
         """Ask source-controller to fetch the repository now."""
         token = time.strftime("%Y-%m-%dT%H:%M:%S") + f".{time.time_ns() % 10**9:09d}Z"
