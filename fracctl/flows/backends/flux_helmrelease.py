@@ -390,14 +390,14 @@ def _chart_ready(ctx: Context, hr: Obj) -> str:
 
 def _policy_current(ctx: Context) -> str:
     """The guard policy, if installed, lets the armed delegate's delete through."""
-    from fracctl.core.guard_policy import policy_name
-    from fracctl.core.resources import LEASES
-    from fracctl.flows.policy import POLICIES, problems
+    from fracctl.core.guard_policy import binding_problems, policy_name
+    from fracctl.core.resources import BINDINGS, POLICIES
 
     t, r = ctx.config.target, ctx.config.recreate
-    if ctx.kube.get_or_none(POLICIES, policy_name(t)) is None:
+    policy = ctx.kube.get_or_none(POLICIES, policy_name(t))
+    if policy is None:
         return "no guard policy is installed: helm-controller's delete needs no arming"
-    found = problems(ctx, ctx.kube.get_or_none(LEASES, r.lock_name, r.lock_namespace))
+    found = binding_problems(policy, ctx.kube.get_or_none(BINDINGS, policy_name(t)), t, r)
     if found:
         raise Refused(
             f"the guard policy is not fracctl's current one ({'; '.join(found)}): it may "

@@ -5,25 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 from fracctl.core import guard_policy
-from fracctl.core.resources import LEASES, ResourceRef
+from fracctl.core.resources import BINDINGS, LEASES, POLICIES
 from fracctl.flows.context import Context
 
 Obj = dict[str, Any]
-
-POLICIES = ResourceRef(
-    "admissionregistration.k8s.io",
-    "v1",
-    "validatingadmissionpolicies",
-    "ValidatingAdmissionPolicy",
-    False,
-)
-BINDINGS = ResourceRef(
-    "admissionregistration.k8s.io",
-    "v1",
-    "validatingadmissionpolicybindings",
-    "ValidatingAdmissionPolicyBinding",
-    False,
-)
 
 
 def objects(ctx: Context) -> list[Obj]:
