@@ -251,30 +251,24 @@ def prepare_argocd(box: Box, commit: str) -> None:
 
 def prepare_flux(box: Box, commit: str) -> None:
     """Flux's source fetched ``commit`` and its Kustomization tried it (its verdict settled)."""
-    from fracctl.adapters.flux import REQUESTED_AT, request_token
-    from fracctl.core.nodes import condition
     from fracctl.sandbox import flux_local
-    from fracctl.sandbox.flux_wiring import SOURCE
-    from fracctl.sandbox.layout import SANDBOX_APP
 
-    ns = flux_local.NAMESPACE
-    body = {"metadata": {"annotations": {REQUESTED_AT: request_token()}}}
-    box.kube.patch(flux_local.GITREPOSITORIES, SOURCE, body, namespace=ns)
-    deadline = time.monotonic() + 120
-    while True:
-        ks = box.kube.get(flux_local.KUSTOMIZATIONS, SANDBOX_APP, ns)
-        status = ks.get("status") or {}
-        tried = str(status.get("lastAttemptedRevision") or "").endswith(commit)
-        if tried and (condition(ks, "Ready") or {}).get("status") in ("True", "False"):
-            return
-        if time.monotonic() > deadline:
-            raise SystemExit(f"bench_window: Flux did not try {commit[:12]}")
-        time.sleep(0.3)
+    _flux_tried(box, flux_local.KUSTOMIZATIONS, commit, "Flux")
 
 
 def prepare_helmrelease(box: Box, commit: str) -> None:
     """Flux's source fetched ``commit`` and the HelmRelease tried its chart (its verdict
-    settled: with the guard installed, ``UpgradeFailed`` at the hook's delete)."""
+    settled: with the guard installed, ``UpgradeFailed`` at the hook's delete).
+
+    source-controller versions a chart from git as ``<version>+<commit, 12 digits>``.
+    """
+    from fracctl.sandbox import flux_local
+
+    _flux_tried(box, flux_local.HELMRELEASES, commit[:12], "the HelmRelease")
+
+
+def _flux_tried(box: Box, ref: Any, revision: str, who: str) -> None:
+    """Ask the source to fetch now; wait until ``ref``'s object tried ``revision``."""
     from fracctl.adapters.flux import REQUESTED_AT, request_token
     from fracctl.core.nodes import condition
     from fracctl.sandbox import flux_local
@@ -286,14 +280,13 @@ def prepare_helmrelease(box: Box, commit: str) -> None:
     box.kube.patch(flux_local.GITREPOSITORIES, SOURCE, body, namespace=ns)
     deadline = time.monotonic() + 120
     while True:
-        hr = box.kube.get(flux_local.HELMRELEASES, SANDBOX_APP, ns)
-        status = hr.get("status") or {}
-        # source-controller versions a chart from git as <version>+<commit, 12 digits>
-        tried = str(status.get("lastAttemptedRevision") or "").endswith(commit[:12])
-        if tried and (condition(hr, "Ready") or {}).get("status") in ("True", "False"):
+        obj = box.kube.get(ref, SANDBOX_APP, ns)
+        status = obj.get("status") or {}
+        tried = str(status.get("lastAttemptedRevision") or "").endswith(revision)
+        if tried and (condition(obj, "Ready") or {}).get("status") in ("True", "False"):
             return
         if time.monotonic() > deadline:
-            raise SystemExit(f"bench_window: the HelmRelease did not try {commit[:12]}")
+            raise SystemExit(f"bench_window: {who} did not try {revision[:12]}")
         time.sleep(0.3)
 
 
