@@ -84,9 +84,12 @@ class HelmShop:
 
 @contextmanager
 def helm_shop(cluster: Cluster, tmp_path: Path, helm: Helm) -> Iterator[HelmShop]:
-    """A :class:`HelmShop` in a fresh namespace, cleaned up after."""
+    """A :class:`HelmShop` in a fresh namespace, cleaned up after: its release uninstalled
+    (its workloads gone from the shared cluster), then the shop's own objects."""
     s = Shop(cluster, tmp_path)
+    found = HelmShop(s, helm)
     try:
-        yield HelmShop(s, helm)
+        yield found
     finally:
+        found.run("uninstall", RELEASE, check=False)
         s.cleanup()
