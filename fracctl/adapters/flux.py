@@ -20,6 +20,10 @@ from fracctl.errors import ExternalError, NotFound, Refused, TimedOut
 API_VERSION = "kustomize.toolkit.fluxcd.io/v1"
 KIND = "Kustomization"
 REQUESTED_AT = "reconcile.fluxcd.io/requestedAt"
+# With requestedAt, the same token: reset a HelmRelease's failure counters, force an upgrade
+# (fluxcd/pkg apis/meta; what `flux reconcile helmrelease --reset --force` writes).
+RESET_AT = "reconcile.fluxcd.io/resetAt"
+FORCE_AT = "reconcile.fluxcd.io/forceAt"
 
 Obj = dict[str, Any]
 

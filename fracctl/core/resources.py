@@ -70,6 +70,7 @@ DAEMONSETS = ResourceRef("apps", "v1", "daemonsets", "DaemonSet", namespaced=Tru
 CONFIGMAPS = ResourceRef("", "v1", "configmaps", "ConfigMap", namespaced=True)
 SECRETS = ResourceRef("", "v1", "secrets", "Secret", namespaced=True)
 HELMRELEASES = ResourceRef("helm.toolkit.fluxcd.io", "v2", "helmreleases", "HelmRelease", True)
+HELMCHARTS = ResourceRef("source.toolkit.fluxcd.io", "v1", "helmcharts", "HelmChart", True)
 PVCS = ResourceRef("", "v1", "persistentvolumeclaims", "PersistentVolumeClaim", namespaced=True)
 STORAGE_CLASSES = ResourceRef("storage.k8s.io", "v1", "storageclasses", "StorageClass", False)
 SERVICES = ResourceRef("", "v1", "services", "Service", namespaced=True)

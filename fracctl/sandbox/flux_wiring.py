@@ -14,6 +14,7 @@ from typing import Any
 
 from fracctl.adapters.flux import REQUESTED_AT, request_token
 from fracctl.adapters.kube import Kube
+from fracctl.core.nodes import condition
 from fracctl.errors import TimedOut
 from fracctl.flows.context import Context
 from fracctl.sandbox import flux_local
@@ -81,46 +82,41 @@ def install_chart(box: Sandbox, kube: Kube, chart: dict[str, Any], folder: str) 
     body = flux_local.helm_release(SANDBOX_APP, source=SOURCE, chart=f"./{folder}",
                                    release=release, target=namespace)  # fmt: skip
     flux_local.put(kube, flux_local.HELMRELEASES, body)
-    _wait_helmrelease(kube, lambda hr: _ready(hr) == "True", "install the operator's chart")
+    _wait_flux(kube, flux_local.HELMRELEASES, lambda hr: _ready(hr) == "True",
+               "install the operator's chart")  # fmt: skip
     if operator_chart.want_selector(box, chart, release):
         token = request_token()
         kube.patch(flux_local.GITREPOSITORIES, SOURCE,
                    {"metadata": {"annotations": {REQUESTED_AT: token}}},
                    namespace=flux_local.NAMESPACE)  # fmt: skip
-        _wait_helmrelease(kube, lambda hr: _ready(hr) == "False", "try git's chart")
+        _wait_flux(kube, flux_local.HELMRELEASES, lambda hr: _ready(hr) == "False",
+                   "try git's chart")  # fmt: skip
 
 
-def _ready(hr: dict[str, Any]) -> str:
-    found = [c for c in (hr.get("status") or {}).get("conditions") or [] if c["type"] == "Ready"]
-    fresh = (hr.get("status") or {}).get("observedGeneration") == hr["metadata"]["generation"]
-    return str(found[0].get("status")) if found and fresh else "Unknown"
+def _ready(obj: dict[str, Any]) -> str:
+    """Its Ready status for its current generation ("Unknown" until observed)."""
+    fresh = (obj.get("status") or {}).get("observedGeneration") == obj["metadata"]["generation"]
+    return str((condition(obj, "Ready") or {}).get("status") or "Unknown") if fresh else "Unknown"
 
 
-def _wait_helmrelease(kube: Kube, done: Any, what: str, timeout: float = 120.0) -> None:
-    deadline = time.monotonic() + timeout
-    while True:
-        hr = kube.get(flux_local.HELMRELEASES, SANDBOX_APP, flux_local.NAMESPACE)
-        if done(hr):
-            return
-        if time.monotonic() > deadline:
-            raise TimedOut(
-                f"Flux's HelmRelease did not {what} in {timeout:.0f}s: "
-                f"{(hr.get('status') or {}).get('conditions')}"
-            )
-        time.sleep(0.3)
-
-
-def _wait_attempted(kube: Kube, timeout: float = 60.0) -> None:
+def _wait_attempted(kube: Kube) -> None:
     """Until the Kustomization tried its source's commit once (its Ready settled)."""
+    _wait_flux(kube, flux_local.KUSTOMIZATIONS,
+               lambda ks: bool((ks.get("status") or {}).get("lastAttemptedRevision")),
+               "try the sandbox's repository", timeout=60.0)  # fmt: skip
+
+
+def _wait_flux(kube: Kube, ref: Any, done: Any, what: str, timeout: float = 120.0) -> None:
+    """Until the sandbox's Flux object of kind ``ref`` is ``done``; TimedOut after."""
     deadline = time.monotonic() + timeout
     while True:
-        ks = kube.get(flux_local.KUSTOMIZATIONS, SANDBOX_APP, flux_local.NAMESPACE)
-        if (ks.get("status") or {}).get("lastAttemptedRevision"):
+        obj = kube.get(ref, SANDBOX_APP, flux_local.NAMESPACE)
+        if done(obj):
             return
         if time.monotonic() > deadline:
             raise TimedOut(
-                f"Flux did not try the sandbox's repository in {timeout:.0f}s: "
-                f"{(ks.get('status') or {}).get('conditions')}"
+                f"Flux's {ref.kind} did not {what} in {timeout:.0f}s: "
+                f"{(obj.get('status') or {}).get('conditions')}"
             )
         time.sleep(0.3)
 

@@ -27,20 +27,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from fracctl.adapters.flux import FORCE_AT, REQUESTED_AT, RESET_AT
 from fracctl.core import helm_release
 from fracctl.core.nodes import condition, selector_of
 from fracctl.core.recreate_plan import ReleaseState
-from fracctl.core.resources import HELMRELEASES, ResourceRef
+from fracctl.core.resources import HELMCHARTS, HELMRELEASES
 from fracctl.errors import ExternalError, FracctlError, Refused, TimedOut
 from fracctl.flows.backends import BackendCheckFailed, Obj, Proof, clean_desired, dry_run_create
 from fracctl.flows.backends.access import require
 from fracctl.flows.backends.helm import ReleaseId, read_release, release_hook, renders_chart
 from fracctl.flows.context import Context
 
-REQUESTED_AT = "reconcile.fluxcd.io/requestedAt"
-RESET_AT = "reconcile.fluxcd.io/resetAt"
-FORCE_AT = "reconcile.fluxcd.io/forceAt"
-HELMCHARTS = ResourceRef("source.toolkit.fluxcd.io", "v1", "helmcharts", "HelmChart", True)
 POLL = 0.5
 
 
@@ -174,16 +171,12 @@ def wait_deployed(
 def deletes_as(ctx: Context, hr: Obj) -> tuple[str, tuple[str, ...]]:
     """The identity helm-controller runs a HelmRelease's upgrade as, and its groups.
 
-    ``spec.serviceAccountName`` in the HelmRelease's namespace (impersonated), else the
-    controller's own service account (``flux.controller_namespace`` /
-    ``flux.helm_service_account``).
+    ``spec.serviceAccountName`` (impersonated), else its own service account
+    (``flux.helm_service_account``), as kustomize-controller's rule has it.
     """
-    f = ctx.config.flux
-    sa = str((hr.get("spec") or {}).get("serviceAccountName") or "")
-    ns = str(hr["metadata"]["namespace"]) if sa else f.controller_namespace
-    sa = sa or f.helm_service_account
-    groups = ("system:serviceaccounts", f"system:serviceaccounts:{ns}", "system:authenticated")
-    return f"system:serviceaccount:{ns}:{sa}", groups
+    from fracctl.flows.backends.flux_proofs import service_account_user
+
+    return service_account_user(ctx, hr, default=ctx.config.flux.helm_service_account)
 
 
 @dataclass
@@ -232,7 +225,7 @@ class HelmReleaseHookBackend:
     def rendering(self, ctx: Context, objects: list[Obj]) -> list[Obj]:
         """Git's objects, the target as helm-controller renders it (:meth:`as_rendered`)."""
         t = ctx.config.target
-        mine = [o for o in objects if _is_target(o, t.kind, t.name)]
+        mine = [o for o in objects if t.matches(o)]
         if len(mine) != 1:
             return objects
         theirs = self.as_rendered(ctx, mine[0])
@@ -365,10 +358,6 @@ class HelmReleaseHookBackend:
             f"{done.get('chartName')} {done.get('chartVersion')}); its hook deleted and "
             "recreated the object"
         )
-
-
-def _is_target(obj: Obj, kind: str, name: str) -> bool:
-    return obj.get("kind") == kind and (obj.get("metadata") or {}).get("name") == name
 
 
 def _chart_ready(ctx: Context, hr: Obj) -> str:

@@ -62,14 +62,21 @@ def controllers_lead(ctx: Context) -> list[str]:
     return out
 
 
-def service_account_user(ctx: Context, ks: Obj) -> tuple[str, tuple[str, ...]]:
-    """The identity Flux applies as, and its groups."""
+def service_account_user(
+    ctx: Context, ks: Obj, *, default: str = ""
+) -> tuple[str, tuple[str, ...]]:
+    """The identity Flux applies as, and its groups.
+
+    ``spec.serviceAccountName`` of ``ks`` (a Kustomization or a HelmRelease) in its
+    namespace, else the controller's own service account in ``flux.controller_namespace``:
+    ``default``, else ``flux.service_account`` (kustomize-controller's).
+    """
     f = ctx.config.flux
     spec = ks.get("spec") or {}
     ns = str((ks.get("metadata") or {}).get("namespace") or f.namespace)
     sa = str(spec.get("serviceAccountName") or "")
     if not sa:
-        ns, sa = f.controller_namespace, f.service_account
+        ns, sa = f.controller_namespace, default or f.service_account
     groups = ("system:serviceaccounts", f"system:serviceaccounts:{ns}", "system:authenticated")
     return f"system:serviceaccount:{ns}:{sa}", groups
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from fracctl.core.resources import HELMCHARTS as HELMCHARTS
+from fracctl.core.resources import HELMRELEASES as HELMRELEASES
 from fracctl.core.resources import ResourceRef
 
 SOURCE_VERSION = "v1.9.0"  # source-controller (scripts/build-flux.sh)
@@ -18,8 +20,6 @@ GITREPOSITORIES = ResourceRef(
 KUSTOMIZATIONS = ResourceRef(
     "kustomize.toolkit.fluxcd.io", "v1", "kustomizations", "Kustomization", True
 )
-HELMRELEASES = ResourceRef("helm.toolkit.fluxcd.io", "v2", "helmreleases", "HelmRelease", True)
-HELMCHARTS = ResourceRef("source.toolkit.fluxcd.io", "v1", "helmcharts", "HelmChart", True)
 HELM_API = "helm.toolkit.fluxcd.io/v2"
 PROCESSES = ("helm-controller", "kustomize-controller", "source-controller", "git-server")
 
