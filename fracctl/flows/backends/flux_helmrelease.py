@@ -67,7 +67,9 @@ def release_id(hr: Obj) -> ReleaseId:
     """The Helm release a HelmRelease manages, where helm-controller stores it.
 
     ``spec.releaseName``, else ``[<targetNamespace>-]<name>``; stored in
-    ``status.storageNamespace`` (else ``spec.storageNamespace``, else its own namespace).
+    ``status.storageNamespace`` (else ``spec.storageNamespace``, else its own namespace):
+    helm-controller v1.6.4 ``api/v2/helmrelease_types.go`` ``GetReleaseName``,
+    ``GetStorageNamespace``.
     """
     spec, status = hr.get("spec") or {}, hr.get("status") or {}
     meta = hr["metadata"]
@@ -113,7 +115,9 @@ def request_upgrade(ctx: Context, owner: HelmReleaseRef, *, force: bool) -> str:
     """Ask helm-controller to reconcile now with its failure counters reset (and forced).
 
     The annotations ``flux reconcile helmrelease --reset [--force]`` writes: one token in
-    ``requestedAt``, ``resetAt`` and, forced, ``forceAt`` (fluxcd/pkg ``apis/meta``).
+    ``requestedAt``, ``resetAt`` and, forced, ``forceAt`` (fluxcd/pkg ``apis/meta``), read
+    by helm-controller v1.6.4 ``internal/action/reset.go`` (``ShouldHandleResetRequest``)
+    and ``internal/reconcile/atomic_release.go`` (``ShouldHandleForceRequest``).
     """
     from fracctl.adapters.flux import request_token
 
