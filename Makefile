@@ -4,7 +4,7 @@ PY     := $(VENV)/bin/python
 LOCK   := requirements/dev.lock
 STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml $(LOCK) | cksum | cut -d' ' -f1)
 
-.PHONY: venv control-plane kwok helm argocd flux promtool test test-unit lint lock check-lock demo bench clean image
+.PHONY: venv parts control-plane kwok helm argocd flux promtool test test-unit lint lock check-lock demo bench clean image
 
 # Every install comes from the lock (exact versions, hashes checked); the build backend
 # too, so fracctl itself is installed without build isolation. The editable install is
@@ -52,8 +52,16 @@ flux:
 promtool:
 	@bash scripts/build-promtool.sh >/dev/null
 
-test: venv control-plane kwok helm argocd flux promtool
-	PATH="$$(bash scripts/build-helm.sh):$$PATH" $(VENV)/bin/pytest
+# Every real part above, built at once (each cached by version; see the script).
+parts: venv
+	@bash scripts/build-parts.sh
+
+# The real parts, then the tests in parallel workers (pyproject.toml's addopts); pytest's
+# summary says how long each took and lists the slowest 25 tests.
+test: venv
+	@set -e; start=$$(date +%s); bash scripts/build-parts.sh; \
+	export FRACCTL_BUILD_SECONDS=$$(( $$(date +%s) - start )); \
+	PATH="$$(bash scripts/build-helm.sh):$$PATH" $(VENV)/bin/pytest --durations=25
 
 test-unit: venv
 	$(VENV)/bin/pytest -m "not cluster and not e2e"

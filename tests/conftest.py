@@ -23,6 +23,8 @@ if TYPE_CHECKING:
     from tests.support.helm import Helm
     from tests.support.recreate_fixtures import Incident
 
+pytest_plugins = ["tests.support.order"]
+
 REPO = Path(__file__).resolve().parents[1]
 # Tests get a fresh HOME, but keep using the real build cache of the control plane.
 CACHE = os.environ.get("FRACCTL_CACHE") or str(Path.home() / ".cache" / "fracctl")
@@ -47,17 +49,25 @@ def clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
 def control_plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[controlplane.ControlPlane]:
     """One real control plane for the whole session (etcd, kube-apiserver,
     kube-controller-manager, kube-scheduler and KWOK), stopped by PID at the end."""
-    from fracctl.sandbox.controllers import find_kwok, start_beside
+    from fracctl.sandbox.controllers import start_beside
 
     binaries = controlplane.find_binaries(REPO)
     cp = controlplane.start(tmp_path_factory.mktemp("controlplane"), binaries=binaries)
     try:
         kube = Kube.connect(kubeconfig=cp.kubeconfig)
         install_crd(kube, cfg.Config())
-        start_beside(cp, binaries=binaries, kwok=find_kwok(REPO))
+        start_beside(cp, binaries=binaries, kwok=paced_kwok(tmp_path_factory))
         yield cp
     finally:
         cp.stop()
+
+
+def paced_kwok(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """KWOK with its module's stages at the tests' pace (tests/support/kwok_pace.py)."""
+    from fracctl.sandbox.controllers import find_kwok
+    from tests.support.kwok_pace import paced
+
+    return paced(find_kwok(REPO), tmp_path_factory.getbasetemp() / "kwok-paced")
 
 
 @pytest.fixture(scope="session")
@@ -153,9 +163,9 @@ def extra_control_planes(
 ) -> Iterator[list[controlplane.ControlPlane]]:
     """Two more control planes beside the session's, for fleet tests (each with its
     controllers, scheduler and KWOK); stopped by PID at the end."""
-    from fracctl.sandbox.controllers import find_kwok, start_beside
+    from fracctl.sandbox.controllers import start_beside
 
-    binaries, kwok = controlplane.find_binaries(REPO), find_kwok(REPO)
+    binaries, kwok = controlplane.find_binaries(REPO), paced_kwok(tmp_path_factory)
     started: list[controlplane.ControlPlane] = []
     try:
         for i in (1, 2):

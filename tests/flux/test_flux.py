@@ -112,6 +112,8 @@ def test_handled_but_never_settled_times_out(cluster: Cluster) -> None:
                             "status": "Unknown",
                             "reason": "Progressing",
                             "message": "Reconciliation in progress",
+                            "lastTransitionTime": now_iso(),
+                            "observedGeneration": 1,
                         }
                     ],
                 }
@@ -161,8 +163,11 @@ def test_a_transient_reason_is_not_final(
     ) as s:
         flux = Flux(cluster.kube, s.namespace, s.name)
         requested = flux.request_reconcile(now_iso())
-        conds = [{"type": "Ready", "status": "False", "reason": reason, "message": "m",
-                  "lastTransitionTime": "2026-01-01T00:00:00Z"}]  # fmt: skip
+        # As kustomize-controller writes them: each condition carries its generation (the
+        # real CRD defaults status.observedGeneration to -1 until a try succeeds).
+        ready = {"type": "Ready", "status": "False", "reason": reason, "message": "m",
+                 "lastTransitionTime": "2026-01-01T00:00:00Z", "observedGeneration": 1}  # fmt: skip
+        conds = [ready]
         if stalled:
             conds.append({**conds[0], "type": "Stalled", "status": "True"})
         cluster.kube.patch(

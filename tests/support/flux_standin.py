@@ -180,8 +180,18 @@ class FluxStandIn:
             self.kube.create(ref, body, namespace=self.namespace)
         except Conflict:
             pass
+        # The artifact as source-controller writes it (every field its CRD requires), so
+        # that the status is valid where a session's real Flux installed the real CRD.
+        digest = self.revision.rsplit(":", 1)[-1]
+        path = f"gitrepository/{self.namespace}/flux-system/{digest}.tar.gz"
         status = {
-            "artifact": {"revision": self.revision},
+            "artifact": {
+                "revision": self.revision,
+                "digest": "sha256:" + hashlib.sha256(self.revision.encode()).hexdigest(),
+                "lastUpdateTime": _now(),
+                "path": path,
+                "url": f"http://source-controller.flux-system.svc.cluster.local./{path}",
+            },
             "conditions": [_cond("Ready", "True", "Succeeded", "stored artifact for revision")],
         }
         self.kube.patch(
