@@ -414,6 +414,14 @@ class Cluster:
                 self.kube.delete(PODS, pod["metadata"]["name"], k.agent_namespace, grace_period=0)
             except NotFound:
                 pass
+        # The test namespaces' workloads first: a StatefulSet left behind makes its pods
+        # again, and they land on the nodes of whichever test runs next in this worker.
+        for ns in self.created_namespaces:
+            for api_version, kind in WORKLOADS:
+                ref = self.kube.resolve(api_version, kind)
+                for obj in self.kube.list(ref, namespace=ns):
+                    with contextlib.suppress(NotFound):
+                        self.kube.delete(ref, obj["metadata"]["name"], ns)
         # The test namespaces' pods, and probe pods wherever a failed test left one (a
         # leftover fractional pod would make every later guard refuse).
         leftovers = [
@@ -426,6 +434,11 @@ class Cluster:
                 self.kube.delete(PODS, meta["name"], meta["namespace"], grace_period=0)
             except NotFound:
                 pass
+
+
+#: The workload controllers whose objects a test's namespaces are emptied of.
+WORKLOADS = (("apps/v1", "Deployment"), ("apps/v1", "StatefulSet"), ("apps/v1", "ReplicaSet"),
+             ("apps/v1", "DaemonSet"), ("batch/v1", "Job"))  # fmt: skip
 
 
 def wait_enforced(cluster: Cluster, timeout: float = 30.0) -> None:

@@ -41,4 +41,9 @@ def keep_record(records: list[dict[str, Any]], entry: dict[str, Any]) -> dict[st
 def write_records(path: str | None, records: list[dict[str, Any]]) -> None:
     """Write a real part's records to ``path`` (its ``FRACCTL_*_RECORD``), if one is set."""
     if path and records:
-        Path(path).write_text(json.dumps(records, indent=2) + "\n")
+        # Each xdist worker keeps its own records: records.gw0.json, records.gw1.json, …
+        worker = os.environ.get("PYTEST_XDIST_WORKER")
+        target = Path(path)
+        if worker:
+            target = target.with_name(f"{target.stem}.{worker}{target.suffix}")
+        target.write_text(json.dumps(records, indent=2) + "\n")
