@@ -88,9 +88,15 @@ def test_force_deletes_and_recreates_without_any_guard(
     uid = live_of(real_incident)["metadata"]["uid"]
     with real_incident.operator(), real_flux.serving(real_incident) as served:
         served.patch({"force": True})
+        applied = f"main@sha1:{served.head()}"
+        # Ready and the applied revision, as one status (a Ready read alone can be the
+        # condition of a moment before the revision was written).
         ks = served.wait(
             served.kustomization,
-            lambda o: ready(o).get("status") == "True",
+            lambda o: (
+                ready(o).get("status") == "True"
+                and (o.get("status") or {}).get("lastAppliedRevision") == applied
+            ),
             "Flux applied with force",
             60,
         )
