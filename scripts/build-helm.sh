@@ -16,14 +16,8 @@ if [[ -x "$dir/helm" ]]; then
 fi
 command -v go >/dev/null || { echo "go is required to build helm" >&2; exit 1; }
 major="${HELM_VERSION%%.*}"   # v3 or v4: the module path's major version
-mkdir -p "$dir"
 start=$(date +%s)
-# Into a scratch folder beside the cache, then moved: a build killed halfway leaves no
-# binary that a second run would take for a finished one.
-scratch="$(mktemp -d "$dir.XXXXXX")"
-trap 'rm -rf "$scratch"' EXIT
-GOBIN="$scratch" CGO_ENABLED=0 GOFLAGS=-mod=mod go install -trimpath -ldflags='-s -w' \
-  "helm.sh/helm/${major}/cmd/helm@${HELM_VERSION}" >&2
-mv "$scratch/helm" "$dir/helm"
+bash "$(dirname "$0")/go-install.sh" "$dir" helm \
+  "helm.sh/helm/${major}/cmd/helm@${HELM_VERSION}"
 echo "build-helm: built helm ${HELM_VERSION} in $(( $(date +%s) - start ))s into $dir" >&2
 echo "$dir"

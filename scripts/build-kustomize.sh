@@ -15,14 +15,8 @@ if [[ -x "$dir/kustomize" ]]; then
   exit 0
 fi
 command -v go >/dev/null || { echo "go is required to build kustomize" >&2; exit 1; }
-mkdir -p "$dir"
 start=$(date +%s)
-# Into a scratch folder beside the cache, then moved: a build killed halfway leaves no
-# binary that a second run would take for a finished one.
-scratch="$(mktemp -d "$dir.XXXXXX")"
-trap 'rm -rf "$scratch"' EXIT
-GOBIN="$scratch" CGO_ENABLED=0 GOFLAGS=-mod=mod go install -trimpath -ldflags='-s -w' \
-  "sigs.k8s.io/kustomize/kustomize/v5@${KUSTOMIZE_VERSION}" >&2
-mv "$scratch/kustomize" "$dir/kustomize"
+bash "$(dirname "$0")/go-install.sh" "$dir" kustomize \
+  "sigs.k8s.io/kustomize/kustomize/v5@${KUSTOMIZE_VERSION}"
 echo "build-kustomize: built kustomize ${KUSTOMIZE_VERSION} in $(( $(date +%s) - start ))s into $dir" >&2
 echo "$dir"

@@ -19,14 +19,8 @@ if [[ -x "$dir/promtool" ]]; then
   exit 0
 fi
 command -v go >/dev/null || { echo "go is required to build promtool" >&2; exit 1; }
-mkdir -p "$dir"
 start=$(date +%s)
-# Into a scratch folder beside the cache, then moved: a build killed halfway leaves no
-# binary that a second run would take for a finished one.
-scratch="$(mktemp -d "$dir.XXXXXX")"
-trap 'rm -rf "$scratch"' EXIT
-GOBIN="$scratch" CGO_ENABLED=0 GOFLAGS=-mod=mod go install -trimpath -ldflags='-s -w' \
-  "github.com/prometheus/prometheus/cmd/promtool@${PROMTOOL_VERSION}" >&2
-mv "$scratch/promtool" "$dir/promtool"
+bash "$(dirname "$0")/go-install.sh" "$dir" promtool \
+  "github.com/prometheus/prometheus/cmd/promtool@${PROMTOOL_VERSION}"
 echo "build-promtool: built promtool ${PROMTOOL_VERSION} in $(( $(date +%s) - start ))s into $dir" >&2
 echo "$dir"
