@@ -158,10 +158,20 @@ class GitConfig:
     path: str = "."
     revision: str = "HEAD"
     renderer: str = "auto"  # auto | plain | kustomize | helm
-    namespace: str = "default"  # for rendered objects that name none
+    namespace: str = ""  # for rendered objects that name none; "": helm_namespace, else default
     helm_release: str = ""  # default: the chart folder's name
     helm_namespace: str = ""
     helm_values: list[str] = field(default_factory=list)  # relative to the chart
+
+    @property
+    def objects_namespace(self) -> str:
+        """Where a rendered namespaced object that names no namespace lands.
+
+        ``namespace`` when given; else the release's namespace (``helm_namespace``: helm
+        installs a chart's objects that name none there, as ``helm create`` scaffolds
+        them); else ``default``.
+        """
+        return self.namespace or self.helm_namespace or "default"
 
     def __post_init__(self) -> None:
         if self.renderer not in ("auto", "plain", "kustomize", "helm"):

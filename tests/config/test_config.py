@@ -149,6 +149,21 @@ def test_empty_file_gives_defaults(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
+    ("git", "namespace"),
+    [
+        ("", "default"),
+        # A chart's objects that name no namespace land in the release's, as helm does.
+        ("git:\n  renderer: helm\n  helm_namespace: shop\n", "shop"),
+        ("git:\n  namespace: team\n  helm_namespace: shop\n", "team"),  # said, it wins
+    ],
+)
+def test_the_namespace_of_rendered_objects_that_name_none(
+    tmp_path: Path, git: str, namespace: str
+) -> None:
+    assert cfg.load(write(tmp_path, git), env={}).git.objects_namespace == namespace
+
+
+@pytest.mark.parametrize(
     ("raw", "seconds"),
     [(90, 90), ("90", 90), ("90s", 90), ("10m", 600), ("1h", 3600), ("500ms", 0.5)],
 )

@@ -313,7 +313,10 @@ def test_doctor_runs_as_its_role_and_uses_every_grant(
     incident: Incident, control_plane: ControlPlane, recorded: set[tuple[str, str]]
 ) -> None:
     # A pending fractional pod: doctor reads the events of its namespace.
-    incident.cluster.pod("team-a", "frac-0", annotations={"gpu-fraction": "0.5"}, phase="Pending")
+    # KAI places it, and no KAI runs here: kube-scheduler would place it, KWOK run it,
+    # and doctor would have no event to read.
+    incident.cluster.pod("team-a", "frac-0", annotations={"gpu-fraction": "0.5"},
+                         phase="Pending", scheduler="kai-scheduler")  # fmt: skip
     cfg_file = str(incident.config_file)
     config = incident.config()  # the guard check reads its lock Lease in fracctl-test
     with bound(incident.cluster, control_plane, incident.root, "doctor", config) as who:

@@ -27,6 +27,7 @@ from fracctl.adapters.git import git
 from fracctl.adapters.kube import Kube
 from fracctl.sandbox import flux_local
 from fracctl.sandbox.controlplane import ControlPlane
+from tests.support.helpers import pods_report
 from tests.support.real_parts import keep_record, live_record, unavailable, write_records
 from tests.support.recreate_fixtures import Incident
 
@@ -52,6 +53,7 @@ class Served:
     repo: Path  # the incident's working repository
     source: str
     name: str
+    target: str | None = None
 
     @property
     def namespace(self) -> str:
@@ -140,6 +142,7 @@ class ServedChart:
     repo: Path
     source: str
     name: str
+    target: str | None = None
 
     @property
     def namespace(self) -> str:
@@ -166,8 +169,9 @@ class ServedChart:
             if done(obj):
                 return obj
             if time.monotonic() > deadline:
+                pods = pods_report(self.flux.kube, self.target) if self.target else ""
                 raise AssertionError(
-                    f"HelmRelease {self.name} not Ready={status}: {obj.get('status')}"
+                    f"HelmRelease {self.name} not Ready={status}: {obj.get('status')}; {pods}"
                 )
             time.sleep(0.3)
 
@@ -265,7 +269,7 @@ class RealFlux:
         serial = next(_SERIAL)
         link = self.local.git_root / f"repo-{serial}"
         link.symlink_to(repo)
-        served = ServedChart(self, repo, f"source-{serial}", f"{release}-{serial}")
+        served = ServedChart(self, repo, f"source-{serial}", f"{release}-{serial}", target)
         source = flux_local.git_repository(served.source, self.local.git_url(link.name))
         flux_local.put(self.kube, flux_local.GITREPOSITORIES, source)
         body = flux_local.helm_release(

@@ -37,9 +37,11 @@ class HelmShop:
         root = shop.config.parent
         shop.config.write_text(
             f"kube:\n  kubeconfig: {shop.cluster.kubeconfig}\n"
+            # Only the keys runbooks/helm-releases.md lists: the chart's templates name
+            # no namespace (as `helm create` scaffolds them), and they land in the
+            # release's, as helm installs them.
             f"git:\n  repo: {shop.repo}\n  path: {RELEASE}\n  revision: HEAD\n"
-            f"  namespace: {shop.ns}\n  renderer: helm\n  helm_release: {RELEASE}\n"
-            f"  helm_namespace: {shop.ns}\n"
+            f"  renderer: helm\n  helm_release: {RELEASE}\n  helm_namespace: {shop.ns}\n"
             "recreate:\n  backend: helm\n  lock_namespace: fracctl-test\n"
             f"  state_dir: {root / 'state'}\n"
             f"helm:\n  binary: {helm.path}\n  timeout: 60s\n"

@@ -16,6 +16,7 @@ from fracctl.config import Config
 from fracctl.core.resources import (
     DAEMONSETS,
     DEPLOYMENTS,
+    EVENTS,
     LEASES,
     NAMESPACES,
     NODES,
@@ -30,6 +31,30 @@ from tests.support.kubelet import report_ready
 SMP = "application/strategic-merge-patch+json"
 #: The tolerations the upstream chart's default config gives the agents.
 GPU_TOLERATIONS = [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
+
+
+def pods_report(kube: Kube, namespace: str) -> str:
+    """Each pod of ``namespace`` with its phase, node and why it is not scheduled, and the
+    namespace's last events: what a failed wait on pods says."""
+    lines = []
+    for pod in kube.list(PODS, namespace=namespace):
+        st = pod.get("status") or {}
+        scheduled = next(
+            (c for c in st.get("conditions") or [] if c.get("type") == "PodScheduled"), {}
+        )
+        lines.append(
+            f"{pod['metadata']['name']}: {st.get('phase')} on {pod['spec'].get('nodeName')}"
+            f" (PodScheduled={scheduled.get('status')} {scheduled.get('message') or ''})"
+        )
+    events = sorted(
+        kube.list(EVENTS, namespace=namespace),
+        key=lambda e: e.get("lastTimestamp") or e.get("eventTime") or "",
+    )
+    lines += [
+        f"event {e['involvedObject'].get('name')}: {e.get('reason')}: {e.get('message')}"
+        for e in events[-12:]
+    ]
+    return "; ".join(lines) or "no pods, no events"
 
 
 @dataclass
@@ -257,13 +282,19 @@ class Cluster:
         node: str | None = None,
         phase: str = "Running",
         containers: list[str] | None = None,
+        scheduler: str | None = None,
     ) -> dict[str, Any]:
+        """A pod whose status the test writes (``phase``). Without ``node`` it is placed by
+        ``scheduler`` (kube-scheduler when None, and KWOK then runs it, where a node
+        exists: name a scheduler nothing plays to keep a Pending pod pending)."""
         self.namespace(namespace)
         spec: dict[str, Any] = {
             "containers": [{"name": c, "image": "busybox"} for c in (containers or ["main"])]
         }
         if node:
             spec["nodeName"] = node
+        if scheduler:
+            spec["schedulerName"] = scheduler
         self.kube.create(
             PODS,
             {

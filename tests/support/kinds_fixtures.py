@@ -18,7 +18,7 @@ import yaml
 from fracctl.adapters.git import init_repo
 from fracctl.core.resources import PODS, ResourceRef
 from fracctl.errors import NotFound
-from tests.support.helpers import Cluster, commit_all
+from tests.support.helpers import Cluster, commit_all, pods_report
 
 Obj = dict[str, Any]
 PVS = ResourceRef("", "v1", "persistentvolumes", "PersistentVolume", namespaced=False)
@@ -84,7 +84,9 @@ class Shop:
             }  # noqa: E501
             if len(up) >= count:
                 return up
-            assert time.monotonic() < deadline, f"{len(up)} of {count} pods run: {list(pods)}"
+            assert time.monotonic() < deadline, (
+                f"{len(up)} of {count} pods run: {pods_report(self.kube, self.ns)}"
+            )
             time.sleep(0.3)
 
     def bound_claims(self, names: list[str], size: str = "1Gi", cls: str = "expandable") -> None:

@@ -102,7 +102,7 @@ def check_app(
     application = client.get_application(app)
     manifests = [m for m in client.manifests(app, revision=revision) if isinstance(m, dict)]
     dest_ns = ((application.get("spec") or {}).get("destination") or {}).get("namespace") or ""
-    ns = dest_ns or ctx.config.git.namespace
+    ns = dest_ns or ctx.config.git.objects_namespace
     check_argocd_unique(ctx, manifests, app=app, default_namespace=ns)
     chosen = [manifests[i] for i in select(manifests, kind=kind, name=name)]
     items = items_from(chosen, ns)

@@ -31,13 +31,13 @@ def check_objects(
         ctx: the context.
         objects: desired objects (rendered manifests).
         default_namespace: namespace for namespaced objects that name none
-            (default ``git.namespace``).
+            (default ``git.objects_namespace``).
         desired: the rendering ``objects`` came from, for git locations and the source.
 
     Returns:
         One verdict per object, in the order given.
     """
-    ns = default_namespace or ctx.config.git.namespace
+    ns = default_namespace or ctx.config.git.objects_namespace
     locations = desired.locations if desired is not None else ()
     texts = desired.texts if desired is not None else ()
     items = items_from(objects, ns, locations, texts)

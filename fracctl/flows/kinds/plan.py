@@ -61,7 +61,7 @@ def find_desired(ctx: Context, objects: list[Obj], spec: str, namespace: str | N
     kind, sep, name = spec.partition("/")
     if not sep or not kind or not name or "/" in name:
         raise UsageError(f"name the object as KIND/NAME, got {spec!r}")
-    default_ns = ctx.config.git.namespace
+    default_ns = ctx.config.git.objects_namespace
 
     def named(o: Obj) -> bool:
         meta = o.get("metadata") or {}

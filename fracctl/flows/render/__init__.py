@@ -79,7 +79,7 @@ def render(
         helm_namespace=g.helm_namespace,
         helm_values=g.helm_values,
         helm_binary=ctx.expand(ctx.config.section("helm").binary),
-        default_namespace=g.namespace,
+        default_namespace=g.objects_namespace,
         cluster_scoped=cluster_scoped(ctx),
     )
     return Desired(
