@@ -49,7 +49,8 @@ def command(
     reason is required.
 
     Exits 0 when no error-level finding remains (warnings do not fail),
-    1 on any, 2 for bad options, 3 when an input is unreadable or not YAML.
+    1 on any, 2 for bad options, 3 when an input is unreadable, not YAML, or
+    holds no Kubernetes object (nothing was checked).
 
     Examples:
         fracctl lint manifests/
@@ -74,7 +75,13 @@ def command(
     c = _app.context(ctx)
     report = lint(c.config, paths=paths, stdin=sys.stdin)
     if not report.objects:
-        c.warn("no Kubernetes objects in the input: nothing was checked")
+        from fracctl.errors import ExternalError
+
+        raise ExternalError(
+            "no Kubernetes objects in the input: nothing was checked",
+            hint="when a renderer's output is piped in (helm template, kustomize build), "
+            "check that it ran: its error is above, on its standard error",
+        )
     if output == "json":
         _app.emit_json(report.to_dict())
     elif output == "sarif":

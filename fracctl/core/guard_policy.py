@@ -64,21 +64,32 @@ def message(t: Target, lock: Lock) -> str:
 HOOK_RUNBOOK = "runbooks/operator-upgrades.md"
 
 
-def hook_message(t: Target) -> str:
+#: The end of the user name Flux's helm-controller deletes a hook as (its service account,
+#: ``system:serviceaccount:<namespace>:helm-controller``, fluxcd/flux2 manifests).
+HELM_CONTROLLER = ":helm-controller"
+
+
+def hook_message(t: Target, *, flux: bool = False) -> str:
     """What the API server answers a delete of the target when it is a chart's hook.
 
     The operator's chart creates the config as a ``post-install,post-upgrade`` hook with
     no delete policy, so every ``helm upgrade`` (and every Argo CD sync of the chart)
     deletes it first (helm/helm ``pkg/action/hooks.go``, before-hook-creation). The API
     server cannot know the caller is helm, but the object says it is a hook: the refusal
-    names what was refused and the guarded way to run that upgrade.
+    names what was refused and the guarded way to run that upgrade, through the tool that
+    owns the release (``flux``: the caller is Flux's helm-controller).
     """
+    way = (
+        "fracctl recreate --backend flux (recreate.backend: flux, flux.helmrelease: the "
+        "HelmRelease)"
+        if flux
+        else "fracctl recreate --backend helm (recreate.backend: helm)"
+    )
     return (
         f"{t.kind}/{t.name} is a chart's hook, and this delete is the hook's "
         "before-hook-creation (every helm upgrade of its release, every Argo CD sync of "
-        "the chart deletes and recreates it); refused: run the upgrade guarded with "
-        "fracctl recreate --backend helm (recreate.backend: helm); a release this left "
-        f"failed: {HOOK_RUNBOOK}"
+        f"the chart deletes and recreates it); refused: run the upgrade guarded with {way}; "
+        f"a release this left failed: {HOOK_RUNBOOK}"
     )
 
 
@@ -126,7 +137,10 @@ def objects(t: Target, lock: Lock) -> list[Obj]:
                         # A hook's delete is helm (or Argo CD) running the chart: say so.
                         "messageExpression": f"(has(oldObject.metadata.annotations) && "
                         f"{_cel_string(HELM_HOOK)} in oldObject.metadata.annotations ? "
-                        + _cel_string(hook_message(t) + f" ({HELM_HOOK}: ")
+                        + f"(request.userInfo.username.endsWith({_cel_string(HELM_CONTROLLER)})"
+                        + f" ? {_cel_string(hook_message(t, flux=True))}"
+                        + f" : {_cel_string(hook_message(t))}) + "
+                        + _cel_string(f" ({HELM_HOOK}: ")
                         + f" + oldObject.metadata.annotations[{_cel_string(HELM_HOOK)}] + ', "
                         "refused: ' : "
                         + _cel_string(said + " (refused: ")

@@ -62,6 +62,11 @@ class Context:
     # The flags that named git's source on this command line (``--path shop``): a command
     # printed for the user to run next repeats them, so that it reads the same objects.
     source_flags: tuple[str, ...] = ()
+    # The global options (``--config``, ``--kubeconfig``, ``--context``) and the command's
+    # own choices (``--backend helm``, ``--yes``) a printed rerun of this command repeats,
+    # so that it runs as printed: the same cluster, configuration, objects and backend.
+    global_flags: tuple[str, ...] = ()
+    run_flags: tuple[str, ...] = ()
     _kube: Kube | None = None
     _argocd: ArgoCD | None = None
     _host: Host | None = None
@@ -89,6 +94,19 @@ class Context:
         import shlex
 
         return "".join(f" {shlex.quote(word)}" for word in self.source_flags)
+
+    def rerun(self, command: str, *more: str) -> str:
+        """``fracctl COMMAND`` as this run was given it.
+
+        Its global options, git's source flags and its own choices, then ``more`` (each
+        once).
+        """
+        import shlex
+
+        words = [*self.source_flags, *self.run_flags]
+        words += [w for w in more if w not in words]
+        head = "".join(f" {shlex.quote(w)}" for w in self.global_flags)
+        return f"fracctl{head} {command}" + "".join(f" {shlex.quote(w)}" for w in words)
 
     @property
     def kube(self) -> Kube:

@@ -68,6 +68,35 @@ def test_every_upgrade_recreates_the_config_and_doctor_names_the_release(
     assert "fracctl recreate --backend helm" in f["fix"]
 
 
+def test_under_the_guarded_helm_backend_doctors_hook_check_passes_with_a_note(
+    installed: tuple[Cluster, Helm, str], tmp_path: Path
+) -> None:
+    # recreate.backend: helm, as runbooks/operator-upgrades.md sets it: the hook is the
+    # path the configuration chose, and a doctor check in CI can pass (as drift says
+    # "carried"); a release that is not the configured one is still a finding.
+    cluster, _, ns = installed
+
+    def under(release: str) -> Any:
+        cfg = write_config(tmp_path / f"{release}.yaml", {
+            "kube": {"kubeconfig": cluster.kubeconfig},
+            "git": {"path": RELEASE, "renderer": "helm", "helm_release": release,
+                    "helm_namespace": ns},
+            "recreate": {"backend": "helm"},
+        })  # fmt: skip
+        r = run_cli("-c", str(cfg), "doctor", "-o", "json")
+        (hook,) = [c for c in r.json["checks"] if c["id"] == "config-hook"]
+        return r, hook
+
+    r, hook = under(RELEASE)
+    assert hook["status"] == "ok", r.output
+    assert hook["note"] == (
+        f"carried: the config is release {ns}/{RELEASE}'s hook (revision 1, deployed), and "
+        "fracctl recreate (recreate.backend: helm) runs its upgrade guarded"
+    )
+    r, hook = under("gpu-fractionng")  # misspelt: not the release that has the hook
+    assert hook["status"] == "finding", r.output
+
+
 def test_lint_of_helm_template_names_the_hook_and_the_hard_coded_selector(
     helm_bin: Helm, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

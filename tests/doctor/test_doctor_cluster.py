@@ -529,6 +529,11 @@ FAULTS: dict[str, Fault] = {
         {"selector": {"example.org/gpu-class": "rtx-pro-6000"}}, None, "b200-0",
         "does not select: b200-0",
     ),
+    # A selector every GPU node matches (the operator chart's default) takes the H200.
+    "denied-selected": (
+        {"selector": {"nvidia.com/gpu.present": "true"}}, None, "h200-0",
+        "selects node(s) of a denied GPU class or product: h200-0",
+    ),
     "driver-upgrade": (
         {"b200": {"labels": {"nvidia.com/gpu-driver-upgrade-state": "pod-restart-required"}}},
         None, "b200-0", "nvidia.com/gpu-driver-upgrade-state=pod-restart-required",

@@ -4,6 +4,7 @@ tracking, what could not be read; and the release records decoded as Helm writes
 from __future__ import annotations
 
 import base64
+import dataclasses
 import gzip
 import json
 from typing import Any
@@ -96,6 +97,74 @@ def test_the_release_is_named_from_its_newest_record_and_a_failed_one_is_said() 
     assert "fracctl recreate --backend helm" in f.fix
     assert "disableHooks" in f.fix
     assert "s3cr3t" not in json.dumps(f.to_dict())
+
+
+def guarded_settings(release: str = "gpu-fractioning") -> Any:
+    """``recreate.backend: helm`` on the operator's chart, as runbooks/operator-upgrades.md
+    configures it."""
+    git = cfg.GitConfig(path="charts/gpu-fractioning", renderer="helm", helm_release=release,
+                        helm_namespace="gpu-fractioning")  # fmt: skip
+    c = cfg.Config(git=git, recreate=dataclasses.replace(cfg.Config().recreate, backend="helm"))
+    return settings(unit_context(c))
+
+
+def hook_result(snap: Snapshot, s: Any) -> tuple[Any, list[Any]]:
+    report = diagnose(snap, s)
+    result = next(r for r in report.results if r.check.id == "config-hook")
+    return result, [f for f in report.findings if f.check == "config-hook"]
+
+
+@pytest.mark.parametrize("status", ["deployed", "superseded"])
+def test_under_the_guarded_helm_backend_the_configured_releases_hook_passes_with_a_note(
+    status: str,
+) -> None:
+    # After the guarded upgrade doctor itself recommends, a CI doctor check can pass.
+    releases = hr.latest([record("gpu-fractioning", "gpu-fractioning", 3, status)])
+    snap = Snapshot(target=config(HOOKED), helm_releases=list(releases.values()))
+    result, findings = hook_result(snap, guarded_settings())
+    assert findings == [] and result.status == "ok"
+    assert result.note == (
+        "carried: the config is release gpu-fractioning/gpu-fractioning's hook (revision 3, "
+        f"{status}), and fracctl recreate (recreate.backend: helm) runs its upgrade guarded"
+    )
+
+
+@pytest.mark.parametrize(
+    ("records", "release", "why"),
+    [
+        ([record("gpu-fractioning", "gpu-fractioning", 2, "failed")], "gpu-fractioning",
+         "is failed at revision 2"),
+        ([record("gpu-fractioning", "gpu-fractioning", 2, "pending-upgrade")], "gpu-fractioning",
+         "is stuck pending-upgrade"),
+        ([record("gpu-fractioning", "gpu-fractioning", 1, "deployed")], "gpu-fractionng",
+         "every `helm upgrade` of release gpu-fractioning/gpu-fractioning"),
+        ([], "gpu-fractioning", "no Helm release record found"),
+    ],
+)  # fmt: skip
+def test_under_the_guarded_helm_backend_a_stuck_or_other_release_is_still_a_finding(
+    records: list[dict[str, Any]], release: str, why: str
+) -> None:
+    releases = hr.latest(records)
+    snap = Snapshot(target=config(HOOKED), helm_releases=list(releases.values()),
+                    helm_read="every namespace")  # fmt: skip
+    result, (f,) = hook_result(snap, guarded_settings(release))
+    assert result.status == "finding"
+    assert why in f.symptom + " ".join(f.evidence)
+
+
+def test_under_the_flux_backend_the_advice_names_the_helmrelease_not_helm() -> None:
+    # helm-controller owns the release: a bare `helm upgrade --no-hooks` of it is undone
+    # at its next reconcile, so the advice is the HelmRelease's guarded upgrade.
+    flux = cfg.FluxConfig(helmrelease="gpu-fractioning")
+    c = cfg.Config(flux=flux, recreate=dataclasses.replace(cfg.Config().recreate, backend="flux"))
+    releases = hr.latest([record("gpu-fractioning", "gpu-fractioning", 2, "failed")])
+    snap = Snapshot(target=config(HOOKED), helm_releases=list(releases.values()))
+    _, (f,) = hook_result(snap, settings(unit_context(c)))
+    assert (
+        "Flux HelmRelease flux-system/gpu-fractioning's: run its upgrade guarded, fracctl "
+        "recreate --backend flux --yes" in f.fix
+    )
+    assert "A release left failed" not in f.fix and "--backend helm" not in f.fix
 
 
 def test_argocd_tracking_names_the_application() -> None:

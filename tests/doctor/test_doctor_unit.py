@@ -99,6 +99,32 @@ def test_opted_in_nodes_the_live_selector_leaves_out() -> None:
     assert (result.status, found) == ("skipped", [])
 
 
+def test_a_live_selector_that_takes_a_denied_class_is_said_and_no_wait_is_advised() -> None:
+    # The operator chart's default selector takes every GPU node, the H200 among them.
+    s = doctor_settings()
+    gpu = {"nvidia.com/gpu.present": "true"}
+    nodes: list[Any] = [
+        {"metadata": {"name": name, "labels": {**gpu, "example.org/gpu-class": cls}}}
+        for name, cls in (("h200-0", "h200"), ("b200-0", "b200"))
+    ]
+
+    def checks(selector: dict[str, str]) -> dict[str, Any]:
+        snap = Snapshot(nodes=nodes, target={"spec": {"nodeSelector": selector}})
+        return {f.check: f for f in diagnose(snap, s).findings}
+
+    found = checks(gpu)
+    f = found["denied-selected"]
+    assert f.subjects == ("h200-0",)
+    assert "selects node(s) of a denied GPU class or product: h200-0" in f.symptom
+    assert f.evidence == ("live spec.nodeSelector: nvidia.com/gpu.present=true",
+                          "denied classes (example.org/gpu-class): h200")  # fmt: skip
+    assert "fracctl recreate --yes" in f.fix
+    # node-readiness names the allowed node only: waiting never readies a denied one.
+    assert found["node-readiness"].subjects == ("b200-0",)
+    assert "h200-0" not in found["node-readiness"].fix
+    assert "denied-selected" not in checks({"example.org/gpu-class": "b200"})
+
+
 def test_every_gpu_resource_name_holds_its_patterns_fragment() -> None:
     import fnmatch
 

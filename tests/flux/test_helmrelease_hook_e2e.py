@@ -63,7 +63,10 @@ class HookRelease:
         commit_all(self.gitops, message="select the opt-in label, not every GPU node")
         self.served.reconcile_source()
         hr = self.served.wait_upgrade_failed()
-        assert "fracctl recreate" in ready(hr)["message"], ready(hr)
+        # The refusal names the tool that owns the release: helm-controller, not helm.
+        said = ready(hr)["message"]
+        assert "fracctl recreate --backend flux (recreate.backend: flux" in said, said
+        assert "--backend helm" not in said, said
 
     def history(self) -> Obj:
         return dict((self.served.helm_release().get("status") or {}).get("history", [{}])[0])
@@ -277,7 +280,10 @@ def test_an_upgrade_that_fails_after_the_delete_says_the_way_back_and_the_rerun_
     assert r.exit_code != ExitCode.OK, r.output
     assert "tried the upgrade and it failed" in r.stderr, r.stderr
     assert "fracctl recreate --restore-from " in r.stderr
-    assert "or fix the cause and resume: fracctl recreate --yes" in r.stderr
+    # The resume as this run was given it (its --config), run as printed next.
+    assert f"or fix the cause and resume: fracctl --config {hook.config} recreate --yes" in (
+        r.stderr
+    )
     terminating = hook.cluster.live_target()
     assert terminating is not None and terminating["metadata"].get("deletionTimestamp")
 

@@ -188,7 +188,7 @@ def test_an_upgrade_that_fails_after_the_hooks_delete_says_so_and_the_rerun_conv
     r = run_cli("-c", str(short), "recreate", "--yes")
     assert r.exit_code != ExitCode.OK, r.output
     assert "WAS DELETED and is still terminating" in r.output, r.output
-    assert "or fix the cause and resume: fracctl recreate" in r.output, r.output
+    assert f"or fix the cause and resume: fracctl --config {short} recreate --yes" in r.output
     with SimulationThread(OperatorSimulation(incident.cluster.kube, incident.cluster.config)):
         time.sleep(1)
         again = recreate(incident, "--yes")

@@ -116,6 +116,35 @@ def test_every_command_takes_the_path_and_the_next_line_runs_as_printed(
     assert again.exit_code == ExitCode.OK, again.output
 
 
+def test_after_ctrl_c_the_printed_rerun_carries_every_flag_and_runs_as_printed(
+    shop: Shop, db: dict[str, tuple[str, int]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Ctrl-C while the new StatefulSet adopts the pods: the message's rerun command is
+    # the run as it was given (its --config, --path, --backend and --yes), and it resumes.
+    from fracctl.flows.kinds import run
+
+    def ctrl_c(*_: Any) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(run, "wait_adopted", ctrl_c)
+    given = ["-c", str(shop.config), "recreate", "StatefulSet/db", "-n", shop.ns,
+             "--path", "shop", "--backend", "apply", "--yes"]  # fmt: skip
+    stopped = run_cli(*given)
+    assert stopped.exit_code == 130, stopped.output
+    found = re.search(r"rerun `([^`]+)` to resume", stopped.stderr)
+    assert found, stopped.stderr
+    assert found.group(1) == (
+        f"fracctl --config {shop.config} recreate StatefulSet/db -n {shop.ns} --path shop "
+        "--backend apply --yes"
+    )
+    monkeypatch.undo()
+    resumed = run_cli(*shlex.split(found.group(1))[1:])
+    assert resumed.exit_code == ExitCode.OK, resumed.output
+    new = shop.live("apps/v1", "StatefulSet", "db")
+    assert new is not None and new["spec"]["serviceName"] == "db-v2"
+    assert identity(shop.pods()) == db  # same pods, no restart
+
+
 @pytest.mark.parametrize("word", ["sts", "statefulsets", "statefulset", "statefulsets.apps"])
 def test_a_kind_is_taken_as_kubectl_takes_it(
     shop: Shop, db: dict[str, tuple[str, int]], word: str

@@ -308,10 +308,15 @@ def test_disabled_rules_and_an_untainted_policy(tmp_path: Path) -> None:
     assert active(lint(str(FIXTURES / "FL008-fail.yaml"), "-o", "json")) == []
 
 
-def test_an_empty_input_warns(monkeypatch: pytest.MonkeyPatch) -> None:
-    r = lint("-", stdin="", monkeypatch=monkeypatch)
-    assert r.exit_code == ExitCode.OK, r.output
-    assert "no Kubernetes objects in the input" in r.stderr
+@pytest.mark.parametrize("stdin", ["", "# helm: command not found\n", "---\n"])
+def test_an_input_without_objects_fails_as_nothing_was_checked(
+    monkeypatch: pytest.MonkeyPatch, stdin: str
+) -> None:
+    # `helm template … | fracctl lint -` where helm failed: the pipe is empty.
+    r = lint("-", stdin=stdin, monkeypatch=monkeypatch)
+    assert r.exit_code == ExitCode.EXTERNAL, r.output
+    assert "no Kubernetes objects in the input: nothing was checked" in r.stderr
+    assert "check that it ran" in r.stderr
 
 
 # --- the CI examples ------------------------------------------------------------------

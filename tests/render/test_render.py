@@ -210,9 +210,10 @@ def test_missing_helm_names_what_is_missing(
     monkeypatch.setenv("PATH", str(bin_dir))
     with pytest.raises(UsageError) as e:
         render_git(str(repo), "HEAD", "chart")
-    assert str(e.value) == (
+    assert e.value.message == (
         "chart is a Helm chart: rendering it needs helm, but 'helm' is not on PATH"
     )
+    assert "helm.binary in fracctl.yaml" in (e.value.hint or "")
 
 
 @pytest.mark.skipif(shutil.which("helm") is None, reason="needs a helm binary")

@@ -46,6 +46,15 @@ def pods_report(kube: Kube, namespace: str) -> str:
             f"{pod['metadata']['name']}: {st.get('phase')} on {pod['spec'].get('nodeName')}"
             f" (PodScheduled={scheduled.get('status')} {scheduled.get('message') or ''})"
         )
+    claims = ResourceRef("", "v1", "persistentvolumeclaims", "PersistentVolumeClaim", True)
+    for pvc in kube.list(claims, namespace=namespace):
+        st, spec = pvc.get("status") or {}, pvc.get("spec") or {}
+        notes = sorted(pvc["metadata"].get("annotations") or {})
+        lines.append(
+            f"claim {pvc['metadata']['name']}: {st.get('phase')} volume "
+            f"{spec.get('volumeName') or '-'} rv {pvc['metadata'].get('resourceVersion')} "
+            f"annotations {notes}"
+        )
     events = sorted(
         kube.list(EVENTS, namespace=namespace),
         key=lambda e: e.get("lastTimestamp") or e.get("eventTime") or "",

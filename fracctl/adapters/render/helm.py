@@ -29,7 +29,9 @@ def render_helm(
     if helm is None:
         raise UsageError(
             f"{rel or '.'} is a Helm chart: rendering it needs helm, but {binary!r} is not "
-            + ("on PATH" if "/" not in binary else "an executable")
+            + ("on PATH" if "/" not in binary else "an executable"),
+            hint="install helm, or name the one to use: helm.binary in fracctl.yaml "
+            "(or FRACCTL_HELM_BINARY)",
         )
     chart = export / rel if rel else export
     argv = [helm, "template", release or chart.name or "release", str(chart)]

@@ -51,17 +51,50 @@ def _stuck(r: Release) -> str:
     return ""
 
 
+def carried(snap: Snapshot, s: DoctorSettings) -> Release | None:
+    """The release whose hook the config is, when fracctl runs its upgrade guarded.
+
+    That is: ``recreate.backend: helm`` names it (``s.guarded_release``), it is the only
+    release with the hook, nothing else (Argo CD) recreates the config, and its newest
+    revision is neither failed nor pending (a stuck release is a finding of its own).
+    """
+    obj = snap.target
+    if obj is None or s.guarded_release is None or hook_use(obj) is None:
+        return None
+    found = owners(snap, s)
+    if len(found) != 1 or (found[0].namespace, found[0].name) != s.guarded_release:
+        return None
+    if _stuck(found[0]) or argocd_app(obj):
+        return None
+    return found[0]
+
+
+def carried_note(snap: Snapshot, s: DoctorSettings) -> str:
+    """What a pass says when the hook is the configured, guarded path."""
+    r = carried(snap, s)
+    if r is None:
+        return ""
+    return (
+        f"carried: the config is release {r.namespace}/{r.name}'s hook (revision {r.version}, "
+        f"{r.status}), and fracctl recreate (recreate.backend: helm) runs its upgrade guarded"
+    )
+
+
 @check(
     "config-hook",
     "the fractioning config is not a chart's hook (recreated by every upgrade or sync)",
     reads=("target", "helm_releases", "helm_read", "helm_unreadable"),
     skip=without_target,
+    note=carried_note,
 )
 def config_hook(snap: Snapshot, s: DoctorSettings, m: AnnotationMatcher) -> list[Signature]:
-    """The live config carries Helm's or Argo CD's hook annotations."""
+    """The live config is Helm's or Argo CD's hook, not on fracctl's guarded path.
+
+    A hook that ``recreate.backend: helm`` upgrades guarded (:func:`carried`) passes.
+    """
     obj = snap.target
     use = hook_use(obj) if obj is not None else None
-    if obj is None or use is None:
+    if obj is None or use is None or carried(snap, s) is not None:
         return []
     kind = f"{s.target.kind}/{s.target.name}"
     evidence = [f"annotations: {use.annotations}"]
@@ -85,13 +118,24 @@ def config_hook(snap: Snapshot, s: DoctorSettings, m: AnnotationMatcher) -> list
         if stuck := _stuck(r):
             evidence.append(stuck)
             fixes.append(
-                f"recover {r.namespace}/{r.name} first ({RUNBOOK}, 'A release left failed')"
+                f"the release is Flux HelmRelease {s.helmrelease}'s: run its upgrade guarded, "
+                "fracctl recreate --backend flux --yes (helm-controller would undo a bare "
+                "helm upgrade at its next reconcile)"
+                if s.helmrelease
+                else f"recover {r.namespace}/{r.name} first ({RUNBOOK}, 'A release left failed')"
             )
     app = argocd_app(obj)
     if app and (argocd_made_hook(obj) or use.argocd_phase or not recreators):
         recreators.append(f"every sync of Argo CD application {app} (a PostSync hook)")
         evidence.append(f"tracked by Argo CD application {app}")
-    if recreators:
+    if recreators and s.helmrelease:
+        fixes.append(
+            f"Flux: upgrade through fracctl recreate --backend flux (recreate.backend: flux, "
+            f"flux.helmrelease {s.helmrelease}), or spec.install.disableHooks and "
+            "spec.upgrade.disableHooks on the HelmRelease, the config from git. See "
+            f"{RUNBOOK}"
+        )
+    elif recreators:
         fixes.append(
             "helm: upgrade only with fracctl recreate --backend helm --yes (recreate.backend: "
             "helm), never a bare helm upgrade; Argo CD: manage the config from git as a plain "

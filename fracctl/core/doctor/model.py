@@ -98,6 +98,12 @@ class DoctorSettings:
     cluster: ClusterSettings
     pods: PodsSettings
     condition: str  # the node condition type that says the fraction daemons run
+    # The Helm release ``(namespace, name)`` whose upgrade the configured backend runs
+    # guarded (``recreate.backend: helm``), if any: its hook is the chosen path.
+    guarded_release: tuple[str, str] | None = None
+    # The Flux HelmRelease ``namespace/name`` that runs the operator's chart, when
+    # ``recreate.backend: flux`` names one: the release is helm-controller's, not helm's.
+    helmrelease: str = ""
 
 
 @dataclass
@@ -192,6 +198,7 @@ class Check:
     judge: Judge = field(compare=False, repr=False)
     reads: tuple[str, ...] = ()  # the Snapshot fields the judgement looks at
     skip: Skip | None = field(default=None, compare=False, repr=False)
+    note: Skip | None = field(default=None, compare=False, repr=False)  # said on a pass
 
     def __post_init__(self) -> None:
         unknown = sorted(set(self.reads) - _SNAPSHOT_FIELDS)
@@ -208,7 +215,12 @@ class Check:
 
 
 def check(
-    id: str, title: str, *, reads: tuple[str, ...], skip: Skip | None = None
+    id: str,
+    title: str,
+    *,
+    reads: tuple[str, ...],
+    skip: Skip | None = None,
+    note: Skip | None = None,
 ) -> Callable[[Judge], Check]:
     """Declare a check: the decorated judgement function becomes a :class:`Check`.
 
@@ -218,10 +230,11 @@ def check(
         reads: the :class:`Snapshot` fields the judgement looks at.
         skip: why the check cannot run on a snapshot ("" when it can); a skipped
             check's judgement is not called.
+        note: what a pass says ("" for nothing), when the check passes.
     """
 
     def declare(judge: Judge) -> Check:
-        return Check(id, title, judge, reads, skip)
+        return Check(id, title, judge, reads, skip, note)
 
     return declare
 

@@ -33,6 +33,7 @@ from fracctl.core.doctor.taints import (
     gpu_pods_tolerate_gpu_taint,
 )
 from fracctl.core.doctor.target import (
+    denied_selected,
     drain_fence,
     driver_upgrade,
     fractioning_config,
@@ -53,6 +54,7 @@ CHECKS: tuple[Check, ...] = (
     config_hook,
     guard_policy,
     node_readiness,
+    denied_selected,
     drain_fence,
     driver_upgrade,
     opted_in_selected,
@@ -87,5 +89,5 @@ def diagnose(snap: Snapshot, s: DoctorSettings) -> DoctorReport:
         if fs:
             results.append(CheckResult(check, "finding", f"{len(fs)} finding(s)"))
         else:
-            results.append(CheckResult(check, "ok"))
+            results.append(CheckResult(check, "ok", check.note(snap, s) if check.note else ""))
     return DoctorReport(results, findings)

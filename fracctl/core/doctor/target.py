@@ -15,6 +15,7 @@ from fracctl.core.fractional import AnnotationMatcher
 from fracctl.core.nodes import condition, describe_condition, is_ready, labels_of, matches
 from fracctl.core.operator import DRIVER_UPGRADE_CONDITION, DRIVER_UPGRADE_LABEL, driver_upgrades
 from fracctl.core.podspec import items, mapping
+from fracctl.core.policy import is_denied
 
 
 @check(
@@ -84,12 +85,14 @@ def node_readiness(snap: Snapshot, s: DoctorSettings, m: AnnotationMatcher) -> l
         return []
     selector = target_selector(snap.target)
     # A drain's fence is not an agent that failed to start: drain-fence names it, and its run.
+    # A denied node must never be ready: denied-selected names it, and a different fix.
     lagging = [
         n
         for n in snap.nodes
         if matches(selector, labels_of(n))
         and not is_ready(n, s.condition)
         and fence_run(condition(n, s.condition)) is None
+        and not is_denied(labels_of(n), s.labels)
     ]
     if not lagging:
         return []
@@ -109,6 +112,45 @@ def node_readiness(snap: Snapshot, s: DoctorSettings, m: AnnotationMatcher) -> l
             f"spec.nodeName={names[0]} && fracctl wait",
             tuple(names),
             evidence,
+        )
+    ]
+
+
+@check(
+    "denied-selected",
+    "the config selects no node of a denied GPU class or product",
+    reads=("target", "nodes"),
+    skip=without_target,
+)
+def denied_selected(snap: Snapshot, s: DoctorSettings, m: AnnotationMatcher) -> list[Signature]:
+    """Nodes of a denied class (the H200 inference nodes) that the live selector picks."""
+    if snap.target is None:
+        return []
+    selector = target_selector(snap.target)
+    denied = sorted(
+        name_of(n)
+        for n in snap.nodes
+        if matches(selector, labels_of(n)) and is_denied(labels_of(n), s.labels)
+    )
+    if not denied:
+        return []
+    live = ",".join(f"{k}={v}" for k, v in sorted(selector.items())) or "(empty)"
+    classes = ", ".join(s.labels.denied_classes) or "none"
+    return [
+        Signature(
+            f"{s.target.kind}/{s.target.name} selects node(s) of a denied GPU class or "
+            f"product: {listing(denied)}; the operator places MPS daemons there, and KAI "
+            "would give fractions on them once they report ready",
+            "the live spec.nodeSelector matches the denied nodes' labels (a selector that "
+            "names a GPU feature every class has, as the operator chart's default does, "
+            "rather than the opt-in label); it is immutable, so only a recreate changes it",
+            "fracctl nodes check, then fracctl drift && fracctl recreate --yes (git's "
+            "selector: the opt-in label, which no denied node carries)",
+            tuple(denied),
+            (
+                f"live spec.nodeSelector: {live}",
+                f"denied classes ({s.labels.class_key}): {classes}",
+            ),
         )
     ]
 

@@ -24,8 +24,17 @@ from fracctl.flows.doctor.pods import namespace_pods, read_pods
 
 def settings(ctx: Context) -> DoctorSettings:
     """The checks' settings: the configuration's sections, passed whole."""
+    from fracctl.core.helm_release import release_of
+
     c = ctx.config
-    return DoctorSettings(c.labels, c.target, c.cluster, c.pods, condition=c.condition)
+    guarded = None
+    if c.recreate.backend == "helm":
+        guarded = (c.git.helm_namespace or "default", release_of(c.git.helm_release, c.git.path))
+    helmrelease = ""
+    if c.recreate.backend == "flux" and c.flux.helmrelease:
+        helmrelease = f"{c.flux.namespace}/{c.flux.helmrelease}"
+    return DoctorSettings(c.labels, c.target, c.cluster, c.pods, condition=c.condition,
+                          guarded_release=guarded, helmrelease=helmrelease)  # fmt: skip
 
 
 def _get(ctx: Context, ref: ResourceRef, name: str) -> tuple[dict[str, Any] | None, str]:

@@ -144,7 +144,7 @@ def _run(
                 if p.journal and p.journal.suspended
                 else ""
             )
-            + f"; rerun `fracctl recreate {p.spec}{ctx.source_args()}` to resume"
+            + f"; rerun `{ctx.rerun(f'recreate {p.spec}')}` to resume"
         )
         if isinstance(e, Refused | UsageError) or not hasattr(e, "add_context"):
             ctx.warn(said)

@@ -456,7 +456,8 @@ def _act(run: Run, steps: list[Step], lock: LeaseLock | NoLock, at: Boundary) ->
         gone = gone or (upgrading and deleted_since(ctx, run.live))
         backup_path = result.backup or (latest_backup(ctx) if gone else None)
         if gone:
-            said = way_back(state_after_failure(ctx, run.desired_selector), backup_path)
+            said = way_back(state_after_failure(ctx, run.desired_selector), backup_path,
+                            ctx.rerun("recreate", "--yes"))  # fmt: skip
             if isinstance(e, FracctlError):
                 e.add_context(said)
             else:  # interrupted: the CLI only says "Interrupted.", so say the rest here

@@ -138,14 +138,17 @@ def record(ctx: Context, *, live: Obj | None, entry: dict[str, Any]) -> str:
     return str(path)
 
 
-def way_back(state: str, backup: str | None) -> str:
-    """What to tell after a failure that left the original deleted: state, backup, commands."""
+def way_back(state: str, backup: str | None, resume: str = "fracctl recreate --yes") -> str:
+    """What to tell after a failure that left the original deleted: state, backup, commands.
+
+    ``resume`` is the command that goes on, as the failed run was given it.
+    """
     restore = (
         f"restore the original: fracctl recreate --restore-from {backup} --yes; "
         if backup
         else "no backup of the original was found under recreate.state_dir; "
     )
-    return f"{state}. {restore}or fix the cause and resume: fracctl recreate --yes"
+    return f"{state}. {restore}or fix the cause and resume: {resume}"
 
 
 def deleted_since(ctx: Context, original: Obj | None) -> bool:
