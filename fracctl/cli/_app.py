@@ -51,6 +51,17 @@ class Globals:
         return words
 
 
+def keep_run_flags(c: Context, *, backend: str | None, **given: bool) -> None:
+    """Keep a recreate's own flags for the reruns it prints.
+
+    ``--backend``, and each of ``given`` that is on (``allow_active`` is
+    ``--allow-active``); the context keeps its global options and git's source flags.
+    """
+    words = ["--backend", backend] if backend else []
+    words += [f"--{name.replace('_', '-')}" for name, on in given.items() if on]
+    c.run_flags = tuple(words)
+
+
 def context(
     ctx: typer.Context,
     *,
@@ -85,6 +96,7 @@ def context(
         names.update(ctx.meta.get(_FLAGS, {}))
         g.built = Context.build(cfg.load(g.config, env=env, overrides=values, flags=names))
         ctx.find_root().call_on_close(g.built.close)  # its clients, however the command ends
+        g.built.global_flags = tuple(g.address())  # a printed command names this cluster
         if g.built.err.is_terminal:
             from fracctl.cli.progress import LiveDrainTable, LiveNodeTable
 

@@ -284,10 +284,8 @@ def _config(
         _fleet(ctx, found, dry_run=dry_run, yes=yes, backend=backend, parallel=parallel,
                continue_on_failure=continue_on_failure, output=output)  # fmt: skip
         return
-    from fracctl.cli.recreate_object import remember
-
     c = source_context(ctx, **source)
-    remember(ctx, c, backend=backend, yes=yes, drain=drain, force=force)
+    _app.keep_run_flags(c, backend=backend, yes=yes, drain=drain, force=force)
     result = _one(c, restore_from, dry_run=dry_run, yes=yes, backend=backend, drain=drain,
                   force=force)  # fmt: skip
     _print_result(c, result, output=output, dry_run=dry_run)

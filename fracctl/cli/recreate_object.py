@@ -28,8 +28,8 @@ def recreate_object(
     if others:
         raise UsageError("KIND/NAME takes none of --drain, --force, --abort, --restore-from")
     c, confirm = _one_cluster(ctx, source)
-    remember(ctx, c, backend=backend, yes=yes, allow_active=allow_active,
-             allow_new_ip=allow_new_ip)  # fmt: skip
+    _app.keep_run_flags(c, backend=backend, yes=yes, allow_active=allow_active,
+                        allow_new_ip=allow_new_ip)  # fmt: skip
     result = flow(
         c, obj, namespace=namespace, dry_run=dry_run, yes=yes, backend=backend,
         allow_active=allow_active, allow_new_ip=allow_new_ip, confirm=confirm,
@@ -54,8 +54,8 @@ def recreate_every(
             "--all takes no KIND/NAME and none of --drain, --force, --abort, --restore-from"
         )
     c, confirm = _one_cluster(ctx, source)
-    remember(ctx, c, backend=backend, yes=yes, allow_active=allow_active,
-             allow_new_ip=allow_new_ip)  # fmt: skip
+    _app.keep_run_flags(c, backend=backend, yes=yes, allow_active=allow_active,
+                        allow_new_ip=allow_new_ip)  # fmt: skip
 
     def each(result: ObjectResult) -> None:
         if output != "json":
@@ -73,17 +73,6 @@ def recreate_every(
         c.out.print(every.summary(), markup=False, soft_wrap=True)
     if every.refused:
         raise typer.Exit(Outcome.REFUSED.exit_code)
-
-
-def remember(ctx: typer.Context, c: Context, *, backend: str | None, **given: bool) -> None:
-    """Keep the run's global options and its own flags, for the rerun commands it prints.
-
-    ``given`` are boolean flags by name (``allow_active`` is ``--allow-active``).
-    """
-    c.global_flags = tuple(ctx.find_root().obj.address())
-    words = ["--backend", backend] if backend else []
-    words += [f"--{name.replace('_', '-')}" for name, on in given.items() if on]
-    c.run_flags = tuple(words)
 
 
 def _one_cluster(

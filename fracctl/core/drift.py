@@ -31,16 +31,9 @@ VERDICTS = (IN_SYNC, NEEDS_RECREATE, APPLIES_IN_PLACE, MISSING_LIVE, MISSING_DES
             HOOK)  # fmt: skip
 
 # Metadata an apply does not carry, or the server owns.
-_SERVER_METADATA = (
-    "managedFields",
-    "resourceVersion",
-    "generation",
-    "uid",
-    "creationTimestamp",
-    "selfLink",
-    "deletionTimestamp",
-    "deletionGracePeriodSeconds",
-    "ownerReferences",
+_SERVER_METADATA = tuple(
+    "managedFields resourceVersion generation uid creationTimestamp selfLink "
+    "deletionTimestamp deletionGracePeriodSeconds ownerReferences".split()
 )
 _STS_FORBIDDEN = "updates to statefulset spec for fields other than"
 _MAX_CHANGES = 20
@@ -100,6 +93,7 @@ class ObjectDrift:
     # The object is a chart's hook (git's or the engine's rendering, or the live object
     # says so): its annotations, what recreates it, and carried_by when fracctl does.
     hook: dict[str, Any] | None = None
+    unfinished: str = ""  # a fracctl run left it half-done: what stopped where
 
     @property
     def key(self) -> str:
@@ -115,8 +109,9 @@ class ObjectDrift:
 
     @property
     def drifted(self) -> bool:
-        """Anything but in-sync is drift; so is a hook fracctl does not carry itself."""
-        return self.verdict != IN_SYNC or bool(self.hook and not self.hook.get("carried_by"))
+        """Not in sync, a hook fracctl does not carry, or left half-done by a fracctl run."""
+        uncarried = bool(self.hook and not self.hook.get("carried_by"))
+        return self.verdict != IN_SYNC or uncarried or bool(self.unfinished)
 
     @property
     def argocd_claims_synced(self) -> bool:
@@ -144,6 +139,8 @@ class ObjectDrift:
             "note": self.note,
             "procedure": self.procedure,
             "hook": self.hook,
+            "unfinished": self.unfinished,
+            "next_step": self.next_step,
         }
 
 

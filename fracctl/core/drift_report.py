@@ -62,6 +62,8 @@ def describe(o: d.ObjectDrift) -> str:
         )
         if carried:
             lines.append(f"carried: {o.hook['carried_by']}")
+    if o.unfinished:
+        lines.append(f"unfinished: {o.unfinished}")
     if o.argocd_claims_synced:
         lines.append("Argo CD reports Synced but the live object differs")
     hook_step = HOOK_STEP if o.hook and not carried else None

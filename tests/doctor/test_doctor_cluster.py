@@ -477,6 +477,21 @@ def left_fence(setup: Setup) -> None:
                      content_type=SMP, subresource="status")  # fmt: skip
 
 
+def stopped_recreate(s: Setup) -> None:
+    """The journal a `recreate statefulset/db -n ml --backend helm` left when it stopped,
+    where fracctl.yaml's recreate.state_dir (the default) keeps it."""
+    import json
+    import os
+    from pathlib import Path
+
+    folder = Path(os.environ["HOME"]) / ".local" / "state" / "fracctl" / "objects"
+    folder.mkdir(parents=True)
+    (folder / "StatefulSet_ml_db.json").write_text(json.dumps({
+        "key": "StatefulSet/ml/db", "procedure": "orphan-and-adopt", "uid": "u-1",
+        "phase": "deleted", "rerun": "fracctl recreate StatefulSet/db -n ml --backend helm --yes",
+    }))  # fmt: skip
+
+
 def hook_annotations(s: Setup) -> None:
     """The chart's hook annotations on the live config (no release record names it)."""
     t = s.cluster.config.target
@@ -528,6 +543,11 @@ FAULTS: dict[str, Fault] = {
     "opted-in-selected": (
         {"selector": {"example.org/gpu-class": "rtx-pro-6000"}}, None, "b200-0",
         "does not select: b200-0",
+    ),
+    "unfinished-recreates": (
+        {}, stopped_recreate, "StatefulSet/ml/db",
+        "a fracctl recreate of it stopped in its orphan-and-adopt procedure (last step done: "
+        "deleted",
     ),
     # A selector every GPU node matches (the operator chart's default) takes the H200.
     "denied-selected": (

@@ -190,6 +190,13 @@ def test_missing_live_object_exits_1(cluster: Cluster, sandbox_config: str) -> N
     assert r.json["objects"][0]["verdict"] == "missing-live"
     r = run_cli("-c", sandbox_config, "drift")
     assert "missing-live" in r.stdout
+    # Not "create it (sync)": the recreate creates it through its backend, as the run
+    # that deleted it would resume, and the command names this run's configuration.
+    assert (
+        f"Next: fracctl --config {sandbox_config} recreate --yes creates it from git through "
+        "recreate.backend (argocd), after its guards"
+    ) in r.stdout, r.stdout
+    assert "create it (sync)" not in r.stdout
 
 
 def test_target_missing_from_git_is_missing_desired(tmp_path: Path, cluster: Cluster) -> None:

@@ -406,16 +406,17 @@ def service(ip: str) -> Obj:
 
 
 def test_a_new_cluster_ip_is_refused_then_recreated_with_allow_new_ip(shop: Shop) -> None:
-    shop.commit(service("10.0.0.50"))
-    old = shop.create(service("10.0.0.50"))
-    shop.commit(service("10.0.0.51"))
+    first, then = shop.free_ips()
+    shop.commit(service(first))
+    old = shop.create(service(first))
+    shop.commit(service(then))
     r = recreate(shop, "Service/web", "--yes")
     assert r.exit_code == ExitCode.FINDING, r.output
-    assert "new cluster IP (10.0.0.50 -> 10.0.0.51)" in r.stderr and "--allow-new-ip" in r.stderr
+    assert f"new cluster IP ({first} -> {then})" in r.stderr and "--allow-new-ip" in r.stderr
     assert shop.live("v1", "Service", "web") == old
     r = recreate(shop, "Service/web", "--yes", "--allow-new-ip")
     assert r.exit_code == ExitCode.OK, r.output
-    assert shop.live("v1", "Service", "web")["spec"]["clusterIP"] == "10.0.0.51"
+    assert shop.live("v1", "Service", "web")["spec"]["clusterIP"] == then
 
 
 def test_a_claims_spec_is_refused(shop: Shop) -> None:

@@ -71,7 +71,7 @@ def test_a_difference_that_is_only_defaulting_is_refused_with_the_line_for_git(
     cannot be applied (a claim's spec is immutable), yet nothing really changes."""
     from tests.support.waiting import until
 
-    shop.bound_claims(["d"])
+    shop.bound_claims(["d"], claims=False)
     pvc = {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "d"},
            "spec": {"accessModes": ["ReadWriteOnce"], "volumeName": "",
                     "storageClassName": f"{shop.ns}-expandable",

@@ -137,12 +137,23 @@ def test_after_ctrl_c_the_printed_rerun_carries_every_flag_and_runs_as_printed(
         f"fracctl --config {shop.config} recreate StatefulSet/db -n {shop.ns} --path shop "
         "--backend apply --yes"
     )
+    # drift and doctor name the same single command while the journal is open.
+    drift = cli(shop, "drift", "--all", "--path", "shop", "-o", "json")
+    assert drift.exit_code == ExitCode.FINDING, drift.output
+    (o,) = [o for o in drift.json["objects"] if o["kind"] == "StatefulSet"]
+    assert o["next_step"] == f"finish it: {found.group(1)}", o
+    assert "stopped in its orphan-and-adopt procedure" in o["unfinished"], o
+    doctor = cli(shop, "doctor", "-o", "json")
+    (f,) = [f for f in doctor.json["findings"] if f["check"] == "unfinished-recreates"]
+    assert f["fix"] == f"rerun {found.group(1)}", f
     monkeypatch.undo()
     resumed = run_cli(*shlex.split(found.group(1))[1:])
     assert resumed.exit_code == ExitCode.OK, resumed.output
     new = shop.live("apps/v1", "StatefulSet", "db")
     assert new is not None and new["spec"]["serviceName"] == "db-v2"
     assert identity(shop.pods()) == db  # same pods, no restart
+    again = cli(shop, "drift", "--all", "--path", "shop")
+    assert again.exit_code == ExitCode.OK, again.output  # the journal is closed
 
 
 @pytest.mark.parametrize("word", ["sts", "statefulsets", "statefulset", "statefulsets.apps"])

@@ -89,20 +89,60 @@ class Shop:
             )
             time.sleep(0.3)
 
-    def bound_claims(self, names: list[str], size: str = "1Gi", cls: str = "expandable") -> None:
-        """A StorageClass that allows expansion, and a PersistentVolume bound to each claim."""
+    def bound_claims(
+        self, names: list[str], size: str = "1Gi", cls: str = "expandable", request: str = "1Gi",
+        *, claims: bool = True,
+    ) -> None:  # fmt: skip
+        """A StorageClass that allows expansion, and each claim (asking ``request``, as
+        :func:`statefulset`'s template does) bound to a PersistentVolume of ``size``.
+
+        Each pair is written bound, as the PersistentVolume controller leaves one: the
+        claim names its volume and carries ``pv.kubernetes.io/bind-completed``, the
+        volume's ``claimRef`` holds the claim's uid, both report ``Bound``. A StatefulSet
+        then takes the claims as they are (its controller creates only missing ones), and
+        its pods are placed at once: no wait on the binder's pass, which under load can
+        leave a pod "unbound immediate PersistentVolumeClaims" past a test's wait.
+        Without ``claims`` only the volumes are made, each reserved for its claim by name
+        (the claim the test creates, which the controller binds).
+        """
         self.create({"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass",
                      "metadata": {"name": f"{self.ns}-{cls}"}, "provisioner": "example.org/none",
                      "allowVolumeExpansion": True, "volumeBindingMode": "Immediate"})  # fmt: skip
         for claim in names:
+            volume = f"{self.ns}-{claim}"
+            if not claims:
+                self.create({
+                    "apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": volume},
+                    "spec": {"capacity": {"storage": size}, "accessModes": ["ReadWriteOnce"],
+                             "storageClassName": f"{self.ns}-{cls}",
+                             "hostPath": {"path": f"/tmp/{claim}"},
+                             "claimRef": {"namespace": self.ns, "name": claim}},
+                })  # fmt: skip
+                continue
+            pvc = self.create({
+                "apiVersion": "v1", "kind": "PersistentVolumeClaim",
+                "metadata": {"name": claim, "annotations": {
+                    "pv.kubernetes.io/bind-completed": "yes",
+                    "pv.kubernetes.io/bound-by-controller": "yes"}},
+                "spec": {"accessModes": ["ReadWriteOnce"], "volumeName": volume,
+                         "storageClassName": f"{self.ns}-{cls}",
+                         "resources": {"requests": {"storage": request}}},
+            })  # fmt: skip
             self.create({
                 "apiVersion": "v1", "kind": "PersistentVolume",
-                "metadata": {"name": f"{self.ns}-{claim}"},
+                "metadata": {"name": volume},
                 "spec": {"capacity": {"storage": size}, "accessModes": ["ReadWriteOnce"],
                          "storageClassName": f"{self.ns}-{cls}",
                          "hostPath": {"path": f"/tmp/{claim}"},
-                         "claimRef": {"namespace": self.ns, "name": claim}},
+                         "claimRef": {"namespace": self.ns, "name": claim, "kind":
+                                      "PersistentVolumeClaim", "apiVersion": "v1",
+                                      "uid": pvc["metadata"]["uid"]}},
             })  # fmt: skip
+            self.kube.patch(PVS, volume, {"status": {"phase": "Bound"}}, subresource="status")
+            bound = {"phase": "Bound", "accessModes": ["ReadWriteOnce"],
+                     "capacity": {"storage": size}}  # fmt: skip
+            self.kube.patch(PVCS, claim, {"status": bound}, namespace=self.ns,
+                            subresource="status")  # fmt: skip
 
     def cleanup(self) -> None:
         for ref, name in reversed(self.cluster_scoped):
@@ -110,6 +150,18 @@ class Shop:
                 self.kube.delete(ref, name)
             except NotFound:
                 pass
+
+    def free_ips(self) -> tuple[str, str]:
+        """Two cluster IPs no Service holds, from the low band of the service range that
+        the API server keeps for IPs asked for by name (a /24 allocates dynamic ones from
+        .16 up: a fixed IP there may be another Service's already)."""
+        from fracctl.core.resources import SERVICES
+
+        taken = {ip for svc in self.kube.list(SERVICES)
+                 for ip in (svc.get("spec") or {}).get("clusterIPs") or []}  # fmt: skip
+        free = [f"10.0.0.{n}" for n in range(2, 16) if f"10.0.0.{n}" not in taken]
+        assert len(free) >= 2, f"the low band of 10.0.0.0/24 is taken: {sorted(taken)}"
+        return free[0], free[1]
 
 
 # --- objects ---------------------------------------------------------------------------

@@ -10,7 +10,6 @@ must give unchanged through ``--backend helm`` and through a HelmRelease
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -18,7 +17,6 @@ from typing import Any
 from tests.support.kinds_fixtures import STORAGE_CLASSES, Shop, deployment, job, statefulset
 
 Obj = dict[str, Any]
-_IPS = itertools.count(60)  # a distinct cluster IP pair (in 10.0.0.0/24) for each use
 
 
 @dataclass(frozen=True)
@@ -71,14 +69,14 @@ def _configmap(shop: Shop) -> tuple[list[Obj], list[Obj]]:
 
 
 def _service(shop: Shop) -> tuple[list[Obj], list[Obj]]:
-    n = next(_IPS)
+    first, then = shop.free_ips()
 
     def service(ip: str) -> Obj:
         return {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web"},
                 "spec": {"clusterIP": ip, "selector": {"app": "web"},
                          "ports": [{"port": 80, "targetPort": 8080}]}}  # fmt: skip
 
-    return [service(f"10.0.0.{2 * n}")], [service(f"10.0.0.{2 * n + 1}")]
+    return [service(first)], [service(then)]
 
 
 def _claim(shop: Shop) -> tuple[list[Obj], list[Obj]]:

@@ -80,6 +80,29 @@ def carried_note(snap: Snapshot, s: DoctorSettings) -> str:
     )
 
 
+def _guarded_way(s: DoctorSettings) -> str:
+    """How to run the chart's upgrade without a bare delete.
+
+    Per tool; or the HelmRelease's way alone where ``recreate.backend: flux`` names one
+    (helm-controller owns the release).
+    """
+    if s.helmrelease:
+        return (
+            f"Flux: upgrade through fracctl recreate --backend flux (recreate.backend: flux, "
+            f"flux.helmrelease {s.helmrelease}), or spec.install.disableHooks and "
+            "spec.upgrade.disableHooks on the HelmRelease, the config from git. See "
+            f"{RUNBOOK}"
+        )
+    return (
+        "helm: upgrade only with fracctl recreate --backend helm --yes (recreate.backend: "
+        "helm), never a bare helm upgrade; Argo CD: manage the config from git as a plain "
+        "object and give the application an Argo CD hook (Argo CD then ignores the chart's "
+        "hooks); Flux: upgrade through fracctl recreate (recreate.backend: flux, "
+        "flux.helmrelease), or spec.install.disableHooks and spec.upgrade.disableHooks on "
+        f"the HelmRelease, the config from git. See {RUNBOOK}"
+    )
+
+
 @check(
     "config-hook",
     "the fractioning config is not a chart's hook (recreated by every upgrade or sync)",
@@ -128,22 +151,8 @@ def config_hook(snap: Snapshot, s: DoctorSettings, m: AnnotationMatcher) -> list
     if app and (argocd_made_hook(obj) or use.argocd_phase or not recreators):
         recreators.append(f"every sync of Argo CD application {app} (a PostSync hook)")
         evidence.append(f"tracked by Argo CD application {app}")
-    if recreators and s.helmrelease:
-        fixes.append(
-            f"Flux: upgrade through fracctl recreate --backend flux (recreate.backend: flux, "
-            f"flux.helmrelease {s.helmrelease}), or spec.install.disableHooks and "
-            "spec.upgrade.disableHooks on the HelmRelease, the config from git. See "
-            f"{RUNBOOK}"
-        )
-    elif recreators:
-        fixes.append(
-            "helm: upgrade only with fracctl recreate --backend helm --yes (recreate.backend: "
-            "helm), never a bare helm upgrade; Argo CD: manage the config from git as a plain "
-            "object and give the application an Argo CD hook (Argo CD then ignores the chart's "
-            "hooks); Flux: upgrade through fracctl recreate (recreate.backend: flux, "
-            "flux.helmrelease), or spec.install.disableHooks and spec.upgrade.disableHooks on "
-            f"the HelmRelease, the config from git. See {RUNBOOK}"
-        )
+    if recreators:
+        fixes.append(_guarded_way(s))
     else:
         where = snap.helm_read or "no namespace"
         recreators.append("no Helm release record found that names it")

@@ -131,6 +131,11 @@ class Snapshot:
     helm_releases: list[Release] = field(default_factory=list)
     helm_read: str = ""  # where they were read: "every namespace" or "namespace <ns>"
     helm_unreadable: str = ""  # why they could not be read, if they could not
+    # The journals of recreate KIND/NAME runs that stopped half-way on this machine:
+    # each {"key", "procedure", "phase", "path", "rerun", "said"} (fracctl.flows.unfinished).
+    unfinished: list[dict[str, str]] = field(default_factory=list)
+    # The fix for a missing config: the recreate as this doctor was given its options.
+    recreate_command: str = "fracctl recreate --yes"
 
 
 @dataclass(frozen=True)

@@ -40,6 +40,7 @@ from fracctl.core.doctor.target import (
     guard_policy,
     node_readiness,
     opted_in_selected,
+    unfinished_recreates,
 )
 
 CHECKS: tuple[Check, ...] = (
@@ -51,6 +52,7 @@ CHECKS: tuple[Check, ...] = (
     gpu_present_label,
     kai_config,
     fractioning_config,
+    unfinished_recreates,
     config_hook,
     guard_policy,
     node_readiness,

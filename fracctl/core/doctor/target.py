@@ -33,8 +33,9 @@ def fractioning_config(snap: Snapshot, s: DoctorSettings, m: AnnotationMatcher) 
                 f"{kind} is missing ({snap.target_missing}): no node runs fraction daemons, and "
                 "KAI's Config reports DependenciesFulfilled=False",
                 "it was never applied, or was deleted (a recreate that stopped half-way)",
-                f"fracctl render --kind {s.target.kind} | kubectl apply -f -   (or: fracctl "
-                "recreate --yes, which resumes a stopped recreate)",
+                f"{snap.recreate_command}: it creates the config from git through "
+                "recreate.backend after its guards (a bare kubectl apply would bypass the "
+                "chart whose hook it may be), and resumes a recreate that stopped",
                 (kind,),
             )
         ]
@@ -113,6 +114,28 @@ def node_readiness(snap: Snapshot, s: DoctorSettings, m: AnnotationMatcher) -> l
             tuple(names),
             evidence,
         )
+    ]
+
+
+@check(
+    "unfinished-recreates",
+    "no recreate KIND/NAME stopped half-way on this machine",
+    reads=("unfinished",),
+)
+def unfinished_recreates(
+    snap: Snapshot, s: DoctorSettings, m: AnnotationMatcher
+) -> list[Signature]:
+    """Each open journal: the object is not done whatever the cluster shows."""
+    return [
+        Signature(
+            f"{u['key']}: {u['said']}",
+            "the run was interrupted (Ctrl-C, a kill, a lost machine) or failed after its "
+            "first change; its journal keeps what the rerun must finish",
+            f"rerun {u['rerun']}",
+            (u["key"],),
+            (f"journal: {u['path']}",),
+        )
+        for u in snap.unfinished
     ]
 
 

@@ -126,6 +126,7 @@ def snapshot(ctx: Context, s: DoctorSettings) -> Snapshot:
     snap.target, snap.target_missing = _get(ctx, ctx.config.target.ref, s.target.name)
     _guard(ctx, snap)
     _helm(ctx, snap)
+    _unfinished(ctx, snap)
     snap.daemonsets = {
         name: kube.get_or_none(DAEMONSETS, name, s.cluster.agent_namespace)
         for name in s.cluster.agent_daemonsets
@@ -158,6 +159,18 @@ def snapshot(ctx: Context, s: DoctorSettings) -> Snapshot:
             if name in names:
                 snap.events.setdefault(f"{ns}/{name}", []).append(event)
     return snap
+
+
+def _unfinished(ctx: Context, snap: Snapshot) -> None:
+    """The recreates that stopped half-way on this machine, and the command that resumes."""
+    from fracctl.flows.unfinished import open_journals
+
+    snap.unfinished = [
+        {"key": u.key, "procedure": u.procedure, "phase": u.phase, "path": u.path,
+         "rerun": u.rerun, "said": u.said()}
+        for u in open_journals(ctx).values()
+    ]  # fmt: skip
+    snap.recreate_command = ctx.rerun("recreate", "--yes")
 
 
 def doctor(ctx: Context) -> DoctorReport:

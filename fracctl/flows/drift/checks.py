@@ -46,7 +46,24 @@ def check_objects(
         source=dict(desired.source) if desired is not None else {},
     )
     add_field_lines(report, items)
+    mark_unfinished(ctx, report.objects)
     return report
+
+
+def mark_unfinished(ctx: Context, objects: Sequence[d.ObjectDrift]) -> None:
+    """Mark each object a stopped ``recreate KIND/NAME`` left half-done.
+
+    Say what stopped, and name the command that finishes it: the one the stopped run
+    printed.
+    """
+    from fracctl.flows.unfinished import open_journals
+
+    journals = open_journals(ctx)
+    for o in objects:
+        u = journals.get(o.key)
+        if u is not None:
+            o.unfinished = u.said()
+            o.next_step = f"finish it: {u.rerun}"
 
 
 def check_target(ctx: Context, *, desired_objects: Sequence[Obj] | None = None) -> d.ObjectDrift:
@@ -111,4 +128,13 @@ def target_report(
         source=dict(desired.source) if desired is not None else {},
     )
     add_field_lines(report, [item])
+    (o,) = report.objects
+    if o.verdict == d.MISSING_LIVE:
+        # Not a sync: the config may be a chart's hook, and a recreate that deleted it
+        # and stopped resumes only through the recreate (its backend, its guards).
+        o.next_step = (
+            f"{ctx.rerun('recreate', '--yes')} creates it from git through recreate.backend "
+            f"({ctx.config.recreate.backend}), after its guards; a recreate that deleted it "
+            "and stopped resumes the same way"
+        )
     return report

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from fracctl.errors import ExternalError
 from fracctl.flows.context import Context
-from fracctl.flows.recreate.state import state_dir
+from fracctl.flows.unfinished import objects_folder
 
 
 @dataclass
@@ -37,11 +37,14 @@ class ObjectJournal:
     # ("Application name", "… (enabled: true)" where that was written).
     suspended: str = ""
     phase: str = ""  # the last step done: deleted, created, adopted, released
+    # The command that resumes it, as the run that wrote the journal was given it: what
+    # the stopped run prints, and what drift and doctor name (fracctl.flows.unfinished).
+    rerun: str = ""
 
 
 def path_for(ctx: Context, key: str) -> Path:
     """The journal file of ``key`` (``Kind/namespace/name``)."""
-    return state_dir(ctx) / "objects" / (key.replace("/", "_") + ".json")
+    return objects_folder(ctx) / (key.replace("/", "_") + ".json")
 
 
 def read(ctx: Context, key: str) -> ObjectJournal | None:
@@ -71,7 +74,7 @@ def read_path(path: Path) -> ObjectJournal | None:
 
 def pending(ctx: Context) -> list[ObjectJournal]:
     """Every journal on this machine: procedures that began and have not ended."""
-    folder = state_dir(ctx) / "objects"
+    folder = objects_folder(ctx)
     if not folder.is_dir():
         return []
     found = []

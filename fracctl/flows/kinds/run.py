@@ -40,6 +40,9 @@ def execute(
     """Journal (and back up) the original, run the procedure's steps, drop the journal."""
     assert p.procedure is not None
     journal = p.journal if p.resumed and p.journal else _start(ctx, p)
+    if journal.rerun != (rerun := ctx.rerun(f"recreate {p.spec}")):
+        journal.rerun = rerun  # a resumed run names itself: it was given these flags now
+        journals.write(ctx, journal)
     p.journal = journal
     result.backup = journal.backup or None
     at("journaled")
@@ -88,6 +91,7 @@ def _start(ctx: Context, p: Planned) -> ObjectJournal:
         )
     if p.drift.kind == "StatefulSet" and facts:
         j.claims = sorted(facts.claims)
+    j.rerun = ctx.rerun(f"recreate {p.spec}")
     j.backup = backup(ctx, live)
     ctx.info(f"backed up {p.key} to {j.backup}")
     journals.write(ctx, j)
