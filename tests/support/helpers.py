@@ -433,6 +433,13 @@ class Cluster:
                 self.kube.delete(NODES, node["metadata"]["name"])
             except NotFound:
                 pass
+        # Their Leases now, not when the garbage collector gets to them: the next test
+        # makes nodes of the same names, and KWOK, finding the old Lease (or updating it
+        # as the collector deletes it), fails to renew the new node's until the node
+        # lifecycle controller calls it unreachable and taints it: pods wait unplaced.
+        for lease in self.kube.list(LEASES, namespace="kube-node-lease"):
+            with contextlib.suppress(NotFound):
+                self.kube.delete(LEASES, lease["metadata"]["name"], "kube-node-lease")
         # What an operator simulation left: its Lease, its Deployment, the agents'
         # DaemonSets, and their pods at once (their nodes are gone).
         k = self.config.cluster
