@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Protocol
@@ -91,9 +91,7 @@ class Context:
 
     def source_args(self) -> str:
         """:attr:`source_flags` as they are typed after a command (`` --path shop``), or ""."""
-        import shlex
-
-        return "".join(f" {shlex.quote(word)}" for word in self.source_flags)
+        return _typed(self.source_flags)
 
     def rerun(self, command: str, *more: str) -> str:
         """``fracctl COMMAND`` as this run was given it.
@@ -101,12 +99,9 @@ class Context:
         Its global options, git's source flags and its own choices, then ``more`` (each
         once).
         """
-        import shlex
-
         words = [*self.source_flags, *self.run_flags]
         words += [w for w in more if w not in words]
-        head = "".join(f" {shlex.quote(w)}" for w in self.global_flags)
-        return f"fracctl{head} {command}" + "".join(f" {shlex.quote(w)}" for w in words)
+        return f"fracctl{_typed(self.global_flags)} {command}{_typed(words)}"
 
     @property
     def kube(self) -> Kube:
@@ -219,3 +214,10 @@ def _redacting_console_class() -> type[Console]:
             return super().render(renderable, options)
 
     return RedactingConsole
+
+
+def _typed(words: Sequence[str]) -> str:
+    """``words`` as typed after a command: each after a space, quoted for the shell."""
+    import shlex
+
+    return "".join(f" {shlex.quote(word)}" for word in words)

@@ -11,42 +11,15 @@ that same command, the one the stopped run printed.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from pathlib import Path
 
+from fracctl.core.procedures.model import Unfinished, rerun_of
 from fracctl.flows.context import Context
-
-
-@dataclass(frozen=True)
-class Unfinished:
-    """One open journal: which object, how far its procedure got, and how to finish."""
-
-    key: str  # Kind/namespace/name
-    procedure: str
-    phase: str  # the last step done ("" before the first)
-    path: str
-    rerun: str  # the command that resumes it
-    suspended: str = ""  # what the run holds suspended until its rerun releases it
-
-    def said(self) -> str:
-        """One sentence: what stopped where, and what it still holds."""
-        held = f"; {self.suspended} is suspended until the rerun" if self.suspended else ""
-        return (
-            f"a fracctl recreate of it stopped in its {self.procedure} procedure (last step "
-            f"done: {self.phase or 'journaled'}; journal {self.path}{held})"
-        )
 
 
 def objects_folder(ctx: Context) -> Path:
     """Where the object journals are (``recreate.state_dir``/objects)."""
     return Path(ctx.expand(ctx.config.recreate.state_dir)) / "objects"
-
-
-def rerun_of(key: str) -> str:
-    """The plain command that resumes ``key``'s procedure, when its journal names none."""
-    kind, _, rest = key.partition("/")
-    namespace, _, name = rest.rpartition("/")
-    return f"fracctl recreate {kind}/{name}" + (f" -n {namespace}" if namespace else "")
 
 
 def open_journals(ctx: Context) -> dict[str, Unfinished]:

@@ -17,6 +17,7 @@ from fracctl.core import resources
 from fracctl.core.fractional import AnnotationMatcher
 from fracctl.core.helm_release import Release
 from fracctl.core.policy import LabelPolicy
+from fracctl.core.procedures.model import Unfinished
 from fracctl.core.resources import ResourceRef
 from fracctl.core.settings import ClusterSettings, PodsSettings, TargetSettings
 
@@ -131,9 +132,8 @@ class Snapshot:
     helm_releases: list[Release] = field(default_factory=list)
     helm_read: str = ""  # where they were read: "every namespace" or "namespace <ns>"
     helm_unreadable: str = ""  # why they could not be read, if they could not
-    # The journals of recreate KIND/NAME runs that stopped half-way on this machine:
-    # each {"key", "procedure", "phase", "path", "rerun", "said"} (fracctl.flows.unfinished).
-    unfinished: list[dict[str, str]] = field(default_factory=list)
+    # The journals of recreate KIND/NAME runs that stopped half-way on this machine.
+    unfinished: list[Unfinished] = field(default_factory=list)
     # The fix for a missing config: the recreate as this doctor was given its options.
     recreate_command: str = "fracctl recreate --yes"
 

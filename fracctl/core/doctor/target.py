@@ -12,7 +12,14 @@ from fracctl.core.doctor.helpers import listing, name_of, target_selector, witho
 from fracctl.core.doctor.model import DoctorSettings, Signature, Snapshot, check
 from fracctl.core.drain import FENCE_REASON, fence_run
 from fracctl.core.fractional import AnnotationMatcher
-from fracctl.core.nodes import condition, describe_condition, is_ready, labels_of, matches
+from fracctl.core.nodes import (
+    condition,
+    describe_condition,
+    is_ready,
+    labels_of,
+    matches,
+    selector_string,
+)
 from fracctl.core.operator import DRIVER_UPGRADE_CONDITION, DRIVER_UPGRADE_LABEL, driver_upgrades
 from fracctl.core.podspec import items, mapping
 from fracctl.core.policy import is_denied
@@ -128,12 +135,12 @@ def unfinished_recreates(
     """Each open journal: the object is not done whatever the cluster shows."""
     return [
         Signature(
-            f"{u['key']}: {u['said']}",
+            f"{u.key}: {u.said()}",
             "the run was interrupted (Ctrl-C, a kill, a lost machine) or failed after its "
             "first change; its journal keeps what the rerun must finish",
-            f"rerun {u['rerun']}",
-            (u["key"],),
-            (f"journal: {u['path']}",),
+            f"rerun {u.rerun}",
+            (u.key,),
+            (f"journal: {u.path}",),
         )
         for u in snap.unfinished
     ]
@@ -157,7 +164,7 @@ def denied_selected(snap: Snapshot, s: DoctorSettings, m: AnnotationMatcher) -> 
     )
     if not denied:
         return []
-    live = ",".join(f"{k}={v}" for k, v in sorted(selector.items())) or "(empty)"
+    live = selector_string(selector) or "(empty)"
     classes = ", ".join(s.labels.denied_classes) or "none"
     return [
         Signature(
@@ -198,7 +205,7 @@ def opted_in_selected(snap: Snapshot, s: DoctorSettings, m: AnnotationMatcher) -
     if not left_out:
         return []
     opt_in = f"{s.labels.opt_in_key}={s.labels.opt_in_value}"
-    live = ",".join(f"{k}={v}" for k, v in sorted(selector.items())) or "(empty)"
+    live = selector_string(selector) or "(empty)"
     return [
         Signature(
             f"node(s) opted in for fractions ({opt_in}) that {s.target.kind}/{s.target.name} "

@@ -109,3 +109,33 @@ def leaves(fields: list[FieldDiff]) -> list[FieldDiff]:
         else:
             out.append(f)
     return out
+
+
+@dataclass(frozen=True)
+class Unfinished:
+    """A procedure that stopped half-way: its open journal (``recreate.state_dir``/objects).
+
+    Which object, how far its procedure got, and the command that finishes it.
+    """
+
+    key: str  # Kind/namespace/name
+    procedure: str
+    phase: str  # the last step done ("" before the first)
+    path: str
+    rerun: str  # the command that resumes it
+    suspended: str = ""  # what the run holds suspended until its rerun releases it
+
+    def said(self) -> str:
+        """One sentence: what stopped where, and what it still holds."""
+        held = f"; {self.suspended} is suspended until the rerun" if self.suspended else ""
+        return (
+            f"a fracctl recreate of it stopped in its {self.procedure} procedure (last step "
+            f"done: {self.phase or 'journaled'}; journal {self.path}{held})"
+        )
+
+
+def rerun_of(key: str) -> str:
+    """The plain command that resumes ``key``'s procedure, when its journal names none."""
+    kind, _, rest = key.partition("/")
+    namespace, _, name = rest.rpartition("/")
+    return f"fracctl recreate {kind}/{name}" + (f" -n {namespace}" if namespace else "")

@@ -165,11 +165,7 @@ def _unfinished(ctx: Context, snap: Snapshot) -> None:
     """The recreates that stopped half-way on this machine, and the command that resumes."""
     from fracctl.flows.unfinished import open_journals
 
-    snap.unfinished = [
-        {"key": u.key, "procedure": u.procedure, "phase": u.phase, "path": u.path,
-         "rerun": u.rerun, "said": u.said()}
-        for u in open_journals(ctx).values()
-    ]  # fmt: skip
+    snap.unfinished = list(open_journals(ctx).values())
     snap.recreate_command = ctx.rerun("recreate", "--yes")
 
 
