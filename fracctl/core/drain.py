@@ -52,6 +52,10 @@ RESERVATION_PREFIX = "gpu-reservation"
 #: out of the budget's healthy count. A client that went away mid-eviction can leave a
 #: pod admitted but not deleted; evicting it again takes a second allowance.
 DELETION_TIMEOUT = 120
+#: Seconds an admitted eviction must still have in the budget's record for the drain to
+#: finish it with a delete: later, the record may lapse before the delete lands (and the
+#: delete would then take a disruption the budget never granted).
+FINISH_MARGIN = 20
 
 # Where the drain stands, in order; the journal records the last one reached.
 FENCED = "fenced"
@@ -306,6 +310,9 @@ class DrainPlan:
     # Seconds until the budgets forget pods an earlier run's evictions admitted but did
     # not delete (see DELETION_TIMEOUT); their evictions may wait that long.
     budget_wait: float = 0.0
+    # Pods (``namespace/name``) whose admitted eviction the drain finishes with a delete
+    # (the identity may delete pods there, and the budget's record is fresh).
+    finish: frozenset[str] = frozenset()
 
     @property
     def pods(self) -> list[DrainPod]:

@@ -24,6 +24,7 @@ from fracctl.sandbox.controllers import SLOW_DELETE
 from tests.support.drain_fixtures import (
     FRACTION_NODES,
     Busy,
+    admit_without_deleting,
     busy_cluster,
     deployment,
     kai_config,
@@ -445,30 +446,76 @@ def test_sigkill_at_a_random_moment_then_rerun_or_abort(
               lambda: len(ready_pods(busy.kube, busy.ns, "app=frac")) == 6, timeout=60)  # fmt: skip
 
 
-def test_a_pod_an_earlier_eviction_admitted_counts_as_paid_and_sets_the_wait(
+def test_a_pod_an_earlier_eviction_admitted_counts_as_paid_and_is_finished(
     cluster: Cluster, tmp_path: Path
 ) -> None:
     """A client that went away mid-eviction can leave a pod in the budget's disruptedPods
-    without deleting it: the plan neither charges it again nor ends the drain before the
-    API server forgets it (the disruption controller's DeletionTimeout)."""
-    from datetime import datetime, timezone
-
+    without deleting it: the plan does not charge it again, and an identity that may
+    delete pods finishes that eviction instead of waiting for the API server to forget
+    it (the disruption controller's DeletionTimeout)."""
     with busy_cluster(cluster, tmp_path, groups=1, per_group=2) as busy:
         (first, _) = sorted(p["metadata"]["name"] for p in busy.pods("app=frac"))
-        now = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-        busy.kube.patch(PDBS, "frac", {"status": {"disruptedPods": {first: now}}},
-                        namespace=busy.ns, subresource="status",
-                        content_type="application/merge-patch+json")  # fmt: skip
+        admit_without_deleting(busy, [first])
         ctx = busy.incident.context()
         live = busy.incident.cluster.live_target() or {}
 
         def planned() -> Any:
             return drain.plan(ctx, live=live, desired=live, force=False, journal=None)
 
-        p = until("the budget lists the admitted pod", lambda: (q := planned()).budget_wait and q)
+        p = until("the budget lists the admitted pod", lambda: (q := planned()).finish and q)
         (budget,) = p.budgets
         assert budget.needs == 1, budget  # the admitted pod needs no second allowance
-        assert 100 < p.budget_wait <= 121
+        assert p.finish == {f"{busy.ns}/{first}"} and p.budget_wait == 0, p
+
+
+@pytest.mark.parametrize("record", ["about-to-lapse", "older-than-the-pod"])
+def test_an_admitted_eviction_is_not_finished_on_a_record_it_cannot_trust(
+    cluster: Cluster, tmp_path: Path, record: str
+) -> None:
+    """A record that lapses within the margin (the delete could land after the budget took
+    the pod back) or that predates the pod (an older pod of the same name) is waited for."""
+    from fracctl.core.drain import DELETION_TIMEOUT, FINISH_MARGIN
+    from fracctl.core.lock import parse_time
+
+    with busy_cluster(cluster, tmp_path, groups=1, per_group=2) as busy:
+        pod = sorted(busy.pods("app=frac"), key=lambda p: p["metadata"]["name"])[0]
+        created = parse_time(pod["metadata"]["creationTimestamp"])
+        assert created is not None
+        at = (time.time() - DELETION_TIMEOUT + FINISH_MARGIN / 2 if record == "about-to-lapse"
+              else created.timestamp() - 5)  # fmt: skip
+        admit_without_deleting(busy, [pod["metadata"]["name"]], at=at)
+        ctx = busy.incident.context()
+        live = busy.incident.cluster.live_target() or {}
+
+        def planned() -> Any:
+            p = drain.plan(ctx, live=live, desired=live, force=False, journal=None)
+            return p.budget_wait and p
+
+        p = until("the budget lists the admitted pod", planned)
+        assert p.finish == frozenset() and 0 < p.budget_wait <= DELETION_TIMEOUT, p
+
+
+def test_a_budget_at_its_floor_with_admitted_pods_drains_at_once(
+    cluster: Cluster, tmp_path: Path
+) -> None:
+    """Every pod admitted and none deleted (a run killed amid its evictions): the budget
+    counts none healthy and answers 429 to every eviction for two minutes; the drain
+    deletes those pods (their budget counted them) and the recreate goes on at once."""
+    with busy_cluster(cluster, tmp_path, groups=1, per_group=2) as busy:
+        names = sorted(p["metadata"]["name"] for p in busy.pods("app=frac"))
+        admit_without_deleting(busy, names)
+
+        def floor() -> bool:
+            status = busy.kube.get(PDBS, "frac", busy.ns).get("status") or {}
+            return status.get("disruptionsAllowed") == 0 and len(status["disruptedPods"]) == 2
+
+        until("the budget allows no eviction", floor, timeout=30)
+        cfg = str(busy.incident.config_file)
+        r = run_cli("-c", cfg, "recreate", "--drain", "--yes")
+        assert r.exit_code == ExitCode.OK, r.output
+        assert "finishing the eviction of 2 pod(s)" in r.output, r.output
+        assert "may wait up to" not in r.output, r.output
+        assert not set(names) & {p["metadata"]["name"] for p in busy.pods("app=frac")}
 
 
 def test_the_lease_the_fence_and_the_journal_name_one_run_and_doctor_says_so(

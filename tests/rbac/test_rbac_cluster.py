@@ -631,3 +631,29 @@ def test_recreate_of_a_statefulset_runs_as_its_role(
         assert_all_used(who, recorded, but={g for g in granted(who.roles) if g[1] not in mine})
     finally:
         shop.cleanup()
+
+
+def test_as_its_role_an_admitted_eviction_is_waited_for_not_finished(
+    cluster: Cluster, control_plane: ControlPlane, tmp_path: Path
+) -> None:
+    """The recreate role may not delete pods: a pod whose eviction an earlier run left
+    admitted is not finished by a delete; the plan waits until the API server forgets it."""
+    from fracctl.flows import drain
+    from tests.support.drain_fixtures import admit_without_deleting, busy_cluster
+    from tests.support.waiting import until
+
+    with busy_cluster(cluster, tmp_path, groups=1, per_group=2) as busy:
+        (first, _) = sorted(p["metadata"]["name"] for p in busy.pods("app=frac"))
+        admit_without_deleting(busy, [first])
+        config = busy.incident.config()
+        with bound(cluster, control_plane, busy.incident.root, "recreate", config) as who:
+            kube = Kube.connect(kubeconfig=who.kubeconfig)
+            ctx = Context(config=config, kube_factory=lambda: kube)
+            live = busy.incident.cluster.live_target() or {}
+
+            def planned() -> Any:
+                p = drain.plan(ctx, live=live, desired=live, force=False, journal=None)
+                return p.budget_wait and p
+
+            p = until("the budget lists the admitted pod", planned)
+        assert p.finish == frozenset() and 100 < p.budget_wait <= 121, p

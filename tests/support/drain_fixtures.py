@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
+import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -234,3 +235,15 @@ def busy_cluster(
             with contextlib.suppress(NotFound):
                 kube.delete(PDBS, b["metadata"]["name"], ns)
         remove_leftovers(kube)
+
+
+def admit_without_deleting(busy: Busy, names: list[str], at: float | None = None) -> None:
+    """What a client killed mid-eviction leaves: the budget lists the pods as admitted
+    (``status.disruptedPods``, at ``at`` or now), and they were never deleted."""
+    from datetime import datetime, timezone
+
+    when = datetime.fromtimestamp(time.time() if at is None else at, timezone.utc)
+    stamp = when.strftime("%Y-%m-%dT%H:%M:%SZ")
+    busy.kube.patch(PDBS, "frac", {"status": {"disruptedPods": dict.fromkeys(names, stamp)}},
+                    namespace=busy.ns, subresource="status",
+                    content_type="application/merge-patch+json")  # fmt: skip

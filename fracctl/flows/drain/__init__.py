@@ -58,6 +58,12 @@ def execute(ctx: Context, p: DrainPlan, journal: Journal) -> None:
         + ": KAI places no fractional pod until the recreate is done"
     )
     deadline = ctx.clock.monotonic() + max(ctx.config.timeouts.delete, p.grace + 30)
+    if p.finish:
+        ctx.info(
+            f"finishing the eviction of {len(p.finish)} pod(s) that the API server admitted "
+            "for an earlier run and never deleted: deleting them (their budget counted them "
+            "already)"
+        )
     if p.budget_wait > 0:
         ctx.info(
             f"a budget still counts pods whose eviction an earlier run started as being "

@@ -13,7 +13,7 @@ import threading
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 
-from fracctl.adapters.kube.evictions import BLOCKED, EVICTED, MULTIPLE_BUDGETS
+from fracctl.adapters.kube.evictions import BLOCKED, EVICTED, GONE, MULTIPLE_BUDGETS
 from fracctl.core.drain import DrainPlan, DrainPod, Group
 from fracctl.errors import FracctlError, Refused, TimedOut
 from fracctl.flows.context import Context
@@ -33,6 +33,8 @@ TABLE_ROWS = 12
 WATCH_EVERY = 1.0
 #: Seconds between writes of the journal's evicted pods while evictions run.
 JOURNAL_EVERY = 2.0
+#: Seconds an admitted eviction's record must still have when the drain deletes its pod.
+FINISH_WITHIN = 5.0
 
 
 @dataclass
@@ -108,7 +110,8 @@ def evict_groups(ctx: Context, plan: DrainPlan, journal: Journal, *, deadline: f
                     progress.evicted += 1
                     continue
                 left[index] += 1
-                running[pool.submit(_evict_one, ctx, pod, deadline, stop)] = (index, pod)
+                finish = pod.key in plan.finish
+                running[pool.submit(_evict_one, ctx, pod, deadline, stop, finish)] = (index, pod)
         for index in range(len(plan.groups)):
             if not left[index]:
                 report(index)
@@ -140,8 +143,15 @@ def evict_groups(ctx: Context, plan: DrainPlan, journal: Journal, *, deadline: f
     return progress
 
 
-def _evict_one(ctx: Context, pod: DrainPod, deadline: float, stop: threading.Event) -> str:
-    """One eviction, asked again after each 429's Retry-After until ``deadline``."""
+def _evict_one(
+    ctx: Context, pod: DrainPod, deadline: float, stop: threading.Event, finish: bool = False
+) -> str:
+    """One eviction, asked again after each 429's Retry-After until ``deadline``.
+
+    With ``finish``, an eviction the API server admitted earlier is finished with a delete.
+    """
+    if finish and (done := _finish_admitted(ctx, pod)) is not None:
+        return done
     while True:
         answer = ctx.kube.evict(pod.namespace, pod.name, uid=pod.uid)
         if answer.outcome == MULTIPLE_BUDGETS:
@@ -154,6 +164,30 @@ def _evict_one(ctx: Context, pod: DrainPod, deadline: float, stop: threading.Eve
             )
         if stop.wait(answer.retry_after):
             return BLOCKED  # the run stops: this pod was not evicted
+
+
+def _finish_admitted(ctx: Context, pod: DrainPod) -> str | None:
+    """Finish an admitted eviction: delete this incarnation of the pod, own grace period.
+
+    None (nothing done) when no budget's record of it is fresh enough any more.
+    """
+    from fracctl.core.drain import DELETION_TIMEOUT
+    from fracctl.core.lock import parse_time
+    from fracctl.core.resources import PDBS, PODS
+    from fracctl.errors import Conflict, NotFound
+
+    now = ctx.clock.now()
+    for pdb in ctx.kube.list(PDBS, namespace=pod.namespace):
+        when = parse_time(((pdb.get("status") or {}).get("disruptedPods") or {}).get(pod.name))
+        if when is not None and when.timestamp() + DELETION_TIMEOUT - now > FINISH_WITHIN:
+            break
+    else:
+        return None
+    try:
+        ctx.kube.delete(PODS, pod.name, pod.namespace, uid=pod.uid)
+    except (NotFound, Conflict):
+        return GONE
+    return EVICTED
 
 
 def wait_fractions_gone(

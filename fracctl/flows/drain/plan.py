@@ -118,8 +118,10 @@ def plan(ctx: Context, *, live: Obj | None, desired: Obj, force: bool, journal: 
             f"never evicts (500): {_some(doubled)}"
         )
     refusals += _budget_refusals(budgets)
+    finish, wait = _admitted(ctx, pods, pdbs, full)
     return DrainPlan(
-        budget_wait=_admitted_wait(ctx, pods, pdbs),
+        budget_wait=wait,
+        finish=frozenset(finish),
         run_id=journal.run_id if journal else (run_id or secrets.token_hex(4)),
         nodes=fence,
         groups=groups_of(pods),
@@ -172,20 +174,57 @@ def _budget_refusals(budgets: list[Budget]) -> list[str]:
     return refusals
 
 
-def _admitted_wait(ctx: Context, pods: list[DrainPod], pdbs: list[Obj]) -> float:
-    """Seconds until no budget counts a planned pod as admitted-but-not-deleted."""
-    from fracctl.core.drain import DELETION_TIMEOUT
+def _admitted(
+    ctx: Context, pods: list[DrainPod], pdbs: list[Obj], full: Mapping[str, Obj]
+) -> tuple[set[str], float]:
+    """The admitted evictions the drain finishes, and the seconds the others may wait.
+
+    A budget lists a pod in ``status.disruptedPods`` from the moment the API server admits
+    its eviction until the pod is deleted, or for the disruption controller's
+    ``DeletionTimeout``. A client killed between the two leaves the pod listed and not
+    deleted: out of the healthy count, so a budget at its floor answers 429 to every
+    eviction until the record lapses. The budget counted that pod's disruption already;
+    where the identity may delete pods, a delete of that incarnation finishes it at once.
+    """
+    from fracctl.core.drain import DELETION_TIMEOUT, FINISH_MARGIN
     from fracctl.core.lock import parse_time
 
     planned = {p.key for p in pods}
-    now, wait = ctx.clock.now(), 0.0
+    now = ctx.clock.now()
+    left: dict[str, float] = {}
     for pdb in pdbs:
         ns = pdb["metadata"].get("namespace")
         for name, stamp in ((pdb.get("status") or {}).get("disruptedPods") or {}).items():
-            when = parse_time(stamp)
-            if f"{ns}/{name}" in planned and when is not None:
-                wait = max(wait, when.timestamp() + DELETION_TIMEOUT - now)
-    return wait
+            key, when = f"{ns}/{name}", parse_time(stamp)
+            if key in planned and when is not None:
+                left[key] = max(left.get(key, 0.0), when.timestamp() + DELETION_TIMEOUT - now)
+    may: dict[str, bool] = {}
+    finish: set[str] = set()
+    for key, seconds in left.items():
+        ns = key.split("/", 1)[0]
+        if ns not in may:
+            may[ns] = ctx.kube.can_i("delete", PODS, None, ns)[0]
+        if may[ns] and seconds > FINISH_MARGIN and _admitted_after(key, full, pdbs):
+            finish.add(key)
+    return finish, max((s for k, s in left.items() if k not in finish), default=0.0)
+
+
+def _admitted_after(key: str, full: Mapping[str, Obj], pdbs: list[Obj]) -> bool:
+    """Whether every budget record of the pod is later than this incarnation's creation.
+
+    A record is keyed by name: it could be an older pod's of the same name.
+    """
+    from fracctl.core.lock import parse_time
+
+    ns, name = key.split("/", 1)
+    created = parse_time((full.get(key) or {}).get("metadata", {}).get("creationTimestamp"))
+    stamps = [
+        parse_time(((b.get("status") or {}).get("disruptedPods") or {}).get(name))
+        for b in pdbs
+        if b["metadata"].get("namespace") == ns
+    ]
+    seen = [s for s in stamps if s is not None]
+    return created is not None and bool(seen) and all(s >= created for s in seen)
 
 
 def _group(pod: Mapping[str, Any]) -> str:
