@@ -62,6 +62,8 @@ def describe(o: d.ObjectDrift) -> str:
         )
         if carried:
             lines.append(f"carried: {o.hook['carried_by']}")
+        elif o.hook.get("not_carried"):
+            lines.append(f"not carried: {o.hook['not_carried']}")
     if o.unfinished:
         lines.append(f"unfinished: {o.unfinished}")
     if o.argocd_claims_synced:

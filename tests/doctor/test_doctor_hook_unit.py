@@ -152,6 +152,29 @@ def test_under_the_guarded_helm_backend_a_stuck_or_other_release_is_still_a_find
     assert why in f.symptom + " ".join(f.evidence)
 
 
+@pytest.mark.parametrize(
+    ("status", "said"),
+    [
+        ("failed", "upgrades it guarded from the failed revision)"),
+        ("pending-upgrade", "a pending revision that a stopped fracctl run on this machine "
+                            "left is marked failed first"),
+    ],
+)  # fmt: skip
+def test_under_the_guarded_helm_backend_a_stuck_release_is_finished_by_the_recreate(
+    status: str, said: str
+) -> None:
+    # A revision an interrupted guarded upgrade left: the way on is the same recreate,
+    # as drift and the error say, not a manual recovery or a bare helm upgrade.
+    releases = hr.latest([record("gpu-fractioning", "gpu-fractioning", 2, status)])
+    snap = Snapshot(target=config(HOOKED), helm_releases=list(releases.values()),
+                    recreate_command="fracctl -c f.yaml recreate --yes")  # fmt: skip
+    _, (f,) = hook_result(snap, guarded_settings())
+    assert f.fix.startswith("finish it: fracctl -c f.yaml recreate --yes (recreate.backend: helm")
+    assert said in f.fix, f.fix
+    assert "`helm upgrade" not in f.fix and "--no-hooks" not in f.fix, f.fix
+    assert " ; " not in f.fix, f.fix  # that one way alone
+
+
 def test_under_the_flux_backend_the_advice_names_the_helmrelease_not_helm() -> None:
     # helm-controller owns the release: a bare `helm upgrade --no-hooks` of it is undone
     # at its next reconcile, so the advice is the HelmRelease's guarded upgrade.

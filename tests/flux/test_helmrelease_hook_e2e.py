@@ -210,6 +210,10 @@ def test_a_helmrelease_that_would_not_run_the_hook_safely_is_refused(
         assert r.exit_code == ExitCode.FINDING, r.output
         assert said in r.output and "nothing was deleted or changed" in r.output
         assert hook.uid() == uid and int(hook.history()["version"]) == failed
+        d = hook.cli("drift")  # never "carried" where the recreate refuses
+        assert d.exit_code == ExitCode.FINDING, d.output
+        assert "not carried: fracctl recreate would refuse:" in d.output, d.output
+        assert said in " ".join(d.output.split()) and "\ncarried: fracctl" not in d.output
     finally:
         undo = dict.fromkeys(spec)
         kube.patch(HELMRELEASES, hook.served.name, {"spec": undo}, namespace="flux-system")

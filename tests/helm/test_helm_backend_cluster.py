@@ -21,7 +21,7 @@ from tests.support.helm_chart import (
     RELEASE,
     ChartIncident,
 )
-from tests.support.helpers import run_cli, wait_enforced
+from tests.support.helpers import commit_all, run_cli, wait_enforced
 from tests.support.killing import kill_when
 from tests.support.recreate_fixtures import NEW
 
@@ -57,6 +57,36 @@ def converged(incident: ChartIncident, *, after: int) -> None:
     assert ready.exit_code == ExitCode.OK, ready.output
 
 
+def said_next(config: object, command: str) -> None:
+    """drift and doctor both find what is left and name ``command`` as the way on."""
+    for what in ("drift", "doctor"):
+        r = run_cli("--config", str(config), what)
+        assert r.exit_code == ExitCode.FINDING, r.output
+        assert command in " ".join(r.output.split()), r.output
+
+
+def test_a_values_only_change_is_not_green_and_the_recreate_finishes_it(
+    incident: ChartIncident, operator: SimulationThread
+) -> None:
+    """The object matches git, the release does not (a value no object of the config
+    reads): drift names what is left and the recreate that finishes it."""
+    cfg = str(incident.config_file)
+    assert recreate(incident, "--yes").exit_code == ExitCode.OK
+    assert run_cli("-c", cfg, "drift").exit_code == ExitCode.OK
+    values = incident.gitops / RELEASE / "values.yaml"
+    values.write_text(values.read_text().replace("logLevel: info", "logLevel: debug"))
+    commit_all(incident.gitops, message="the operator logs more")
+    r = run_cli("-c", cfg, "drift")
+    assert r.exit_code == ExitCode.FINDING, r.output
+    assert f"unfinished: git's chart changes release {RELEASE}/{RELEASE}" in r.output, r.output
+    assert f"Next: finish it: fracctl --config {cfg} recreate --yes" in r.output, r.output
+    before = incident.release().version
+    assert recreate(incident, "--yes").exit_code == ExitCode.OK
+    assert incident.release().version > before
+    r = run_cli("-c", cfg, "drift")
+    assert r.exit_code == ExitCode.OK, r.output
+
+
 def test_the_dry_run_plans_the_upgrade_and_says_every_daemon_restarts(
     incident: ChartIncident, operator: SimulationThread
 ) -> None:
@@ -67,6 +97,31 @@ def test_the_dry_run_plans_the_upgrade_and_says_every_daemon_restarts(
     assert "MPS daemons restart on every fraction node" in r.output
     assert "upgrade" in r.output
     assert incident.uid() == before and incident.release().version == revision
+
+
+def test_drift_says_carried_only_where_the_recreate_would_run(
+    incident: ChartIncident, operator: SimulationThread
+) -> None:
+    """ "carried" is said where recreate's own proofs pass (less the runner's identity);
+    a misspelt release is named as what is wrong."""
+    import yaml
+
+    r = run_cli("-c", str(incident.config_file), "drift")
+    assert r.exit_code == ExitCode.FINDING, r.output  # git wants the opt-in selector
+    carried = f"carried: fracctl recreate (recreate.backend: helm) runs release {RELEASE}'s upgrade"
+    assert carried in r.output, r.output
+    doc = yaml.safe_load(incident.config_file.read_text())
+    doc["git"]["helm_release"] = "gpu-fractionng"
+    misspelt = incident.root / "misspelt.yaml"
+    misspelt.write_text(yaml.safe_dump(doc))
+    r = run_cli("-c", str(misspelt), "drift")
+    assert r.exit_code == ExitCode.FINDING, r.output
+    assert "\ncarried: fracctl" not in r.output, r.output
+    assert (
+        "not carried: fracctl recreate would refuse: there is no Helm release gpu-fractionng"
+        in r.output
+    ), r.output
+    assert "Next: set git.helm_release and git.helm_namespace" in r.output, r.output
 
 
 def test_guarded_refusal_then_convergence_with_the_policy_installed(
@@ -158,6 +213,11 @@ def test_sigkill_mid_run_then_the_rerun_converges(
     left = incident.release()
     print(f"left the release at revision {left.version}, {left.status}")
     time.sleep(2.5)  # the dead holder's Lease expires
+    live = incident.cluster.live_target()
+    settled = left.status == "deployed" and live is not None and not live["metadata"].get(
+        "deletionTimestamp") and live["spec"]["nodeSelector"] == NEW  # fmt: skip
+    if not settled:  # drift and doctor name the one command that goes on
+        said_next(incident.config_file, f"fracctl --config {incident.config_file} recreate --yes")
     r = recreate(incident, "--yes")
     assert r.exit_code == ExitCode.OK, r.output
     converged(incident, after=first)
@@ -189,6 +249,8 @@ def test_an_upgrade_that_fails_after_the_hooks_delete_says_so_and_the_rerun_conv
     assert r.exit_code != ExitCode.OK, r.output
     assert "WAS DELETED and is still terminating" in r.output, r.output
     assert f"or fix the cause and resume: fracctl --config {short} recreate --yes" in r.output
+    assert incident.release().status == "failed"
+    said_next(short, f"fracctl --config {short} recreate --yes")
     with SimulationThread(OperatorSimulation(incident.cluster.kube, incident.cluster.config)):
         time.sleep(1)
         again = recreate(incident, "--yes")

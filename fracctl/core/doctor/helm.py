@@ -51,6 +51,26 @@ def _stuck(r: Release) -> str:
     return ""
 
 
+def _stuck_fix(snap: Snapshot, s: DoctorSettings, r: Release) -> str:
+    """The way on from a failed or pending revision: the configured guarded upgrade."""
+    if s.helmrelease:
+        return (
+            f"the release is Flux HelmRelease {s.helmrelease}'s: run its upgrade guarded, "
+            "fracctl recreate --backend flux --yes (helm-controller would undo a bare "
+            "helm upgrade at its next reconcile)"
+        )
+    if s.guarded_release != (r.namespace, r.name):
+        return f"recover {r.namespace}/{r.name} first ({RUNBOOK}, 'A release left failed')"
+    finish = f"finish it: {snap.recreate_command} (recreate.backend: helm upgrades it guarded"
+    if not r.pending:
+        return f"{finish} from the failed revision)"
+    return (
+        f"{finish}; a pending revision that a stopped fracctl run on this machine left is "
+        f"marked failed first, any other is refused: then recover it, {RUNBOOK}, "
+        "'A release left failed')"
+    )
+
+
 def carried(snap: Snapshot, s: DoctorSettings) -> Release | None:
     """The release whose hook the config is, when fracctl runs its upgrade guarded.
 
@@ -140,19 +160,14 @@ def config_hook(snap: Snapshot, s: DoctorSettings, m: AnnotationMatcher) -> list
         )
         if stuck := _stuck(r):
             evidence.append(stuck)
-            fixes.append(
-                f"the release is Flux HelmRelease {s.helmrelease}'s: run its upgrade guarded, "
-                "fracctl recreate --backend flux --yes (helm-controller would undo a bare "
-                "helm upgrade at its next reconcile)"
-                if s.helmrelease
-                else f"recover {r.namespace}/{r.name} first ({RUNBOOK}, 'A release left failed')"
-            )
+            fixes.append(_stuck_fix(snap, s, r))
     app = argocd_app(obj)
     if app and (argocd_made_hook(obj) or use.argocd_phase or not recreators):
         recreators.append(f"every sync of Argo CD application {app} (a PostSync hook)")
         evidence.append(f"tracked by Argo CD application {app}")
     if recreators:
-        fixes.append(_guarded_way(s))
+        if not any(f.startswith("finish it: ") for f in fixes):  # that way is the guarded one
+            fixes.append(_guarded_way(s))
     else:
         where = snap.helm_read or "no namespace"
         recreators.append("no Helm release record found that names it")

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from fracctl.core.backends import NAMES, choices, entry, load
 from fracctl.core.resources import ResourceRef
@@ -118,6 +118,38 @@ def get(name: str) -> Backend:
         raise UsageError(f"unknown backend {name!r} (use {choices()})")
     factory: Callable[[], Backend] = load(found.implementation)
     return factory()
+
+
+@runtime_checkable
+class CarriesHook(Protocol):
+    """A backend that recreates the config by running its chart's upgrade (the hook)."""
+
+    def carries(self, ctx: Context, desired: Obj) -> tuple[list[str], Obj]:
+        """The proofs that the upgrade recreates git's object, whoever runs it.
+
+        Returns the evidence and the object the hook creates; raises what recreate's
+        proofs raise.
+        """
+        ...
+
+    def left(self, ctx: Context, desired: Obj) -> tuple[str, bool]:
+        """What of the release the upgrade still has to do, and whether it stopped.
+
+        "" when it is settled; stopped: an upgrade began and its newest revision is not
+        deployed.
+        """
+        ...
+
+
+def for_config(ctx: Context, name: str) -> Backend:
+    """The backend called ``name`` for this configuration, its settings checked (exit 2).
+
+    A backend may hand the run to another for this configuration (Flux: a HelmRelease).
+    """
+    chosen = get(name)
+    chosen = getattr(chosen, "for_config", lambda _ctx: chosen)(ctx)
+    chosen.validate(ctx)
+    return chosen
 
 
 def prove(

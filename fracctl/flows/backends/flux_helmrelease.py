@@ -35,7 +35,8 @@ from fracctl.core.resources import HELMCHARTS, HELMRELEASES
 from fracctl.errors import ExternalError, FracctlError, Refused, TimedOut
 from fracctl.flows.backends import BackendCheckFailed, Obj, Proof, clean_desired, dry_run_create
 from fracctl.flows.backends.access import require
-from fracctl.flows.backends.helm import ReleaseId, read_release, release_hook, renders_chart
+from fracctl.flows.backends.helm import read_release, release_hook, renders_chart
+from fracctl.flows.backends.helm_journal import ReleaseId
 from fracctl.flows.context import Context
 
 POLL = 0.5
@@ -256,14 +257,22 @@ class HelmReleaseHookBackend:
         """The identity the lock is armed for beside this one: helm-controller's."""
         return deletes_as(ctx, self.upgrade_facts(ctx, {}).hr)[0]
 
-    def check(self, ctx: Context, desired: Obj) -> Proof:
-        """helm-controller would run the upgrade now, and its hook creates git's object."""
+    def carries(self, ctx: Context, desired: Obj) -> tuple[list[str], Obj]:
+        """helm-controller would run the upgrade now, and its hook creates git's object.
+
+        The proofs that do not depend on who runs fracctl (drift shows them too): the
+        HelmRelease, helm-controller's identity and the guard policy. Returns the evidence
+        and the object the hook creates.
+        """
         t = ctx.config.target
         owner = self.owner(ctx)
+        try:  # the HelmRelease's own settings first: its release may follow from them
+            now = owner.get(ctx)
+        except FracctlError as e:
+            raise BackendCheckFailed(self.name, e) from e
+        evidence = [self._runs(owner, now.get("spec") or {}, now)]
         facts = self.upgrade_facts(ctx, desired)
         hr, release = facts.hr, facts.release
-        spec = hr.get("spec") or {}
-        evidence = [self._runs(owner, spec, hr)]
         rid = release_id(hr)
         creates, hook = release_hook(
             ctx, release, f"revision {release.version} of release {rid}, helm-controller's "
@@ -287,9 +296,33 @@ class HelmReleaseHookBackend:
             f"before-hook-creation) creates {t.kind}/{t.name} with git's nodeSelector",
             _chart_ready(ctx, hr),
             *self._identity(ctx, hr),
-            require(ctx, "patch", ref=HELMRELEASES, name=owner.name, namespace=owner.namespace),
             _policy_current(ctx),
         ]
+        return evidence, creates
+
+    def left(self, ctx: Context, desired: Obj) -> tuple[str, bool]:
+        """What of the release helm-controller still has to do, and whether it stopped.
+
+        "" when it is settled; stopped: an upgrade began and its newest revision is not
+        deployed.
+        """
+        facts = self.upgrade_facts(ctx, desired)
+        if not facts.state.differs:
+            return "", False
+        ready = condition(facts.hr, "Ready") or {}
+        r = facts.release
+        return (
+            f"Flux {self.owner(ctx)} is Ready={ready.get('status')} ({ready.get('reason')}), "
+            f"release {release_id(facts.hr)} {r.status} at revision {r.version}"
+        ), r.status != helm_release.DEPLOYED
+
+    def check(self, ctx: Context, desired: Obj) -> Proof:
+        """helm-controller would run the upgrade now, and its hook creates git's object."""
+        owner = self.owner(ctx)
+        evidence, creates = self.carries(ctx, desired)
+        evidence.append(
+            require(ctx, "patch", ref=HELMRELEASES, name=owner.name, namespace=owner.namespace)
+        )
         dry_run_create(ctx, creates)
         evidence.append("a dry-run create of the hook's object passes admission and validation")
         return Proof(evidence, clean_desired(creates))

@@ -37,14 +37,12 @@ again, and a cleanup deletes what helm created.
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 import socket
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from fracctl.adapters.process import alive
 from fracctl.config.values import Duration, InvalidValue
 from fracctl.core import helm_release, resources
 from fracctl.core.helm_release import Release
@@ -53,6 +51,7 @@ from fracctl.core.recreate_plan import ReleaseState
 from fracctl.errors import ExternalError, FracctlError, Refused, UsageError
 from fracctl.flows.backends import BackendCheckFailed, Obj, Proof, clean_desired, dry_run_create
 from fracctl.flows.backends.access import require
+from fracctl.flows.backends.helm_journal import ReleaseId, journal_path, left_by_us, write_journal
 from fracctl.flows.context import Context
 
 SECRETS = resources.SECRETS
@@ -89,27 +88,6 @@ class Upgrade:
         return ReleaseState(differs=self.differs, interrupted=self.pending_ours)
 
 
-@dataclass(frozen=True)
-class ReleaseId:
-    """One release: its name and namespace."""
-
-    name: str
-    namespace: str
-
-    @classmethod
-    def configured(cls, ctx: Context) -> ReleaseId:
-        """The configured release.
-
-        ``git.helm_release`` (else the chart folder's name, as ``render``) in
-        ``git.helm_namespace`` (else ``default``, helm's own).
-        """
-        g = ctx.config.git
-        return cls(helm_release.release_of(g.helm_release, g.path), g.helm_namespace or "default")
-
-    def __str__(self) -> str:
-        return f"{self.namespace}/{self.name}"
-
-
 def cli(ctx: Context) -> Any:
     """The helm CLI, pointed at fracctl's cluster and identity."""
     from fracctl.adapters.helm import HelmCLI
@@ -120,65 +98,6 @@ def cli(ctx: Context) -> Any:
         binary=ctx.expand(binary) if "/" in binary else binary,
         kubeconfig=ctx.expand(k.kubeconfig) if k.kubeconfig else None,
         context=k.context,
-    )
-
-
-# --- the journal: which upgrade a fracctl on this machine started -------------------
-
-
-def journal_path(ctx: Context, rid: ReleaseId) -> Path:
-    """Where the journal of this release's upgrade lives (``recreate.state_dir``)."""
-    state = Path(ctx.expand(ctx.config.recreate.state_dir))
-    return state / f"helm-{rid.namespace}-{rid.name}.json"
-
-
-def read_journal(ctx: Context, rid: ReleaseId) -> dict[str, Any] | None:
-    """The journal of an upgrade begun here and not finished, if any."""
-    path = journal_path(ctx, rid)
-    try:
-        found = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        return None
-    except (OSError, ValueError) as e:
-        raise ExternalError(f"cannot read the helm journal {path}: {e}") from None
-    return found if isinstance(found, dict) else None
-
-
-def write_journal(ctx: Context, rid: ReleaseId, entry: dict[str, Any]) -> None:
-    """Write the journal whole (a temporary file renamed over it)."""
-    path = journal_path(ctx, rid)
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(entry, sort_keys=True), encoding="utf-8")
-        os.replace(tmp, path)
-    except OSError as e:
-        raise ExternalError(
-            f"cannot write the helm journal {path}: {e.strerror}; nothing was changed",
-            hint="fix recreate.state_dir or its permissions",
-        ) from None
-
-
-def left_by_us(ctx: Context, rid: ReleaseId, release: Release) -> str:
-    """Why ``release``'s pending revision is one a killed fracctl here left ("" if not).
-
-    The journal names the revision the upgrade started from, the host and helm's pid; the
-    pending revision must be the next one, started on this host, with that helm gone
-    (it dies with the fracctl that ran it). The recreate Lease, held now, keeps any other
-    fracctl out; nothing can keep a person's own helm out, which is why anything else
-    pending is refused.
-    """
-    entry = read_journal(ctx, rid)
-    if not entry or int(entry.get("from_revision", -1)) + 1 != release.version:
-        return ""
-    if entry.get("host") != socket.gethostname():
-        return ""
-    pid = int(entry.get("pid") or 0)
-    if pid and alive(pid):
-        return ""
-    return (
-        f"revision {release.version} was left {release.status} by fracctl run "
-        f"{entry.get('run', '?')} on this host (its helm, pid {pid or '?'}, is gone)"
     )
 
 
@@ -372,8 +291,13 @@ class HelmBackend:
                 raise BackendCheckFailed(self.name, e) from e
         return self.facts
 
-    def check(self, ctx: Context, desired: Obj) -> Proof:
-        """Helm's dry run renders git's object as a hook it recreates; the server admits it."""
+    def carries(self, ctx: Context, desired: Obj) -> tuple[list[str], Obj]:
+        """The upgrade would recreate git's object, whoever runs it.
+
+        The release is there, and helm's rendering of git's chart creates the object as a
+        hook with git's selector: the proofs that do not depend on who runs fracctl (drift
+        shows them too). Returns the evidence and the object the hook creates.
+        """
         t = ctx.config.target
         facts = self.upgrade_facts(ctx, desired)
         creates, hook = target_hook(ctx, facts.rendered)
@@ -386,11 +310,36 @@ class HelmBackend:
                 hint="render git's chart the way helm upgrades it (git.helm_values, "
                 "git.helm_namespace), then rerun",
             )
-        evidence = [
+        return [
             *facts.evidence,
             f"the chart's hook {hook.path} ({','.join(hook.events)}, recreated by Helm's "
             f"before-hook-creation) creates {t.kind}/{t.name} with git's nodeSelector",
-            *may_write_release(ctx, ReleaseId.configured(ctx), facts),
+        ], creates
+
+    def left(self, ctx: Context, desired: Obj) -> tuple[str, bool]:
+        """What of the release the upgrade still has to do, and whether it stopped.
+
+        "" when it is settled; stopped: an upgrade began and its newest revision is not
+        deployed.
+        """
+        facts = self.upgrade_facts(ctx, desired)
+        r, rid = facts.release, ReleaseId.configured(ctx)
+        if r is None or not (facts.differs or facts.pending_ours):
+            return "", False
+        if r.status != helm_release.DEPLOYED:
+            ours = " by a fracctl run here that stopped" if facts.pending_ours else ""
+            return f"release {rid} was left {r.status}{ours} at revision {r.version}", True
+        return (
+            f"git's chart changes release {rid} (its values or templates differ from "
+            f"revision {r.version}, deployed) though the object matches git"
+        ), False
+
+    def check(self, ctx: Context, desired: Obj) -> Proof:
+        """Helm's dry run renders git's object as a hook it recreates; the server admits it."""
+        t = ctx.config.target
+        evidence, creates = self.carries(ctx, desired)
+        evidence += [
+            *may_write_release(ctx, ReleaseId.configured(ctx), self.upgrade_facts(ctx, desired)),
             *(require(ctx, verb, ref=t.ref, name=t.name) for verb in ("create", "delete")),
         ]
         dry_run_create(ctx, creates)

@@ -87,21 +87,7 @@ def plan(ctx: Context, *, live: Obj | None, desired: Obj, force: bool, journal: 
     for ns in sorted({p.namespace for p in bound}):
         for pod in ctx.kube.list(PODS, namespace=ns, field_selector=unfinished_selector()):
             full[f"{ns}/{pod['metadata']['name']}"] = pod
-    wanted_groups = {
-        (k.split("/", 1)[0], _group(full[k])) for k in fractional if k in full and _group(full[k])
-    }
-    pods: list[DrainPod] = []
-    labels: dict[str, Mapping[str, str]] = {}
-    grace = 0
-    for key, pod in full.items():
-        ns, name = key.split("/", 1)
-        on_node = bool((pod.get("spec") or {}).get("nodeName"))
-        member = (ns, _group(pod)) in wanted_groups
-        if not on_node or name.startswith(RESERVATION_PREFIX) or not (key in fractional or member):
-            continue
-        pods.append(DrainPod.of(pod, fractional=key in fractional))
-        labels[key] = labels_of(pod)
-        grace = max(grace, int((pod.get("spec") or {}).get("terminationGracePeriodSeconds") or 30))
+    pods, labels, grace = _to_evict(full, fractional)
     bare = [p.key for p in pods if not p.owner]
     if bare and not force:
         refusals.append(
@@ -131,6 +117,32 @@ def plan(ctx: Context, *, live: Obj | None, desired: Obj, force: bool, journal: 
         resumed=journal is not None,
         grace=grace or 30,
     )
+
+
+def _to_evict(
+    full: Mapping[str, Obj], fractional: set[str]
+) -> tuple[list[DrainPod], dict[str, Mapping[str, str]], int]:
+    """The pods to evict, their labels, and their longest grace period.
+
+    The fractional pods placed on a node and every member of their PodGroups; never KAI's
+    reservation pods.
+    """
+    wanted_groups = {
+        (k.split("/", 1)[0], _group(full[k])) for k in fractional if k in full and _group(full[k])
+    }
+    pods: list[DrainPod] = []
+    labels: dict[str, Mapping[str, str]] = {}
+    grace = 0
+    for key, pod in full.items():
+        ns, name = key.split("/", 1)
+        on_node = bool((pod.get("spec") or {}).get("nodeName"))
+        member = (ns, _group(pod)) in wanted_groups
+        if not on_node or name.startswith(RESERVATION_PREFIX) or not (key in fractional or member):
+            continue
+        pods.append(DrainPod.of(pod, fractional=key in fractional))
+        labels[key] = labels_of(pod)
+        grace = max(grace, int((pod.get("spec") or {}).get("terminationGracePeriodSeconds") or 30))
+    return pods, labels, grace
 
 
 def _fence(

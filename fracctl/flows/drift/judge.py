@@ -39,6 +39,10 @@ if TYPE_CHECKING:
     from fracctl.adapters.kube import Kube
 
 
+#: ``_carry``'s third word for a carried hook whose release's upgrade began and stopped.
+STOPPED = "stopped"
+
+
 class Judge:
     """Reads live objects in bulk and judges each object; caches rules per kind."""
 
@@ -178,21 +182,21 @@ class Judge:
         if out.hook is not None and out.verdict == d.MISSING_DESIRED and it.live is not None:
             out.verdict = d.HOOK
             out.note = "the rendering leaves out the chart's hooks; the live object is one"
-        if out.hook is not None and self._carried(it, out.hook):
-            config = self.ctx.config
-            release = helm_release.release_of(config.git.helm_release, config.git.path)
-            f = config.flux
-            out.hook["carried_by"] = (
-                f"fracctl recreate (recreate.backend: flux, flux.helmrelease {f.namespace}/"
-                f"{f.helmrelease}) runs helm-controller's upgrade guarded"
-                if config.recreate.backend == "flux"
-                else f"fracctl recreate (recreate.backend: helm) runs release {release}'s "
-                "upgrade guarded"
-            )
+        if out.hook is not None and self._runs_chart(it, out.hook):
+            carried, why, fix = self._carry(it)
+            if carried:
+                out.hook["carried_by"] = carried
+                # The object is done and its release not, or an upgrade began and stopped.
+                if why and (out.verdict == d.IN_SYNC or fix == STOPPED):
+                    out.unfinished = why
+                    out.next_step = f"finish it: {self.ctx.rerun('recreate', '--yes')}"
+            else:
+                out.hook["not_carried"] = why
+                out.next_step = out.next_step if not fix else f"{fix}; then rerun drift"
         return out
 
-    def _carried(self, it: Item, hook: dict[str, object]) -> bool:
-        """Whether fracctl itself runs the upgrade that recreates this hook.
+    def _runs_chart(self, it: Item, hook: dict[str, object]) -> bool:
+        """Whether the configuration has fracctl run the upgrade that recreates this hook.
 
         With ``recreate.backend: helm`` (or ``flux`` with ``flux.helmrelease``) the config
         in git is the chart's hook, and ``fracctl recreate`` runs the release's upgrade
@@ -208,6 +212,45 @@ class Judge:
             and hook["source"] == "in the rendering"  # git's chart makes it the hook
             and it.desired is not None
             and config.target.matches(it.desired)
+        )
+
+    def _carry(self, it: Item) -> tuple[str, str, str]:
+        """Who carries the hook and what of its release is left; or why not, and the fix.
+
+        Carried means recreate's own read-only proofs pass: the very ones ``fracctl
+        recreate`` runs before it changes anything, less those of the identity that runs
+        it (drift's is read-only). The release exists and would run the hook, its
+        rendering creates git's object, the API server admits the object.
+        """
+        from fracctl.errors import FracctlError
+        from fracctl.flows import backends
+
+        config = self.ctx.config
+        try:
+            backend = backends.for_config(self.ctx, config.recreate.backend)
+            if not isinstance(backend, backends.CarriesHook):
+                return "", f"recreate.backend {config.recreate.backend} runs no chart", ""
+            _evidence, creates = backend.carries(self.ctx, it.desired or {})
+            backends.dry_run_create(self.ctx, creates)
+            left, stopped = backend.left(self.ctx, it.desired or {})
+        except FracctlError as e:
+            cause = e.cause if isinstance(e, backends.BackendCheckFailed) else e
+            return "", f"fracctl recreate would refuse: {cause.message}", cause.hint or ""
+        if config.recreate.backend == "flux":
+            f = config.flux
+            return (
+                (
+                    f"fracctl recreate (recreate.backend: flux, flux.helmrelease {f.namespace}/"
+                    f"{f.helmrelease}) runs helm-controller's upgrade guarded"
+                ),
+                "",
+                "",
+            )
+        release = helm_release.release_of(config.git.helm_release, config.git.path)
+        return (
+            f"fracctl recreate (recreate.backend: helm) runs release {release}'s upgrade guarded",
+            left,
+            STOPPED if stopped else "",
         )
 
     def _judge(self, it: Item) -> d.ObjectDrift:

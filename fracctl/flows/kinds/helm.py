@@ -41,7 +41,8 @@ from fracctl.core import helm_release
 from fracctl.core.sync_target import SyncTarget
 from fracctl.errors import Refused
 from fracctl.flows.backends import clean_desired, dry_run_create
-from fracctl.flows.backends.helm import ReleaseId, Upgrade
+from fracctl.flows.backends.helm import Upgrade
+from fracctl.flows.backends.helm_journal import ReleaseId
 from fracctl.flows.kinds import steps
 
 if TYPE_CHECKING:

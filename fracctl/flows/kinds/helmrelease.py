@@ -45,7 +45,7 @@ from fracctl.flows.backends.flux_helmrelease import (
     settled,
     wait_deployed,
 )
-from fracctl.flows.backends.helm import ReleaseId
+from fracctl.flows.backends.helm_journal import ReleaseId
 from fracctl.flows.kinds.helm import ReleaseRendering, marked, shown
 
 if TYPE_CHECKING:

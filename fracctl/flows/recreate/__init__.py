@@ -110,11 +110,7 @@ def initial_outcome(plan: Plan) -> Outcome:
 
 def check_backend(ctx: Context, backend: str) -> Backend:
     """The backend called ``backend``, its configuration checked (exit 2) before any I/O."""
-    chosen = backends.get(backend)
-    # A backend may hand the run to another for this configuration (Flux: a HelmRelease).
-    chosen = getattr(chosen, "for_config", lambda _ctx: chosen)(ctx)
-    chosen.validate(ctx)
-    return chosen
+    return backends.for_config(ctx, backend)
 
 
 # --- steps ---------------------------------------------------------------------------
