@@ -67,6 +67,10 @@ class Context:
     # so that it runs as printed: the same cluster, configuration, objects and backend.
     global_flags: tuple[str, ...] = ()
     run_flags: tuple[str, ...] = ()
+    # The commit each git source (repository, revision) resolved to first in this run:
+    # every later export of it takes that commit, so that what a run proves is what it
+    # runs (a branch that moves mid-run is never mixed in).
+    pins: dict[tuple[str, str], str] = field(default_factory=dict)
     _kube: Kube | None = None
     _argocd: ArgoCD | None = None
     _host: Host | None = None
@@ -92,6 +96,15 @@ class Context:
     def source_args(self) -> str:
         """:attr:`source_flags` as they are typed after a command (`` --path shop``), or ""."""
         return _typed(self.source_flags)
+
+    def pinned(self, repo: str, revision: str, commit: str = "") -> str:
+        """The commit this run pinned ``revision`` of ``repo`` to; ``commit`` pins it first.
+
+        "" while nothing is pinned (the first export resolves the revision).
+        """
+        if commit:
+            self.pins.setdefault((repo, revision), commit)
+        return self.pins.get((repo, revision), "")
 
     def rerun(self, command: str, *more: str) -> str:
         """``fracctl COMMAND`` as this run was given it.

@@ -87,6 +87,25 @@ def test_a_values_only_change_is_not_green_and_the_recreate_finishes_it(
     assert r.exit_code == ExitCode.OK, r.output
 
 
+def test_a_branch_moved_mid_run_is_not_mixed_in(
+    incident: ChartIncident, operator: SimulationThread
+) -> None:
+    """The upgrade runs the commit the run rendered and proved, whatever the branch names
+    by then: the revision is pinned to one commit for the whole run."""
+    from fracctl.flows.recreate import recreate as run
+
+    moved: list[str] = []
+
+    def look(step: str) -> None:
+        if step == "guarded" and not moved:  # proven, and not yet upgraded
+            incident.git_selector("example.org/elsewhere: enabled", message="moved mid-run")
+            moved.append(step)
+
+    run(incident.context(), yes=True, boundary=look)
+    live = incident.cluster.live_target()
+    assert moved and live is not None and live["spec"]["nodeSelector"] == NEW, live
+
+
 def test_the_dry_run_plans_the_upgrade_and_says_every_daemon_restarts(
     incident: ChartIncident, operator: SimulationThread
 ) -> None:

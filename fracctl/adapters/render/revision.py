@@ -70,6 +70,7 @@ def render_git(
     helm_binary: str = "helm",
     default_namespace: str = "",
     cluster_scoped: Collection[tuple[str, str]] = (),
+    pinned: str = "",
 ) -> Rendered:
     """Render ``path`` of ``repo`` at ``revision`` from a temporary export.
 
@@ -86,6 +87,8 @@ def render_git(
         default_namespace: the namespace of a rendered object that names none (to
             tell whether two documents declare the same object).
         cluster_scoped: ``(group, kind)`` pairs known to be cluster-scoped.
+        pinned: the commit ``revision`` was resolved to earlier in this run: exported
+            instead of what ``revision`` names now.
 
     Returns:
         The rendered objects with their git locations.
@@ -100,7 +103,7 @@ def render_git(
     rel = normalise_path(path)
     with tempfile.TemporaryDirectory(prefix="fracctl-render-") as scratch:
         gitdir = local_repo(repo, scratch)
-        commit = resolve_commit(gitdir, revision, repo)
+        commit = resolve_commit(gitdir, pinned or revision, repo)
         chosen = _choose_renderer(renderer, gitdir, commit, rel, revision=revision, repo=repo)
         export = Path(scratch) / "export"
         export.mkdir()
@@ -181,8 +184,10 @@ def _render_export(
 
 
 @contextlib.contextmanager
-def exported_folder(repo: str, revision: str, path: str) -> Iterator[tuple[Path, str]]:
-    """``path`` of ``repo`` at ``revision``, exported whole into a temporary folder.
+def exported_folder(
+    repo: str, revision: str, path: str, pinned: str = ""
+) -> Iterator[tuple[Path, str]]:
+    """``path`` of ``repo`` at ``revision`` (or the commit ``pinned``), exported whole.
 
     Yields the folder of ``path`` inside the export (a chart reaches outside it through
     ``file://`` dependencies, so the whole tree is exported) and the commit; removed
@@ -194,7 +199,7 @@ def exported_folder(repo: str, revision: str, path: str) -> Iterator[tuple[Path,
     rel = normalise_path(path)
     with tempfile.TemporaryDirectory(prefix="fracctl-chart-") as scratch:
         gitdir = local_repo(repo, scratch)
-        commit = resolve_commit(gitdir, revision, repo)
+        commit = resolve_commit(gitdir, pinned or revision, repo)
         if object_type(gitdir, commit, rel) != "tree":
             raise ExternalError(
                 f"path {rel or '.'!r} is not a folder at revision {revision!r} "

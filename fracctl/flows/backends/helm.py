@@ -53,6 +53,7 @@ from fracctl.flows.backends import BackendCheckFailed, Obj, Proof, clean_desired
 from fracctl.flows.backends.access import require
 from fracctl.flows.backends.helm_journal import ReleaseId, journal_path, left_by_us, write_journal
 from fracctl.flows.context import Context
+from fracctl.flows.render import repo_of
 
 SECRETS = resources.SECRETS
 
@@ -203,7 +204,10 @@ def upgrade_facts(ctx: Context, rid: ReleaseId, *, hooks: bool = True) -> Upgrad
         f"chart {release.chart})" + (f"; {ours}: it will be marked failed first" if ours else "")
     )
     g = ctx.config.git
-    with exported_folder(ctx.expand(g.repo), g.revision, g.path) as (chart, commit):
+    repo = repo_of(ctx)
+    pin = ctx.pinned(repo, g.revision)
+    with exported_folder(repo, g.revision, g.path, pin) as (chart, commit):
+        ctx.pinned(repo, g.revision, commit)
         values = [chart / v for v in g.helm_values]
         missing = [v for v in g.helm_values if not (chart / v).is_file()]
         if missing:
@@ -389,7 +393,8 @@ def run_upgrade(ctx: Context, rid: ReleaseId, facts: Upgrade) -> str:
     write_journal(ctx, rid, entry)
     g = ctx.config.git
     helm = cli(ctx)
-    with exported_folder(ctx.expand(g.repo), g.revision, g.path) as (chart, _commit):
+    repo = repo_of(ctx)
+    with exported_folder(repo, g.revision, g.path, ctx.pinned(repo, g.revision)) as (chart, _c):
         done = helm.upgrade(
             name,
             chart,

@@ -69,8 +69,9 @@ def render(
     from fracctl.adapters.render import render_git
 
     g = ctx.config.git
+    source = repo_of(ctx, repo)
     out = render_git(
-        ctx.expand(repo or g.repo) if not _is_url(repo or g.repo) else (repo or g.repo),
+        source,
         revision or g.revision,
         path if path is not None else g.path,
         renderer or g.renderer,
@@ -81,7 +82,9 @@ def render(
         helm_binary=ctx.expand(ctx.config.section("helm").binary),
         default_namespace=g.objects_namespace,
         cluster_scoped=cluster_scoped(ctx),
+        pinned=ctx.pinned(source, revision or g.revision),
     )
+    ctx.pinned(source, revision or g.revision, out.commit)
     return Desired(
         objects=out.objects,
         locations=out.locations,
@@ -164,6 +167,12 @@ def to_yaml(objects: Sequence[Obj]) -> str:
     from fracctl.adapters.render import dump_yaml
 
     return dump_yaml(objects)
+
+
+def repo_of(ctx: Context, repo: str | None = None) -> str:
+    """The repository git's source names (``git.repo`` unless ``repo``), a path expanded."""
+    named = repo or ctx.config.git.repo
+    return named if _is_url(named) else ctx.expand(named)
 
 
 def _is_url(repo: str) -> bool:
