@@ -85,6 +85,21 @@ def test_flux_brings_a_statefulset_back_held_and_no_pod_restarts(
         assert f"its last verdict fails only on StatefulSet/{shop.ns}/db's immutable" in (
             plan.stdout
         )
+        # The operator's HelmRelease configured too: the Kustomization's object still goes
+        # through its Kustomization, never the HelmRelease.
+        both = shop.config.parent / "with-helmrelease.yaml"
+        both.write_text(
+            shop.config.read_text().replace(
+                "\nflux:\n", "\nflux:\n  helmrelease: gpu-fractioning\n", 1
+            )
+        )
+        again = run_cli("-c", str(both), "recreate", "StatefulSet/db", "-n", shop.ns,
+                        "--backend", "flux", "--dry-run")  # fmt: skip
+        assert again.exit_code == ExitCode.OK, again.output
+        assert f"its last verdict fails only on StatefulSet/{shop.ns}/db's immutable" in (
+            again.stdout
+        )
+        assert "HelmRelease" not in again.output, again.output
 
         r = recreate(shop, "StatefulSet/db", "--yes")
         assert r.exit_code == ExitCode.OK, r.output

@@ -59,9 +59,19 @@ MANAGER = "helm-controller"  # helm-controller's field manager
 
 
 def owned_by_helmrelease(ctx: Context, live: Obj | None) -> bool:
-    """Whether ``--backend flux`` for this object goes through a HelmRelease."""
+    """Whether ``--backend flux`` for this object goes through a HelmRelease.
+
+    The live object's owner labels decide: helm-controller's name a HelmRelease,
+    kustomize-controller's a Kustomization (``flux.helmrelease`` names the operator's
+    chart, not every object's owner). Only an object that carries neither (gone after a
+    stopped run) follows ``flux.helmrelease``.
+    """
+    from fracctl.core.rehearsal import FLUX_NAME
+
     labels = ((live or {}).get("metadata") or {}).get("labels") or {}
-    return bool(labels.get(OWNER_NAME) or ctx.config.flux.helmrelease)
+    if labels.get(OWNER_NAME):
+        return True
+    return not labels.get(FLUX_NAME) and bool(ctx.config.flux.helmrelease)
 
 
 def _owner(ctx: Context, live: Obj | None, label: str) -> tuple[str, str]:
