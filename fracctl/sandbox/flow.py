@@ -22,7 +22,7 @@ from typing import Any
 from fracctl.adapters.kube import Kube
 from fracctl.core.nodes import condition
 from fracctl.core.resources import NODES, split_api_version
-from fracctl.errors import UsageError
+from fracctl.errors import FracctlError, UsageError
 from fracctl.flows.context import Context
 from fracctl.sandbox import argocd_local, controllers, controlplane, flux_local
 from fracctl.sandbox.argocd_wiring import argocd_running, argocd_status, start_argocd
@@ -238,6 +238,8 @@ def env_lines(root: Path) -> list[str]:
     if cp is None or not cp.alive():
         raise UsageError("the sandbox is not running; start it with 'fracctl sandbox up'")
     lines = [f"export KUBECONFIG={box.kubeconfig}", f"export FRACCTL_CONFIG={box.config_file}"]
+    if helm := _helm_folder(box):  # the helm the sandbox installed its chart with
+        lines.append(f'export PATH="{helm}:$PATH"')
     local = argocd_local.LocalArgoCD.load(box.argocd_dir)
     if local is not None and local.alive():
         lines += [
@@ -246,6 +248,17 @@ def env_lines(root: Path) -> list[str]:
             "export ARGOCD_OPTS=--plaintext",
         ]
     return lines
+
+
+def _helm_folder(box: Sandbox) -> str:
+    """The folder of the helm the sandbox's fracctl.yaml names (``helm.binary``), if any."""
+    from fracctl.config import load
+
+    try:
+        binary = load(str(box.config_file), env={}).section("helm").binary
+    except FracctlError:  # a configuration that no longer loads: nothing to add
+        return ""
+    return str(Path(binary).parent) if "/" in binary else ""
 
 
 def dump(data: dict[str, Any]) -> str:
