@@ -32,6 +32,9 @@ else:
 GAP = 3
 #: The last column is never wrapped narrower than this, however little room is left.
 MIN_LAST = 20
+#: Off a terminal with no ``COLUMNS``, a table with ``keys`` is shown as records when a
+#: row would be wider than this.
+RECORDS_OVER = 160
 
 
 @dataclass(frozen=True)
@@ -49,10 +52,14 @@ def show(
     rows: Iterable[Sequence[Cell]],
     *,
     env: Mapping[str, str] | None = None,
+    keys: int = 0,
 ) -> None:
     """Print a table to ``out``: rich's on a terminal, :func:`plain` anywhere else.
 
-    ``env`` is where ``COLUMNS`` is read from (default: the process environment).
+    ``env`` is where ``COLUMNS`` is read from (default: the process environment). With
+    ``keys``, a table wider than ``COLUMNS`` (else :data:`RECORDS_OVER`) off a terminal is
+    printed as :func:`records` instead: its first ``keys`` columns as a table, the others
+    as one line each under their row.
     """
     cols = [c if isinstance(c, Column) else Column(c) for c in columns]
     body = [list(row) for row in rows]
@@ -69,12 +76,31 @@ def show(
             table.add_row(*row)
         out.print(table)
         return
-    text = plain(
-        [c.header for c in cols],
-        [[_text(cell) for cell in row] for row in body],
-        width=columns_env(os.environ if env is None else env),
-    )
+    headers, cells = [c.header for c in cols], [[_text(cell) for cell in row] for row in body]
+    width = columns_env(os.environ if env is None else env)
+    text = plain(headers, cells)
+    if keys and max(map(len, text.splitlines()), default=0) > (width or RECORDS_OVER):
+        text = records(headers, cells, keys)
+    elif width is not None:
+        text = plain(headers, cells, width=width)
     out.print(text, markup=False, highlight=False, emoji=False, soft_wrap=True)
+
+
+def records(headers: Sequence[str], rows: Sequence[Sequence[str]], keys: int) -> str:
+    """A table too wide for its lines, as records.
+
+    The first ``keys`` columns as :func:`plain`'s table; under each row, every other
+    non-empty cell on its own line (``    header: value``), whole.
+    """
+    table = plain(headers[:keys], [row[:keys] for row in rows]).splitlines()
+    if len(table) != len(rows) + 1:  # a key cell of several lines: keep the plain table
+        return plain(headers, rows)
+    out = [table[0]]
+    for line, row in zip(table[1:], rows, strict=True):
+        out.append(line)
+        for header, cell in zip(headers[keys:], row[keys:], strict=False):
+            out += [f"    {header}: {part}" for part in _lines(redact(cell)) if part]
+    return "\n".join(out)
 
 
 def columns_env(env: Mapping[str, str]) -> int | None:

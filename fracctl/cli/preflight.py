@@ -123,7 +123,7 @@ def render(out: Console, report: PreflightReport) -> None:
         )
         for check in report.checks
     ]
-    _table.show(out, ("check", "result", "evidence", "what to do"), rows)
+    _table.show(out, ("check", "result", "evidence", "what to do"), rows, keys=2)
     failed = report.failed
     if failed:
         out.print(f"preflight refused: {len(failed)} check(s) failed", markup=False, soft_wrap=True)

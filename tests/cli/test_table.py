@@ -91,3 +91,27 @@ def test_show_on_a_terminal_is_rich_table() -> None:
     show(out, ["check", Column("fix", no_wrap=True)], [["a", "b"]], env={})
     text = sink.getvalue()
     assert "┃ check ┃ fix" in text and "│ a     │ b" in text
+
+
+def test_a_table_too_wide_off_a_terminal_is_records_under_its_key_columns() -> None:
+    sink = io.StringIO()
+    out = Console(file=sink, force_terminal=False, width=80)
+    evidence = "selected: " + ", ".join(f"node-{i}" for i in range(60))
+    rows = [("opt-in-missing", "REFUSED", evidence, LONG), ("fractional-pods", "pass", "none", "")]
+    show(out, ("check", "result", "evidence", "what to do"), rows, env={}, keys=2)
+    assert sink.getvalue().splitlines() == [
+        "CHECK             RESULT",
+        "opt-in-missing    REFUSED",
+        f"    evidence: {evidence}",  # whole, on one line
+        f"    what to do: {LONG}",
+        "fractional-pods   pass",
+        "    evidence: none",
+    ]
+
+
+@pytest.mark.parametrize("env", [{}, {"COLUMNS": "200"}])
+def test_a_table_that_fits_stays_a_table(env: dict[str, str]) -> None:
+    sink = io.StringIO()
+    out = Console(file=sink, force_terminal=False, width=80)
+    show(out, ("check", "result", "evidence"), [("a", "pass", "short")], env=env, keys=2)
+    assert sink.getvalue().splitlines() == ["CHECK   RESULT   EVIDENCE", "a       pass     short"]
