@@ -19,7 +19,7 @@ from tests.support.flux_real import RealFlux, ServedChart, ready
 from tests.support.helm import find
 from tests.support.helm_release_fixtures import RELEASE, HelmShop, helm_shop
 from tests.support.helpers import Cluster, run_cli
-from tests.support.killing import kill_then_rerun
+from tests.support.killing import kill_then_rerun, said_next
 from tests.support.kinds_fixtures import (
     PVCS,
     Shop,
@@ -224,7 +224,14 @@ def test_sigkill_then_the_rerun_converges_and_nothing_stays_suspended(
 
         args = ["-c", str(shop.config), "recreate", "statefulset/db", "-n", shop.ns,
                 "--backend", "flux", "--yes"]  # fmt: skip
-        r = kill_then_rerun(args, reached, moment, timeout=120)
+
+        def printed() -> list[str] | None:
+            """While the journal is open, drift and doctor name one command: run it."""
+            if not journal.exists():
+                return None
+            return said_next(str(shop.config), "flux")
+
+        r = kill_then_rerun(args, reached, moment, timeout=120, next_command=printed)
         assert r.exit_code == ExitCode.OK, r.output
         new = shop.live("apps/v1", "StatefulSet", "db")
         assert new["metadata"]["uid"] != old["metadata"]["uid"]

@@ -237,7 +237,7 @@ def test_sigkill_then_the_rerun_converges_and_the_release_is_deployed(
 ) -> None:
     import json
 
-    from tests.support.killing import kill_then_rerun
+    from tests.support.killing import kill_then_rerun, said_next
 
     shop = hshop.shop
     before = identity(shop.pods())
@@ -256,7 +256,14 @@ def test_sigkill_then_the_rerun_converges_and_the_release_is_deployed(
 
     args = ["-c", str(shop.config), "recreate", "statefulset/db", "-n", shop.ns,
             "--backend", "helm", "--yes"]  # fmt: skip
-    r = kill_then_rerun(args, reached, moment, timeout=120)
+
+    def printed() -> list[str] | None:
+        """While a journal is open, drift and doctor name one command: run it."""
+        if not journal.exists():
+            return None
+        return said_next(str(shop.config), "helm")
+
+    r = kill_then_rerun(args, reached, moment, timeout=120, next_command=printed)
     assert r.exit_code == ExitCode.OK, r.output
     new = shop.live("apps/v1", "StatefulSet", "db")
     assert new is not None and new["metadata"]["uid"] != db["metadata"]["uid"]

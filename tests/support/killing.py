@@ -47,12 +47,14 @@ def seeded_jitter(moment: str, low: float = 0.0, high: float = 0.08) -> float:
 
 
 def kill_then_rerun(
-    args: list[str], reached: Callable[[], bool], moment: str, *, timeout: float = 120
-) -> Any:
+    args: list[str], reached: Callable[[], bool], moment: str, *, timeout: float = 120,
+    next_command: Callable[[], list[str] | None] | None = None,
+) -> Any:  # fmt: skip
     """SIGKILL ``fracctl ARGS`` at ``moment`` (plus a seeded delay), then run it again.
 
     The lock's lease is 2 s, and the rerun starts once the dead holder's has expired.
-    Returns the rerun's result (:func:`tests.support.helpers.run_cli`).
+    ``next_command`` may name what to run instead (the command fracctl printed as the way
+    on, as its arguments). Returns the rerun's result (:func:`tests.support.helpers.run_cli`).
     """
     import os
 
@@ -63,4 +65,26 @@ def kill_then_rerun(
     mid = kill_when(args, env, reached, jitter=jitter, what=moment, timeout=timeout)
     print("killed mid-run" if mid else "the run had ended before the kill")
     time.sleep(2.5)
-    return run_cli(*args)
+    printed = next_command() if next_command else None
+    return run_cli(*(printed or args))
+
+
+def said_next(config: str, backend: str) -> list[str]:
+    """The way on that drift (``Next: finish it: …``) and doctor both name while a stopped
+    ``recreate KIND/NAME``'s journal is open, as arguments to run."""
+    import re
+    import shlex
+
+    from fracctl.errors import ExitCode
+    from tests.support.helpers import run_cli
+
+    d = run_cli("-c", config, "drift", "--all")
+    assert d.exit_code == ExitCode.FINDING, d.output
+    found = re.search(r"finish it: (fracctl .*)$", d.output, re.M)
+    assert found, d.output
+    command = found.group(1).strip()
+    doctor = run_cli("-c", config, "doctor")
+    assert doctor.exit_code == ExitCode.FINDING, doctor.output
+    assert command in " ".join(doctor.output.split()), (command, doctor.output)
+    assert f"--backend {backend}" in command and "--yes" in command, command
+    return shlex.split(command)[1:]
