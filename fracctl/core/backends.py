@@ -5,7 +5,8 @@ implementation lives (``module:Class``, imported only when that backend is used)
 backend is one module under :mod:`fracctl.flows.backends` plus one entry here. That
 module may also declare
 
-- its own fracctl.yaml section (``section="module:Class"``, a frozen dataclass): read
+- its own fracctl.yaml section (``section="module:Class"``, a frozen dataclass in
+  :mod:`fracctl.config`, so that loading the configuration imports no flow): read
   from the file, ``FRACCTL_<NAME>_<KEY>`` and checked like every built-in section, and
   handed to the backend as ``ctx.config.section(name)``. Its checks raise
   ``fracctl.config.InvalidValue`` naming the key at fault, so an error says where that
@@ -50,7 +51,7 @@ REGISTRY: tuple[BackendEntry, ...] = (
         "the chart's own helm upgrade (its hook deletes and recreates the object)",
         "fracctl.flows.backends.helm:HelmBackend",
         rbac="fracctl.core.rbac_helm:helm_rules",
-        section="fracctl.flows.backends.helm:HelmSettings",
+        section="fracctl.config.helm:HelmSettings",
     ),
     BackendEntry(
         "apply",

@@ -31,12 +31,10 @@ Obj = dict[str, Any]
 SECRET_PREFIX = "sh.helm.release.v1."
 OWNER_SELECTOR = "owner=helm"
 HOOK = "helm.sh/hook"
-HOOK_WEIGHT = "helm.sh/hook-weight"
 HOOK_DELETE_POLICY = "helm.sh/hook-delete-policy"
 # Argo CD's own hook annotation; Argo CD maps Helm's install/upgrade hooks onto its
 # phases (argo-cd docs/user-guide/helm.md, "Helm Hooks").
 ARGOCD_HOOK = "argocd.argoproj.io/hook"
-ARGOCD_HOOK_DELETE_POLICY = "argocd.argoproj.io/hook-delete-policy"
 # The finalizer Argo CD puts on every hook it creates, and the annotation it tracks its
 # resources by ("<app>:<group>/<kind>:<namespace>/<name>"; argo-cd
 # pkg/sync/hook/hook.go and util/argo/resource_tracking.go).

@@ -193,3 +193,30 @@ def test_cli_bad_config_is_one_line_exit_2(tmp_path: Path) -> None:
     assert r.stderr.strip().count("\n") == 0
     assert "fracctl.yaml:2: timeouts.ready" in r.stderr
     assert "Traceback" not in r.output
+
+
+def test_loading_the_configuration_imports_nothing_above_config(tmp_path: Path) -> None:
+    """``config.load`` and every backend's section read in a fresh interpreter: no module
+    of flows, adapters, the CLI or the sandbox is imported (the layers hold at run time,
+    where import-linter cannot look)."""
+    import subprocess
+    import sys
+
+    config = tmp_path / "fracctl.yaml"
+    config.write_text(
+        "git:\n  repo: .\n  path: charts/gpu-fractioning\n  renderer: helm\n"
+        "recreate:\n  backend: helm\nhelm:\n  binary: helm\n  timeout: 5m\n"
+    )
+    script = (
+        "import sys\n"
+        "from fracctl.config import load\n"
+        "from fracctl.core.backends import sections\n"
+        f"c = load({str(config)!r}, env={{}})\n"
+        "for name in sections():\n"
+        "    c.section(name)\n"
+        "above = ('fracctl.flows', 'fracctl.adapters', 'fracctl.cli', 'fracctl.sandbox')\n"
+        "print(sorted(m for m in sys.modules if m.startswith(above)))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         check=True, timeout=60)  # fmt: skip
+    assert out.stdout.strip() == "[]", out.stdout

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
-from fracctl.core.backends import NAMES, choices, entry, load
+from fracctl.core.backends import choices, entry, load
 from fracctl.core.resources import ResourceRef
 from fracctl.errors import Conflict, FracctlError, UsageError
 from fracctl.flows.context import Context
@@ -106,9 +106,6 @@ def dry_run_create(ctx: Context, obj: Obj, *, ref: ResourceRef | None = None) ->
     except Conflict as e:
         if e.status.reason != "AlreadyExists":
             raise
-
-
-BACKENDS = NAMES  # every backend's name, in the registry's order
 
 
 def get(name: str) -> Backend:

@@ -43,7 +43,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from fracctl.config.values import Duration, InvalidValue
 from fracctl.core import helm_release, resources
 from fracctl.core.helm_release import Release
 from fracctl.core.nodes import selector_of
@@ -56,20 +55,6 @@ from fracctl.flows.context import Context
 from fracctl.flows.render import repo_of
 
 SECRETS = resources.SECRETS
-
-
-@dataclass(frozen=True)
-class HelmSettings:
-    """``helm:`` in fracctl.yaml: which helm runs the upgrade, and for how long."""
-
-    binary: str = "helm"  # a name on PATH or a path
-    timeout: Duration = Duration(600)  # helm upgrade --timeout: the hook's delete and create
-
-    def __post_init__(self) -> None:
-        if not str(self.binary).strip():
-            raise InvalidValue("binary", "must name a helm binary")
-        if self.timeout <= 0:
-            raise InvalidValue("timeout", f"must be a positive duration, got {self.timeout:g}s")
 
 
 @dataclass
@@ -275,7 +260,6 @@ class HelmBackend:
 
     name = "helm"
     claim = "helm reported the upgrade deployed but the live object differs"
-    deletes_itself = True  # the upgrade's hook deletes the object; recreate does not
 
     def __init__(self) -> None:
         self.facts: Upgrade | None = None

@@ -7,12 +7,12 @@ recognises the revision a killed run left pending.
 from __future__ import annotations
 
 import json
-import os
 import socket
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from fracctl.adapters.files import write_whole
 from fracctl.adapters.process import alive
 from fracctl.core import helm_release
 from fracctl.core.helm_release import Release
@@ -63,10 +63,7 @@ def write_journal(ctx: Context, rid: ReleaseId, entry: dict[str, Any]) -> None:
     """Write the journal whole (a temporary file renamed over it)."""
     path = journal_path(ctx, rid)
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(entry, sort_keys=True), encoding="utf-8")
-        os.replace(tmp, path)
+        write_whole(path, json.dumps(entry, sort_keys=True))
     except OSError as e:
         raise ExternalError(
             f"cannot write the helm journal {path}: {e.strerror}; nothing was changed",

@@ -10,10 +10,10 @@ It is removed once the procedure ends.
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from fracctl.adapters.files import write_whole
 from fracctl.errors import ExternalError
 from fracctl.flows.context import Context
 from fracctl.flows.unfinished import objects_folder
@@ -89,10 +89,7 @@ def write(ctx: Context, journal: ObjectJournal) -> str:
     """Write the journal whole (a temporary file renamed over it); its path."""
     path = path_for(ctx, journal.key)
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(asdict(journal), indent=1, sort_keys=True), encoding="utf-8")
-        os.replace(tmp, path)
+        write_whole(path, json.dumps(asdict(journal), indent=1, sort_keys=True))
     except OSError as e:
         raise ExternalError(
             f"cannot write the journal {path}: {e.strerror}; nothing was changed",

@@ -17,7 +17,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from fracctl.core.labels import selector_matches
 from fracctl.core.procedures import Procedure
 from fracctl.core.resources import PODS, PVCS, REPLICASETS, ResourceRef
 from fracctl.errors import Conflict, ExternalError, NotFound, TimedOut
@@ -295,15 +294,6 @@ def remove_old_replicasets(w: Work) -> None:
             continue
         pods = int((rs.get("status") or {}).get("replicas") or 0)
         w.say(f"deleted the old ReplicaSet {name} and its {pods} pod(s)")
-
-
-def owned_pods(pods: list[Obj], selector: Obj | None) -> dict[str, Obj]:
-    """The selected pods by uid."""
-    return {
-        p["metadata"]["uid"]: p
-        for p in pods
-        if selector_matches(selector, p["metadata"].get("labels") or {})
-    }
 
 
 # --- Job ---------------------------------------------------------------------------------

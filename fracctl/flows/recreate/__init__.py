@@ -297,8 +297,6 @@ STEPS = {s.name: s for s in PIPELINE}
 STEP_TEXT = {s.name: s.text for s in PIPELINE}
 # Every point where a run can be stopped, in order; tests interrupt the flow at each.
 BOUNDARIES = ("locked", "planned", *(s.boundary for s in PIPELINE))
-# With --drain, before the backup: the journal written, the fence up, the pods gone.
-DRAIN_BOUNDARIES = ("journaled", "drained")
 
 
 def recreate(

@@ -7,12 +7,13 @@ once an object exists again, records an Event on it.
 
 from __future__ import annotations
 
+import io
 import json
-import os
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from fracctl.adapters.files import write_whole
 from fracctl.core.clock import utc_timestamp
 from fracctl.core.nodes import selector_of
 from fracctl.core.outcome import Outcome
@@ -47,20 +48,18 @@ def write_backup(folder: Path, live: Obj, meta: dict[str, Any]) -> str:
 
     from fracctl.redact import redact_data
 
-    folder.mkdir(parents=True, exist_ok=True)
     stem = f"{live.get('kind', 'object').lower()}-{meta.get('name')}-{str(meta.get('uid', ''))[:8]}"
     existing = sorted(folder.glob(f"{stem}-*.yaml"))
     if existing:
         return str(existing[-1])
     stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
     path = folder / f"{stem}-{stamp}.yaml"
-    tmp = path.with_suffix(".tmp")
     yaml = YAML(typ="safe")
     yaml.default_flow_style = False
-    with open(tmp, "w", encoding="utf-8") as f:
-        f.write(f"# Backup of {live.get('kind')}/{meta.get('name')} taken by fracctl at {stamp}\n")
-        yaml.dump(redact_data(live), f)  # before dumping: YAML folds long strings
-    os.replace(tmp, path)  # a backup is either whole or absent
+    text = io.StringIO()
+    text.write(f"# Backup of {live.get('kind')}/{meta.get('name')} taken by fracctl at {stamp}\n")
+    yaml.dump(redact_data(live), text)  # before dumping: YAML folds long strings
+    write_whole(path, text.getvalue())  # a backup is either whole or absent
     return str(path)
 
 
