@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 from fracctl.core.backends import choices, entry, load
+from fracctl.core.recreate_plan import ReleaseState
 from fracctl.core.resources import ResourceRef
 from fracctl.errors import Conflict, FracctlError, UsageError
 from fracctl.flows.context import Context
@@ -25,13 +26,35 @@ Obj = dict[str, Any]
 class Backend(Protocol):
     """What ``recreate`` needs from a way of creating the object.
 
-    A backend may also have ``before_delete(ctx) -> list[str]``: what it must do after
-    the guards and any confirmation, right before the delete (Argo CD stops its own
-    failing automated sync there, then dry-runs the sync); the lines are said as done.
+    Every member, none optional: :class:`BackendBase` holds the defaults a backend keeps.
     """
 
     name: str
     claim: str  # what the backend's success says, for "… but the live object differs"
+
+    def for_config(self, ctx: Context) -> Backend:
+        """The backend this configuration runs (Flux: a HelmRelease's, when one is named)."""
+        ...
+
+    def rendering(self, ctx: Context, objects: list[Obj]) -> list[Obj]:
+        """Git's objects as this backend renders them (the plan judges the live one by it)."""
+        ...
+
+    def release_state(self, ctx: Context, desired: Obj) -> ReleaseState | None:
+        """The release the backend's own run upgrades, for the plan; None: no release."""
+        ...
+
+    def before_delete(self, ctx: Context) -> list[str]:
+        """What it must do after the guards and any confirmation, right before the delete.
+
+        Argo CD stops its own failing automated sync, then dry-runs the sync; the lines
+        are said as done.
+        """
+        ...
+
+    def deletes_as(self, ctx: Context) -> str:
+        """The identity whose delete the lock is armed for beside fracctl's ("" none)."""
+        ...
 
     def validate(self, ctx: Context) -> None:
         """Check the configuration alone (no I/O); a usage error when it cannot work."""
@@ -54,6 +77,30 @@ class Backend(Protocol):
     def recreate(self, ctx: Context, desired: Obj) -> str:
         """Have the object created; returns a one-line account of what was said."""
         ...
+
+
+class BackendBase:
+    """The defaults of :class:`Backend`'s members that most backends keep."""
+
+    def for_config(self, ctx: Context) -> Backend:
+        """This backend itself."""
+        return self  # type: ignore[return-value]
+
+    def rendering(self, ctx: Context, objects: list[Obj]) -> list[Obj]:
+        """Git's objects, as git renders them."""
+        return objects
+
+    def release_state(self, ctx: Context, desired: Obj) -> ReleaseState | None:
+        """No release: the backend creates the object itself."""
+        return None
+
+    def before_delete(self, ctx: Context) -> list[str]:
+        """Nothing to do before the delete."""
+        return []
+
+    def deletes_as(self, ctx: Context) -> str:
+        """Only fracctl deletes."""
+        return ""
 
 
 @dataclass(frozen=True)
@@ -143,8 +190,7 @@ def for_config(ctx: Context, name: str) -> Backend:
 
     A backend may hand the run to another for this configuration (Flux: a HelmRelease).
     """
-    chosen = get(name)
-    chosen = getattr(chosen, "for_config", lambda _ctx: chosen)(ctx)
+    chosen = get(name).for_config(ctx)
     chosen.validate(ctx)
     return chosen
 

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from fracctl.flows.backends import Obj, Proof, clean_desired, dry_run_create
+from fracctl.flows.backends import BackendBase, Obj, Proof, clean_desired, dry_run_create
 from fracctl.flows.backends.access import require
 from fracctl.flows.context import Context
 
 
-class ApplyBackend:
+class ApplyBackend(BackendBase):
     """Create the object with a server-side apply (field manager ``fracctl``)."""
 
     name = "apply"

@@ -11,12 +11,12 @@ from typing import Any
 
 from fracctl.core.sync_target import SyncTarget
 from fracctl.errors import ExternalError, Refused, TimedOut, UsageError
-from fracctl.flows.backends import Obj, Proof, dry_run_create
+from fracctl.flows.backends import BackendBase, Obj, Proof, dry_run_create
 from fracctl.flows.backends.argocd_autosync import settle
 from fracctl.flows.context import Context
 
 
-class ArgoCDBackend:
+class ArgoCDBackend(BackendBase):
     """Have Argo CD sync exactly the target resource of the application."""
 
     name = "argocd"

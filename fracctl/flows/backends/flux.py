@@ -12,7 +12,7 @@ from fracctl.adapters.flux import commit_of
 from fracctl.core.nodes import condition
 from fracctl.core.sync_target import SyncTarget
 from fracctl.errors import ExternalError, FracctlError, NotFound, Refused, UsageError
-from fracctl.flows.backends import Obj, Proof, clean_desired, dry_run_create
+from fracctl.flows.backends import BackendBase, Obj, Proof, clean_desired, dry_run_create
 from fracctl.flows.backends.access import require
 from fracctl.flows.context import Context
 
@@ -21,7 +21,7 @@ from fracctl.flows.context import Context
 UNREHEARSABLE = ("patches", "images", "postBuild", "components", "namePrefix", "nameSuffix")
 
 
-class FluxBackend:
+class FluxBackend(BackendBase):
     """Ask a Flux Kustomization to reconcile now, and wait for it."""
 
     name = "flux"

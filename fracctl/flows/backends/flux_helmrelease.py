@@ -33,7 +33,14 @@ from fracctl.core.nodes import condition, selector_of
 from fracctl.core.recreate_plan import ReleaseState
 from fracctl.core.resources import HELMCHARTS, HELMRELEASES
 from fracctl.errors import ExternalError, FracctlError, Refused, TimedOut
-from fracctl.flows.backends import BackendCheckFailed, Obj, Proof, clean_desired, dry_run_create
+from fracctl.flows.backends import (
+    BackendBase,
+    BackendCheckFailed,
+    Obj,
+    Proof,
+    clean_desired,
+    dry_run_create,
+)
 from fracctl.flows.backends.access import require
 from fracctl.flows.backends.helm import read_release, release_hook, renders_chart
 from fracctl.flows.backends.helm_journal import ReleaseId
@@ -199,7 +206,7 @@ class HookFacts:
         return ReleaseState(differs=differs, interrupted=False)
 
 
-class HelmReleaseHookBackend:
+class HelmReleaseHookBackend(BackendBase):
     """helm-controller's upgrade of the operator's chart: its hook deletes and recreates."""
 
     name = "flux"
@@ -226,6 +233,10 @@ class HelmReleaseHookBackend:
             except FracctlError as e:  # read before the proofs: say so the same way
                 raise BackendCheckFailed(self.name, e) from e
         return self.facts
+
+    def release_state(self, ctx: Context, desired: Obj) -> ReleaseState:
+        """helm-controller's release, as the plan reads it."""
+        return self.upgrade_facts(ctx, desired).state
 
     def rendering(self, ctx: Context, objects: list[Obj]) -> list[Obj]:
         """Git's objects, the target as helm-controller renders it (:meth:`as_rendered`)."""

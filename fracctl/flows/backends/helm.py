@@ -48,7 +48,14 @@ from fracctl.core.helm_release import Release
 from fracctl.core.nodes import selector_of
 from fracctl.core.recreate_plan import ReleaseState
 from fracctl.errors import ExternalError, FracctlError, Refused, UsageError
-from fracctl.flows.backends import BackendCheckFailed, Obj, Proof, clean_desired, dry_run_create
+from fracctl.flows.backends import (
+    BackendBase,
+    BackendCheckFailed,
+    Obj,
+    Proof,
+    clean_desired,
+    dry_run_create,
+)
 from fracctl.flows.backends.access import require
 from fracctl.flows.backends.helm_journal import ReleaseId, journal_path, left_by_us, write_journal
 from fracctl.flows.context import Context
@@ -255,7 +262,7 @@ def renders_chart(ctx: Context, who: str) -> None:
         )
 
 
-class HelmBackend:
+class HelmBackend(BackendBase):
     """Run the chart's ``helm upgrade``; its hook deletes and recreates the object."""
 
     name = "helm"
@@ -278,6 +285,10 @@ class HelmBackend:
             except FracctlError as e:  # read before the proofs: say so the same way
                 raise BackendCheckFailed(self.name, e) from e
         return self.facts
+
+    def release_state(self, ctx: Context, desired: Obj) -> ReleaseState:
+        """The release the upgrade runs from, as the plan reads it."""
+        return self.upgrade_facts(ctx, desired).state
 
     def carries(self, ctx: Context, desired: Obj) -> tuple[list[str], Obj]:
         """The upgrade would recreate git's object, whoever runs it.

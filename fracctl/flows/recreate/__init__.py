@@ -191,7 +191,7 @@ def _delete(run: Run) -> None:
         t = run.ctx.config.target
         run.ctx.info(guard_again(run.ctx, run.live, run.desired, on_nodes_only=run.drain))
         # A backend may have one thing to do first (Argo CD: stop its failing auto-sync).
-        for line in getattr(run.backend, "before_delete", lambda _ctx: [])(run.ctx):
+        for line in run.backend.before_delete(run.ctx):
             run.ctx.info(line)
         arm(run.ctx, run.lock, run.live)
         if run.journal is not None:
@@ -208,7 +208,7 @@ def _upgrade(run: Run) -> None:
 
     run.ctx.info(guard_again(run.ctx, run.live, run.desired, on_nodes_only=run.drain))
     if run.live is not None:  # the policy lets the backend's delete through, as ours
-        delegate = getattr(run.backend, "deletes_as", lambda _ctx: "")(run.ctx)
+        delegate = run.backend.deletes_as(run.ctx)
         arm(run.ctx, run.lock, run.live, delegate)
     if run.journal is not None:
         from fracctl.flows import drain
@@ -384,8 +384,7 @@ def _plan(ctx: Context, objects: list[Obj], chosen: Backend, entry: dict[str, An
     t = ctx.config.target
     # A backend that renders git's chart itself (helm-controller: its chart version carries
     # the source's revision) is judged by its own rendering, as verify judges it later.
-    own = getattr(chosen, "rendering", None)
-    drift = check_target(ctx, desired_objects=own(ctx, objects) if own else objects)
+    drift = check_target(ctx, desired_objects=chosen.rendering(ctx, objects))
     if drift.verdict in (MISSING_DESIRED, HOOK):
         hook = " (the live one is a chart's hook: its chart recreates it)" * (drift.verdict == HOOK)
         raise Refused(
@@ -407,14 +406,13 @@ def _plan(ctx: Context, objects: list[Obj], chosen: Backend, entry: dict[str, An
         selector_of(live, t.selector_field),
         selector_of(desired, t.selector_field),
     )
-    upgrade = getattr(chosen, "upgrade_facts", None)  # its own run recreates (helm's hook)
     plan = recreate_plan.decide(
         verdict=drift.verdict,
         terminating=bool(live and live["metadata"].get("deletionTimestamp")),
         live_selector=live_sel,
         desired_selector=desired_sel or {},
         unready_nodes=unready_nodes(ctx, live_sel) if drift.verdict == IN_SYNC else [],
-        release=upgrade(ctx, desired).state if upgrade else None,
+        release=chosen.release_state(ctx, desired),  # its own run recreates (helm's hook)
     )
     entry.update(before=live_sel, after=desired_sel or {})
     result = RecreateResult(plan=plan, outcome=initial_outcome(plan), backend=chosen.name)
