@@ -60,6 +60,17 @@ def assert_whole(out: str, headers: list[str], rows: list[list[str]]) -> None:
     assert not any(ch in out for ch in "┃│━─┏┗…"), out  # plain columns, nothing cut
 
 
+def assert_records(out: str, headers: list[str], rows: list[list[str]], keys: int) -> None:
+    """A table too wide, as records: the key columns as the table, every other cell whole
+    on its own line (``    header: value``) under its row."""
+    assert_whole(out, headers[:keys], [row[:keys] for row in rows])
+    for row in rows:
+        for header, cell in zip(headers[keys:], row[keys:], strict=True):
+            for line in cell.splitlines():
+                if line:
+                    assert f"    {header}: {line}\n" in out, f"{line!r} is not whole in:\n{out}"
+
+
 def preflight_rows(data: dict[str, Any]) -> list[list[str]]:
     return [
         [c["name"], "pass" if c["ok"] else "REFUSED", c["evidence"], c["fix"]]
@@ -77,7 +88,7 @@ def test_preflight_table_in_a_pipe_loses_nothing(incident: Incident) -> None:
     assert max(len("   ".join(row)) for row in rows) > 160  # a crop anywhere would show
     r = fracctl(incident, "preflight")
     assert r.returncode == ExitCode.FINDING, r.stderr
-    assert_whole(r.stdout, PREFLIGHT, rows)
+    assert_records(r.stdout, PREFLIGHT, rows, keys=2)
     assert f"  opt-in-missing: fracctl nodes label {LONG_NODE}\n" in r.stdout
 
 
@@ -102,7 +113,7 @@ def test_recreate_dry_run_in_a_pipe_loses_nothing(incident: Incident) -> None:
     data = json.loads(fracctl(incident, "recreate", "--dry-run", "-o", "json").stdout)
     r = fracctl(incident, "recreate", "--dry-run")
     assert r.returncode == ExitCode.FINDING, r.stderr
-    assert_whole(r.stdout, PREFLIGHT, preflight_rows(data["guards"]))
+    assert_records(r.stdout, PREFLIGHT, preflight_rows(data["guards"]), keys=2)
     ago = re.compile(r"[\d.]+s ago")  # the operator's Lease, renewed between the two runs
     text = ago.sub("", r.stdout)
     for proof in data["proofs"]:  # the plan's own lines are not wrapped either (a uid)
