@@ -22,6 +22,7 @@ from fracctl.core.doctor import Snapshot, diagnose
 from fracctl.core.doctor import registry as doctor_registry
 from fracctl.core.lint import registry as lint_registry
 from fracctl.core.lint.engine import check as lint
+from fracctl.errors import ExitCode
 from fracctl.flows.doctor import settings as doctor_settings
 from fracctl.flows.lint import settings as lint_settings
 from fracctl.flows.recreate import recreate
@@ -165,3 +166,16 @@ def test_a_new_command_runs_through_the_entry_point(
     assert (result.exit_code, result.stdout) == (0, '{"gpu": "b200"}\n'), result.stderr
     result = run_cli("selector", "--revision", "nope")
     assert result.exit_code != 0 and "nope" in result.stderr
+
+
+def test_an_extension_backend_is_refused_for_an_object_not_taken_for_apply(
+    stamped: None, tmp_path: Path
+) -> None:
+    """A backend that recreates only the config is a usage error with KIND/NAME (it used
+    to become a server-side apply, silently), before anything is read or changed."""
+    path = tmp_path / "gpu.yaml"
+    path.write_text("recreate:\n  backend: stamped\n")
+    r = run_cli("-c", str(path), "recreate", "StatefulSet/db", "-n", "shop", "--dry-run")
+    assert r.exit_code == ExitCode.USAGE, r.output
+    assert "backend 'stamped' recreates the fractioning config only" in r.stderr, r.output
+    assert "takes apply, argocd, flux, helm; nothing changed" in r.stderr, r.output

@@ -51,11 +51,17 @@ def recreate_object(
         UsageError: a bad ``spec``, or no confirmation.
         Refused: the kind's rules refuse this change (nothing changed).
     """
+    from fracctl.flows.kinds.creators import KIND_BACKENDS
     from fracctl.flows.recreate import require_confirmation
     from fracctl.flows.render import render_desired
 
     at = boundary or (lambda _step: None)
     backend = backend or ctx.config.recreate.backend
+    if backend not in KIND_BACKENDS:
+        raise UsageError(
+            f"backend {backend!r} recreates the fractioning config only: recreate KIND/NAME "
+            f"takes {', '.join(KIND_BACKENDS)}; nothing changed"
+        )
     require_confirmation(ctx, f"recreate {spec}", dry_run=dry_run, yes=yes, confirm=confirm)
     objects = desired_objects if desired_objects is not None else render_desired(ctx)
     desired = find_desired(ctx, objects, spec, namespace)

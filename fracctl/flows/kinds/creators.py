@@ -29,7 +29,7 @@ import copy
 from typing import TYPE_CHECKING, Any
 
 from fracctl.core.sync_target import SyncTarget
-from fracctl.errors import Refused, TimedOut
+from fracctl.errors import Refused, TimedOut, UsageError
 from fracctl.flows.backends import clean_desired
 from fracctl.flows.kinds import steps
 
@@ -272,6 +272,10 @@ def _wait_recreated(w: Work) -> Obj:
     return found[0]
 
 
+#: The backends that recreate an object of any kind (``recreate KIND/NAME``).
+KIND_BACKENDS = ("apply", "argocd", "flux", "helm")
+
+
 def creator_for(
     backend: str,
     target: SyncTarget,
@@ -294,4 +298,6 @@ def creator_for(
         return ArgoCDCreator(target)
     if backend == "flux":
         return FluxCreator(target, holds=holds, suspended=suspended)
-    return ApplyCreator()
+    if backend == "apply":
+        return ApplyCreator()
+    raise UsageError(f"backend {backend!r} has no creator for recreate KIND/NAME")
