@@ -156,6 +156,9 @@ def no_delete_identity(incident: Incident, control_plane):  # type: ignore[no-un
     ]  # fmt: skip
     path = incident.root / "viewer.kubeconfig"
     control_plane.write_kubeconfig(str(path), token=control_plane.viewer_token, user="viewer")
+    # The lock Lease's namespace, as an administrator sets it up once (the viewer may
+    # not create namespaces): whether an earlier test made it must not matter.
+    kube.ensure_namespace(incident.config().recreate.lock_namespace)
     with granted(kube, "viewer", rules, "fracctl-test-no-delete"):
         yield path
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from fracctl.flows.backends import Obj, Proof, clean_desired
+from fracctl.flows.backends import BackendBase, Obj, Proof, clean_desired
 from fracctl.flows.context import Context
 
 if TYPE_CHECKING:
@@ -21,8 +21,11 @@ if TYPE_CHECKING:
 Calls = list[tuple[str, Any]]
 
 
-class DryBackend:
-    """Records validate/check/recreate with how many deletes the cluster had seen."""
+class DryBackend(BackendBase):
+    """Records validate/check/recreate with how many deletes the cluster had seen.
+
+    The protocol's other members keep :class:`BackendBase`'s defaults.
+    """
 
     name = "dry"
     claim = "the dry backend said it created it but the live object differs"
