@@ -96,6 +96,7 @@ def test_argocd_brings_a_statefulset_back_held_and_no_pod_restarts(
     synced(real_argocd, app, shop)
     before = identity(shop.running(2, timeout=120))
     old = shop.live("apps/v1", "StatefulSet", "db")
+    unchanged = shop.written("apps/v1", "StatefulSet", "db")
     assert old is not None and ARGOCD_TRACKING in old["metadata"]["annotations"]
     shop.commit(statefulset(shop, service="db-v2", size="2Gi"), message="serviceName, size")
     seen(real_argocd, app, shop)
@@ -105,7 +106,7 @@ def test_argocd_brings_a_statefulset_back_held_and_no_pod_restarts(
     assert "the orphan-and-adopt procedure" in plan.stdout
     assert f"proven: Argo CD renders StatefulSet/{shop.ns}/db at " in plan.stdout
     assert "proven: Argo CD's dry run of this sync succeeded" in plan.stdout
-    assert shop.live("apps/v1", "StatefulSet", "db") == old
+    assert shop.written("apps/v1", "StatefulSet", "db") == unchanged
 
     r = recreate(shop, "StatefulSet/db", "--yes")
     assert r.exit_code == ExitCode.OK, r.output

@@ -85,7 +85,7 @@ def test_a_statefulset_is_recreated_without_a_pod_restart_and_claims_grow(
 def test_a_statefulset_selector_change_is_refused_and_nothing_changes(
     shop: Shop, db: dict[str, tuple[str, int]]
 ) -> None:
-    old = shop.live("apps/v1", "StatefulSet", "db")
+    unchanged = shop.written("apps/v1", "StatefulSet", "db")
     changed = statefulset(shop)
     changed["spec"]["selector"] = {"matchLabels": {"app": "db", "v": "2"}}
     changed["spec"]["template"]["metadata"]["labels"]["v"] = "2"
@@ -93,7 +93,7 @@ def test_a_statefulset_selector_change_is_refused_and_nothing_changes(
     r = recreate(shop, "StatefulSet/db", "--yes")
     assert r.exit_code == ExitCode.FINDING, r.output
     assert "spec.selector changes" in r.stderr and "nothing changed" in r.stderr
-    assert shop.live("apps/v1", "StatefulSet", "db") == old
+    assert shop.written("apps/v1", "StatefulSet", "db") == unchanged
     assert identity(shop.pods()) == db
 
 
@@ -160,7 +160,7 @@ def test_a_deployment_selector_the_pods_do_not_fit_is_refused_with_two_commits(
     shop.commit(first)
     shop.create(first)
     before = identity(shop.running(2))
-    old = shop.live("apps/v1", "Deployment", "web")
+    unchanged = shop.written("apps/v1", "Deployment", "web")
     both = {"app": "web", "tier": "front"}
     shop.commit(deployment(both, both))
     r = recreate(shop, "Deployment/web", "--yes")
@@ -168,7 +168,7 @@ def test_a_deployment_selector_the_pods_do_not_fit_is_refused_with_two_commits(
     assert "lack the new selector's labels" in r.stderr
     assert "first add {'app': 'web', 'tier': 'front'} to spec.template.metadata.labels" in r.stderr
     assert "a Service that selects both the running pods and git's template" in r.stderr
-    assert shop.live("apps/v1", "Deployment", "web") == old
+    assert shop.written("apps/v1", "Deployment", "web") == unchanged
     assert identity(shop.pods()) == before
 
 
@@ -184,6 +184,7 @@ def test_a_deployment_selector_the_pods_do_not_fit_surges_behind_a_service_that_
     shop.create(first)
     before = identity(shop.running(2))
     old = shop.live("apps/v1", "Deployment", "web")
+    unchanged = shop.written("apps/v1", "Deployment", "web")
     (old_rs,) = shop.kube.list(REPLICASETS, namespace=shop.ns)
     shop.create({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web"},
                  "spec": {"selector": {"app": "web"}, "ports": [{"port": 80}]}})  # fmt: skip
@@ -195,7 +196,7 @@ def test_a_deployment_selector_the_pods_do_not_fit_surges_behind_a_service_that_
     assert "the surge procedure" in plan.stdout
     assert "Service web selects both" in plan.stdout
     assert "it costs: its 2 pod(s), replaced by new ones once those are available" in plan.stdout
-    assert shop.live("apps/v1", "Deployment", "web") == old
+    assert shop.written("apps/v1", "Deployment", "web") == unchanged
 
     serving: dict[str, set[str]] = {}
 

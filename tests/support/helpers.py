@@ -295,8 +295,14 @@ class Cluster:
     ) -> dict[str, Any]:
         """A pod whose status the test writes (``phase``). Without ``node`` it is placed by
         ``scheduler`` (kube-scheduler when None, and KWOK then runs it, where a node
-        exists: name a scheduler nothing plays to keep a Pending pod pending)."""
+        exists: name a scheduler nothing plays to keep a Pending pod pending).
+
+        A pod given another phase than Running and no node is left to a scheduler nothing
+        plays: kube-scheduler would place it and KWOK would then overwrite the phase.
+        """
         self.namespace(namespace)
+        if phase != "Running" and node is None and scheduler is None:
+            scheduler = "nobody-schedules-this"
         spec: dict[str, Any] = {
             "containers": [{"name": c, "image": "busybox"} for c in (containers or ["main"])]
         }

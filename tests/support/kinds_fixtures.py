@@ -70,6 +70,23 @@ class Shop:
         ref = self.kube.resolve(api_version, kind)
         return self.kube.get_or_none(ref, name, self.ns if ref.namespaced else None)
 
+    def written(self, api_version: str, kind: str, name: str) -> Obj | None:
+        """What a writer of the object decides: identity, generation, labels, annotations
+        and spec. A controller's status updates (and the resourceVersion they bump) are
+        left out, since they land whenever the controller catches up.
+        """
+        obj = self.live(api_version, kind, name)
+        if obj is None:
+            return None
+        meta = obj["metadata"]
+        return {
+            "uid": meta["uid"],
+            "generation": meta.get("generation"),
+            "labels": meta.get("labels"),
+            "annotations": meta.get("annotations"),
+            "spec": obj.get("spec"),
+        }
+
     def pods(self) -> dict[str, Obj]:
         """The namespace's pods by name."""
         return {p["metadata"]["name"]: p for p in self.kube.list(PODS, namespace=self.ns)}
