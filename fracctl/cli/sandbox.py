@@ -81,8 +81,8 @@ def up(
             "--flux",
             help="Also run a real Flux (source-, kustomize- and helm-controller, built on "
             "first use) whose Kustomization owns the target; recreate then reconciles "
-            "through it. With an operator_chart scenario, a HelmRelease installs the chart "
-            "and recreate runs its upgrade.",
+            "through it. With a scenario that installs a chart (operator_chart, "
+            "helm_release), a HelmRelease installs it instead.",
         ),
     ] = False,
 ) -> None:
@@ -96,6 +96,7 @@ def up(
         fracctl sandbox up
         fracctl sandbox up --argocd
         fracctl sandbox up --flux
+        fracctl sandbox up --scenario examples/sandbox/helm-release.yaml
         eval "$(fracctl sandbox env)"
     """
     from fracctl.sandbox import flow as sandbox

@@ -26,6 +26,7 @@ from fracctl.errors import FracctlError, UsageError
 from fracctl.flows.context import Context
 from fracctl.sandbox import argocd_local, controllers, controlplane, flux_local
 from fracctl.sandbox.argocd_wiring import argocd_running, argocd_status, start_argocd
+from fracctl.sandbox.chart import chart_key
 from fracctl.sandbox.flux_wiring import flux_running, flux_status, start_flux
 from fracctl.sandbox.layout import (
     DEFAULT_SCENARIO,
@@ -116,8 +117,9 @@ def up(
         install_crds(ctx, cp)  # before the garbage collector reads discovery
         controllers.start_beside(cp, binaries=binaries, kwok=kwok, detach=True)
         gitops_path = populate(ctx, box, cp, scenario, scenario_file, flux=flux)
-        chart = scenario.get("operator_chart") if flux else None
-        if chart is not None:  # its HelmRelease installs the operator's Deployment first
+        key = chart_key(scenario) if flux else None
+        chart = scenario[key] if key else None
+        if chart is not None:  # its HelmRelease installs the chart first
             start_flux(ctx, box, gitops_path, chart=chart)
         start_simulation(box)
         if argocd:

@@ -9,6 +9,7 @@ at once and fails on the immutable field, as it would in a cluster.
 
 from __future__ import annotations
 
+import re
 import time
 from typing import Any
 
@@ -49,7 +50,7 @@ def start_flux(
         source = flux_local.git_repository(SOURCE, local.git_url(SOURCE), interval="1m")
         flux_local.put(kube, flux_local.GITREPOSITORIES, source)
         if chart is not None:
-            install_chart(box, kube, chart, gitops_path)
+            name = install_chart(box, kube, chart, gitops_path)
         else:
             path = f"./{gitops_path}" if gitops_path else "./"
             ks = flux_local.kustomization(SANDBOX_APP, source=SOURCE, path=path, retryInterval="1m")
@@ -60,7 +61,7 @@ def start_flux(
     text = box.config_file.read_text().replace("  backend: apply\n", "  backend: flux\n")
     # The local controllers run without leader election (it needs an in-cluster
     # namespace): each proves itself by handling a reconcile request instead.
-    owner = f"  helmrelease: {SANDBOX_APP}\n" if chart is not None else ""
+    owner = f"  helmrelease: {name}\n" if chart is not None else ""
     text += (
         f"flux:\n  namespace: {flux_local.NAMESPACE}\n  kustomization: {SANDBOX_APP}\n"
         f"{owner}  leases: []\n"
@@ -69,28 +70,30 @@ def start_flux(
     return local
 
 
-def install_chart(box: Sandbox, kube: Kube, chart: dict[str, Any], folder: str) -> None:
-    """A HelmRelease installs the operator's chart from git; then git wants its selector.
+def install_chart(box: Sandbox, kube: Kube, chart: dict[str, Any], folder: str) -> str:
+    """A HelmRelease installs the scenario's chart from git; then git wants its change.
 
-    helm-controller tries that commit at once and, the guard installed, fails at the
-    hook's delete (``UpgradeFailed``): the sandbox starts where a team stands after
-    pushing the change.
+    helm-controller tries that commit at once and fails (``UpgradeFailed``): on the
+    operator's chart at the hook's delete, the guard installed; on a team's chart at an
+    immutable field. The sandbox starts where a team stands after pushing the change.
+    Returns the HelmRelease's name: the release's.
     """
-    from fracctl.sandbox import chart as operator_chart
+    from fracctl.sandbox import chart as charts
 
-    release, namespace = operator_chart.release_of(chart, folder)
-    body = flux_local.helm_release(SANDBOX_APP, source=SOURCE, chart=f"./{folder}",
+    release, namespace = charts.release_of(chart, folder)
+    body = flux_local.helm_release(release, source=SOURCE, chart=f"./{folder}",
                                    release=release, target=namespace)  # fmt: skip
     flux_local.put(kube, flux_local.HELMRELEASES, body)
     _wait_flux(kube, flux_local.HELMRELEASES, lambda hr: _ready(hr) == "True",
-               "install the operator's chart")  # fmt: skip
-    if operator_chart.want_selector(box, chart, release):
+               "install the scenario's chart", name=release)  # fmt: skip
+    if charts.want(box, chart, release):
         token = request_token()
         kube.patch(flux_local.GITREPOSITORIES, SOURCE,
                    {"metadata": {"annotations": {REQUESTED_AT: token}}},
                    namespace=flux_local.NAMESPACE)  # fmt: skip
         _wait_flux(kube, flux_local.HELMRELEASES, lambda hr: _ready(hr) == "False",
-                   "try git's chart")  # fmt: skip
+                   "try git's chart", name=release)  # fmt: skip
+    return release
 
 
 def _ready(obj: dict[str, Any]) -> str:
@@ -106,11 +109,12 @@ def _wait_attempted(kube: Kube) -> None:
                "try the sandbox's repository", timeout=60.0)  # fmt: skip
 
 
-def _wait_flux(kube: Kube, ref: Any, done: Any, what: str, timeout: float = 120.0) -> None:
-    """Until the sandbox's Flux object of kind ``ref`` is ``done``; TimedOut after."""
+def _wait_flux(kube: Kube, ref: Any, done: Any, what: str, timeout: float = 120.0,
+               name: str = SANDBOX_APP) -> None:  # fmt: skip
+    """Until the sandbox's Flux object ``name`` of kind ``ref`` is ``done``; TimedOut after."""
     deadline = time.monotonic() + timeout
     while True:
-        obj = kube.get(ref, SANDBOX_APP, flux_local.NAMESPACE)
+        obj = kube.get(ref, name, flux_local.NAMESPACE)
         if done(obj):
             return
         if time.monotonic() > deadline:
@@ -133,9 +137,10 @@ def flux_status(box: Sandbox) -> dict[str, Any] | None:
     if local is None:
         return None
     config = box.config_file.read_text() if box.config_file.is_file() else ""
-    owner = "helmrelease" if f"  helmrelease: {SANDBOX_APP}\n" in config else "kustomization"
+    found = re.search(r"^  helmrelease: (\S+)$", config, re.M)
+    owner, name = ("helmrelease", found.group(1)) if found else ("kustomization", SANDBOX_APP)
     return {
-        owner: f"{flux_local.NAMESPACE}/{SANDBOX_APP}",
+        owner: f"{flux_local.NAMESPACE}/{name}",
         "git": local.git_url(SOURCE),
         "running": local.alive(),
         "pids": dict(local.pids),

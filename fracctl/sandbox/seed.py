@@ -189,17 +189,15 @@ def populate(
         gitops_path = subdirs[0] if len(subdirs) == 1 else "."
         if not (box.gitops / ".git").exists():
             init_repo(box.gitops, message="desired state: select the opt-in label")
-    chart = scenario.get("operator_chart")
-    if (
-        chart
-    ):  # the operator from its chart: the hook creates the config (runbooks/operator-upgrades.md)
-        from fracctl.sandbox import chart as operator_chart
+    from fracctl.sandbox import chart as charts
 
-        git = operator_chart.install(box, cp, chart, scenario_file, by_helm=not flux)
+    key = charts.chart_key(scenario)
+    if key:  # a chart the real helm installs (runbooks/operator-upgrades.md, helm-releases.md)
+        git = charts.install(box, cp, scenario[key], scenario_file, key=key, by_helm=not flux)
         backend = "apply" if flux else "helm"  # start_flux makes it flux
         text = sandbox_config(box, git["path"], git=git, backend=backend)
         # the helm that renders git's chart (and, for the helm backend, upgrades it)
-        box.config_file.write_text(text + f"helm:\n  binary: {operator_chart.helm_binary()}\n")
+        box.config_file.write_text(text + f"helm:\n  binary: {charts.helm_binary()}\n")
         guard(kube, box)
         return git["path"]
     box.config_file.write_text(sandbox_config(box, gitops_path))
