@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable, Sequence
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Protocol
@@ -23,6 +24,7 @@ if TYPE_CHECKING:
     from fracctl.adapters.argocd import ArgoCD
     from fracctl.adapters.host import Host
     from fracctl.adapters.kube import Kube
+    from fracctl.adapters.render.revision import Export
 
 
 class NodeProgress(Protocol):
@@ -71,6 +73,9 @@ class Context:
     # every later export of it takes that commit, so that what a run proves is what it
     # runs (a branch that moves mid-run is never mixed in).
     pins: dict[tuple[str, str], str] = field(default_factory=dict)
+    # The one export of each git source this run reads (:meth:`tree`), until it closes.
+    _trees: dict[tuple[str, str], Export] = field(default_factory=dict)
+    _exits: ExitStack = field(default_factory=ExitStack)
     _kube: Kube | None = None
     _argocd: ArgoCD | None = None
     _host: Host | None = None
@@ -105,6 +110,26 @@ class Context:
         if commit:
             self.pins.setdefault((repo, revision), commit)
         return self.pins.get((repo, revision), "")
+
+    def tree(self, repo: str, revision: str) -> Export:
+        """``repo`` at ``revision``, exported once for this run at its pinned commit.
+
+        The plan, the rehearsal, the run and its verification each read this tree: what
+        a run proves is what it runs, and a URL is cloned once. Removed when the context
+        closes.
+
+        Raises:
+            ExternalError: git or the revision failed.
+        """
+        found = self._trees.get((repo, revision))
+        if found is None:
+            from fracctl.adapters.render.revision import export_whole
+
+            pinned = self.pinned(repo, revision)
+            found = self._exits.enter_context(export_whole(repo, revision, pinned))
+            self.pinned(repo, revision, found.commit)
+            self._trees[(repo, revision)] = found
+        return found
 
     def rerun(self, command: str, *more: str) -> str:
         """``fracctl COMMAND`` as this run was given it.
@@ -155,7 +180,9 @@ class Context:
         return self._host
 
     def close(self) -> None:
-        """Close the clients this context opened."""
+        """Close the clients this context opened, and remove its exports."""
+        self._exits.close()
+        self._trees.clear()
         if self._argocd is not None:
             self._argocd.close()
             self._argocd = None

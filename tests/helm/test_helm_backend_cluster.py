@@ -11,6 +11,7 @@ import os
 import random
 import time
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -88,12 +89,22 @@ def test_a_values_only_change_is_not_green_and_the_recreate_finishes_it(
 
 
 def test_a_branch_moved_mid_run_is_not_mixed_in(
-    incident: ChartIncident, operator: SimulationThread
+    incident: ChartIncident, operator: SimulationThread, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The upgrade runs the commit the run rendered and proved, whatever the branch names
-    by then: the revision is pinned to one commit for the whole run."""
+    by then: the revision is pinned to one commit, and the tree exported once, for the
+    whole run (the plan's rendering, helm's dry run, the upgrade and verify read it)."""
+    from fracctl.adapters.render import revision
     from fracctl.flows.recreate import recreate as run
 
+    exports: list[str] = []
+    real_export = revision.export_tree
+
+    def export_tree(gitdir: str, commit: str, *rest: Any) -> None:
+        exports.append(commit)
+        real_export(gitdir, commit, *rest)
+
+    monkeypatch.setattr(revision, "export_tree", export_tree)
     moved: list[str] = []
 
     def look(step: str) -> None:
@@ -101,9 +112,12 @@ def test_a_branch_moved_mid_run_is_not_mixed_in(
             incident.git_selector("example.org/elsewhere: enabled", message="moved mid-run")
             moved.append(step)
 
-    run(incident.context(), yes=True, boundary=look)
+    ctx = incident.context()
+    run(ctx, yes=True, boundary=look)
     live = incident.cluster.live_target()
     assert moved and live is not None and live["spec"]["nodeSelector"] == NEW, live
+    assert len(exports) == 1, exports
+    ctx.close()
 
 
 def test_the_dry_run_plans_the_upgrade_and_says_every_daemon_restarts(

@@ -71,6 +71,7 @@ def render_git(
     default_namespace: str = "",
     cluster_scoped: Collection[tuple[str, str]] = (),
     pinned: str = "",
+    tree: Export | None = None,
 ) -> Rendered:
     """Render ``path`` of ``repo`` at ``revision`` from a temporary export.
 
@@ -89,6 +90,8 @@ def render_git(
         cluster_scoped: ``(group, kind)`` pairs known to be cluster-scoped.
         pinned: the commit ``revision`` was resolved to earlier in this run: exported
             instead of what ``revision`` names now.
+        tree: the run's export of ``repo`` at ``revision`` (:func:`export_whole`),
+            rendered instead of a new one: every step of a run reads one tree.
 
     Returns:
         The rendered objects with their git locations.
@@ -101,14 +104,19 @@ def render_git(
     if renderer not in RENDERERS:
         raise UsageError(f"renderer must be one of {', '.join(RENDERERS)}, got {renderer!r}")
     rel = normalise_path(path)
-    with tempfile.TemporaryDirectory(prefix="fracctl-render-") as scratch:
-        gitdir = local_repo(repo, scratch)
-        commit = resolve_commit(gitdir, pinned or revision, repo)
-        chosen = _choose_renderer(renderer, gitdir, commit, rel, revision=revision, repo=repo)
-        export = Path(scratch) / "export"
-        export.mkdir()
-        # Plain YAML needs only its folder; kustomize and helm may reach outside it.
-        export_tree(gitdir, commit, str(export), rel if chosen == "plain" and rel else None)
+    with contextlib.ExitStack() as stack:
+        if tree is None:
+            scratch = stack.enter_context(tempfile.TemporaryDirectory(prefix="fracctl-render-"))
+            gitdir = local_repo(repo, scratch)
+            commit = resolve_commit(gitdir, pinned or revision, repo)
+            chosen = _choose_renderer(renderer, gitdir, commit, rel, revision=revision, repo=repo)
+            export = Path(scratch) / "export"
+            export.mkdir()
+            # Plain YAML needs only its folder; kustomize and helm may reach outside it.
+            export_tree(gitdir, commit, str(export), rel if chosen == "plain" and rel else None)
+        else:
+            gitdir, commit, export = tree.gitdir, tree.commit, tree.root
+            chosen = _choose_renderer(renderer, gitdir, commit, rel, revision=revision, repo=repo)
         docs = _render_export(
             chosen,
             export,
@@ -183,29 +191,47 @@ def _render_export(
     )
 
 
-@contextlib.contextmanager
-def exported_folder(
-    repo: str, revision: str, path: str, pinned: str = ""
-) -> Iterator[tuple[Path, str]]:
-    """``path`` of ``repo`` at ``revision`` (or the commit ``pinned``), exported whole.
+@dataclass(frozen=True)
+class Export:
+    """A repository's whole tree at one commit, and the repository it was exported from."""
 
-    Yields the folder of ``path`` inside the export (a chart reaches outside it through
-    ``file://`` dependencies, so the whole tree is exported) and the commit; removed
-    afterwards.
+    repo: str
+    revision: str
+    commit: str
+    root: Path
+    gitdir: str
+
+    def folder(self, path: str) -> Path:
+        """The folder ``path`` in the export.
+
+        A chart reaches outside its folder through ``file://`` dependencies, so the
+        whole tree is there.
+
+        Raises:
+            ExternalError: ``path`` is not a folder at the commit.
+        """
+        rel = normalise_path(path)
+        if object_type(self.gitdir, self.commit, rel) != "tree":
+            raise ExternalError(
+                f"path {rel or '.'!r} is not a folder at revision {self.revision!r} "
+                f"(commit {self.commit[:12]}) of {safe_url(self.repo)}"
+            )
+        return self.root / rel if rel else self.root
+
+
+@contextlib.contextmanager
+def export_whole(repo: str, revision: str, pinned: str = "") -> Iterator[Export]:
+    """``repo`` at ``revision`` (or the commit ``pinned``), exported whole; removed after.
+
+    A URL is cloned once into the same scratch folder.
 
     Raises:
-        ExternalError: git, the revision or the path failed.
+        ExternalError: git or the revision failed.
     """
-    rel = normalise_path(path)
-    with tempfile.TemporaryDirectory(prefix="fracctl-chart-") as scratch:
+    with tempfile.TemporaryDirectory(prefix="fracctl-export-") as scratch:
         gitdir = local_repo(repo, scratch)
         commit = resolve_commit(gitdir, pinned or revision, repo)
-        if object_type(gitdir, commit, rel) != "tree":
-            raise ExternalError(
-                f"path {rel or '.'!r} is not a folder at revision {revision!r} "
-                f"(commit {commit[:12]}) of {safe_url(repo)}"
-            )
         export = Path(scratch) / "export"
         export.mkdir()
         export_tree(gitdir, commit, str(export), None)
-        yield (export / rel if rel else export), commit
+        yield Export(repo=repo, revision=revision, commit=commit, root=export, gitdir=gitdir)

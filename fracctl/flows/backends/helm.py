@@ -164,8 +164,6 @@ def upgrade_facts(ctx: Context, rid: ReleaseId, *, hooks: bool = True) -> Upgrad
         Refused: no such release, or another operation holds it.
         FracctlError: helm, git or the cluster failed.
     """
-    from fracctl.adapters.render.revision import exported_folder
-
     name, ns = rid.name, rid.namespace
     helm = cli(ctx)
     major = helm.major()
@@ -196,24 +194,20 @@ def upgrade_facts(ctx: Context, rid: ReleaseId, *, hooks: bool = True) -> Upgrad
         f"chart {release.chart})" + (f"; {ours}: it will be marked failed first" if ours else "")
     )
     g = ctx.config.git
-    repo = repo_of(ctx)
-    pin = ctx.pinned(repo, g.revision)
-    with exported_folder(repo, g.revision, g.path, pin) as (chart, commit):
-        ctx.pinned(repo, g.revision, commit)
-        values = [chart / v for v in g.helm_values]
-        missing = [v for v in g.helm_values if not (chart / v).is_file()]
-        if missing:
-            raise ExternalError(
-                f"helm values file {missing[0]} is not in the chart at {g.revision}"
-            )
-        timeout = float(ctx.config.section("helm").timeout)
-        if ours:
-            rendered = _template(helm, name, chart, ns, values, timeout)
-            how = "helm template --validate (helm's own upgrade dry run refuses a pending release)"
-        else:
-            rendered = helm.upgrade(name, chart, namespace=ns, values=values, dry_run=True,
-                                    timeout=timeout)  # fmt: skip
-            how = "helm upgrade --dry-run=server"
+    tree = ctx.tree(repo_of(ctx), g.revision)  # the run's one export, at its pinned commit
+    chart, commit = tree.folder(g.path), tree.commit
+    values = [chart / v for v in g.helm_values]
+    missing = [v for v in g.helm_values if not (chart / v).is_file()]
+    if missing:
+        raise ExternalError(f"helm values file {missing[0]} is not in the chart at {g.revision}")
+    timeout = float(ctx.config.section("helm").timeout)
+    if ours:
+        rendered = _template(helm, name, chart, ns, values, timeout)
+        how = "helm template --validate (helm's own upgrade dry run refuses a pending release)"
+    else:
+        rendered = helm.upgrade(name, chart, namespace=ns, values=values, dry_run=True,
+                                timeout=timeout)  # fmt: skip
+        how = "helm upgrade --dry-run=server"
     evidence.append(f"{how} of git's chart (commit {commit[:12]}) passes")
     deployed = release if release.status == helm_release.DEPLOYED else deployed_revision(ctx, rid)
     differs = (
@@ -371,7 +365,6 @@ def run_upgrade(ctx: Context, rid: ReleaseId, facts: Upgrade) -> str:
         Refused: the release is gone.
         ExternalError: helm failed (its last lines).
     """
-    from fracctl.adapters.render.revision import exported_folder
     from fracctl.core.clock import utc_timestamp
 
     release = facts.release
@@ -388,18 +381,17 @@ def run_upgrade(ctx: Context, rid: ReleaseId, facts: Upgrade) -> str:
     write_journal(ctx, rid, entry)
     g = ctx.config.git
     helm = cli(ctx)
-    repo = repo_of(ctx)
-    with exported_folder(repo, g.revision, g.path, ctx.pinned(repo, g.revision)) as (chart, _c):
-        done = helm.upgrade(
-            name,
-            chart,
-            namespace=ns,
-            values=[chart / v for v in g.helm_values],
-            dry_run=False,
-            timeout=float(ctx.config.section("helm").timeout),
-            wait=facts.wait,
-            started=lambda pid: write_journal(ctx, rid, {**entry, "pid": pid}),
-        )
+    chart = ctx.tree(repo_of(ctx), g.revision).folder(g.path)  # the tree the plan proved
+    done = helm.upgrade(
+        name,
+        chart,
+        namespace=ns,
+        values=[chart / v for v in g.helm_values],
+        dry_run=False,
+        timeout=float(ctx.config.section("helm").timeout),
+        wait=facts.wait,
+        started=lambda pid: write_journal(ctx, rid, {**entry, "pid": pid}),
+    )
     journal_path(ctx, rid).unlink(missing_ok=True)
     status = (done.get("info") or {}).get("status", "?")
     return f"helm upgrade of release {rid}: revision {done.get('version', '?')} {status}"

@@ -82,9 +82,8 @@ def render(
         helm_binary=ctx.expand(ctx.config.section("helm").binary),
         default_namespace=g.objects_namespace,
         cluster_scoped=cluster_scoped(ctx),
-        pinned=ctx.pinned(source, revision or g.revision),
+        tree=ctx.tree(source, revision or g.revision),
     )
-    ctx.pinned(source, revision or g.revision, out.commit)
     return Desired(
         objects=out.objects,
         locations=out.locations,
