@@ -75,6 +75,8 @@ class Context:
     pins: dict[tuple[str, str], str] = field(default_factory=dict)
     # The one export of each git source this run reads (:meth:`tree`), until it closes.
     _trees: dict[tuple[str, str], Export] = field(default_factory=dict)
+    # Each rendering of git this run made (source, revision, path, renderer): rendered once.
+    renders: dict[tuple[str, str, str, str], Any] = field(default_factory=dict)
     _exits: ExitStack = field(default_factory=ExitStack)
     _kube: Kube | None = None
     _argocd: ArgoCD | None = None
@@ -121,7 +123,9 @@ class Context:
         Raises:
             ExternalError: git or the revision failed.
         """
-        found = self._trees.get((repo, revision))
+        found = self._trees.get((repo, revision)) or next(  # a commit exported already
+            (t for (r, _), t in self._trees.items() if r == repo and t.commit == revision), None
+        )
         if found is None:
             from fracctl.adapters.render.revision import export_whole
 
@@ -183,6 +187,7 @@ class Context:
         """Close the clients this context opened, and remove its exports."""
         self._exits.close()
         self._trees.clear()
+        self.renders.clear()
         if self._argocd is not None:
             self._argocd.close()
             self._argocd = None

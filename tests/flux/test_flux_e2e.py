@@ -19,6 +19,7 @@ from fracctl.adapters.flux import Flux, FluxReconcileFailed
 from fracctl.adapters.git import git
 from fracctl.errors import ExitCode
 from tests.support.flux_real import RealFlux, ready
+from tests.support.git_reads import count_git_reads
 from tests.support.helpers import commit_all, run_cli
 from tests.support.recreate_fixtures import NEW, OLD, Incident
 
@@ -129,13 +130,16 @@ def test_force_is_refused_by_the_guard_policy(real_guarded: Incident, real_flux:
 
 
 def test_recreate_through_flux_converges_and_a_rerun_does_nothing(
-    real_incident: Incident, real_flux: RealFlux
+    real_incident: Incident, real_flux: RealFlux, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     uid = live_of(real_incident)["metadata"]["uid"]
     with real_incident.operator(), real_flux.serving(real_incident) as served:
         config = served.configure(real_incident)
+        reads = count_git_reads(monkeypatch)
         r = recreate(config, "--yes", "-o", "json")
         assert r.exit_code == ExitCode.OK, r.output
+        # git's rendering and Flux's source commit are one commit: read once
+        assert len(reads.exports) == 1 and len(reads.renders) == 1, reads
         head = served.head()
         assert r.json["outcome"] == "recreated"
         assert f"Flux applied revision main@sha1:{head}" in r.json["notes"]

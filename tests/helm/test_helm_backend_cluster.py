@@ -11,12 +11,12 @@ import os
 import random
 import time
 from collections.abc import Iterator
-from typing import Any
 
 import pytest
 
 from fracctl.errors import ExitCode
 from fracctl.sandbox.operator_sim import OperatorSimulation, SimulationThread
+from tests.support.git_reads import count_git_reads
 from tests.support.helm_chart import (
     OPT_IN,
     RELEASE,
@@ -94,17 +94,9 @@ def test_a_branch_moved_mid_run_is_not_mixed_in(
     """The upgrade runs the commit the run rendered and proved, whatever the branch names
     by then: the revision is pinned to one commit, and the tree exported once, for the
     whole run (the plan's rendering, helm's dry run, the upgrade and verify read it)."""
-    from fracctl.adapters.render import revision
     from fracctl.flows.recreate import recreate as run
 
-    exports: list[str] = []
-    real_export = revision.export_tree
-
-    def export_tree(gitdir: str, commit: str, *rest: Any) -> None:
-        exports.append(commit)
-        real_export(gitdir, commit, *rest)
-
-    monkeypatch.setattr(revision, "export_tree", export_tree)
+    reads = count_git_reads(monkeypatch)
     moved: list[str] = []
 
     def look(step: str) -> None:
@@ -116,7 +108,8 @@ def test_a_branch_moved_mid_run_is_not_mixed_in(
     run(ctx, yes=True, boundary=look)
     live = incident.cluster.live_target()
     assert moved and live is not None and live["spec"]["nodeSelector"] == NEW, live
-    assert len(exports) == 1, exports
+    assert len(reads.exports) == 1, reads
+    assert reads.renders == ["helm"], reads
     ctx.close()
 
 

@@ -19,6 +19,7 @@ from fracctl.flows.recreate import BOUNDARIES, recreate
 from fracctl.flows.recreate.window import expected
 from fracctl.sandbox.operator_sim import NEVER_READY
 from tests.support.argocd_standin import ArgoCDStandIn
+from tests.support.git_reads import count_git_reads
 from tests.support.helpers import Cluster, run_cli
 from tests.support.recreate_fixtures import NEW, OLD, Incident, make_incident
 
@@ -70,6 +71,18 @@ def test_recreate_converges_and_records(incident: Incident) -> None:
     assert any(
         e["involvedObject"].get("uid") == new_uid and e["reason"] == "Recreated" for e in events
     )
+
+
+def test_a_run_exports_and_renders_git_once(
+    incident: Incident, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The plan, the guards, the rehearsal and the verification read one rendering."""
+    reads = count_git_reads(monkeypatch)
+    ctx = incident.context()
+    with incident.operator():
+        assert recreate(ctx, yes=True).outcome == "recreated"
+    assert len(reads.exports) == 1 and len(reads.renders) == 1, reads
+    ctx.close()
 
 
 def test_after_the_last_ready_node_the_run_reads_nothing(incident: Incident) -> None:

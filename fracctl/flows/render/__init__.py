@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -9,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from fracctl.flows.context import Context
 
 if TYPE_CHECKING:
+    from fracctl.adapters.render.revision import Export
     from fracctl.core.drift import Location
 
 Obj = dict[str, Any]
@@ -66,15 +68,30 @@ def render(
         DuplicateObjects: two documents declare the same object (a usage error).
         UsageError: a needed binary is missing.
     """
+    from fracctl.adapters.render.export import normalise_path
+
+    g = ctx.config.git
+    source, rev = repo_of(ctx, repo), revision or g.revision
+    folder, how = (path if path is not None else g.path), renderer or g.renderer
+    tree = ctx.tree(source, rev)  # the run's one export of that commit
+    key = (source, tree.commit, normalise_path(folder), how)
+    if key not in ctx.renders:  # each rendering once per run
+        ctx.renders[key] = _render(ctx, tree, folder, how)
+    done: Desired = copy.deepcopy(ctx.renders[key])  # each caller gets its own copy
+    done.source["revision"] = rev
+    return done
+
+
+def _render(ctx: Context, tree: Export, path: str, renderer: str) -> Desired:
+    """``render_git`` of ``tree`` with the configuration's helm and namespace settings."""
     from fracctl.adapters.render import render_git
 
     g = ctx.config.git
-    source = repo_of(ctx, repo)
     out = render_git(
-        source,
-        revision or g.revision,
-        path if path is not None else g.path,
-        renderer or g.renderer,
+        tree.repo,
+        tree.revision,
+        path,
+        renderer,
         timeout=max(30.0, float(ctx.config.timeouts.request) * 4),
         helm_release=g.helm_release,
         helm_namespace=g.helm_namespace,
@@ -82,7 +99,7 @@ def render(
         helm_binary=ctx.expand(ctx.config.section("helm").binary),
         default_namespace=g.objects_namespace,
         cluster_scoped=cluster_scoped(ctx),
-        tree=ctx.tree(source, revision or g.revision),
+        tree=tree,
     )
     return Desired(
         objects=out.objects,
