@@ -77,19 +77,13 @@ def hook_message(t: Target, *, flux: bool = False) -> str:
     deletes it first (helm/helm ``pkg/action/hooks.go``, before-hook-creation). The API
     server cannot know the caller is helm, but the object says it is a hook: the refusal
     names what was refused and the guarded way to run that upgrade, through the tool that
-    owns the release (``flux``: the caller is Flux's helm-controller).
+    owns the release (``flux``: the caller is Flux's helm-controller). Short: helm's error
+    and the API server's frame it with some 350 characters of their own.
     """
-    way = (
-        "fracctl recreate --backend flux (recreate.backend: flux, flux.helmrelease: the "
-        "HelmRelease)"
-        if flux
-        else "fracctl recreate --backend helm (recreate.backend: helm)"
-    )
+    way = "flux" if flux else "helm"
     return (
-        f"{t.kind}/{t.name} is a chart's hook, and this delete is the hook's "
-        "before-hook-creation (every helm upgrade of its release, every Argo CD sync of "
-        f"the chart deletes and recreates it); refused: run the upgrade guarded with {way}; "
-        f"a release this left failed: {HOOK_RUNBOOK}"
+        f"{t.kind}/{t.name} is a chart's hook: run its release's upgrade guarded, "
+        f"fracctl recreate --backend {way}; see {HOOK_RUNBOOK}"
     )
 
 
@@ -140,9 +134,7 @@ def objects(t: Target, lock: Lock) -> list[Obj]:
                         + f"(request.userInfo.username.endsWith({_cel_string(HELM_CONTROLLER)})"
                         + f" ? {_cel_string(hook_message(t, flux=True))}"
                         + f" : {_cel_string(hook_message(t))}) + "
-                        + _cel_string(f" ({HELM_HOOK}: ")
-                        + f" + oldObject.metadata.annotations[{_cel_string(HELM_HOOK)}] + ', "
-                        "refused: ' : "
+                        + "' (refused: ' : "
                         + _cel_string(said + " (refused: ")
                         + ") + request.userInfo.username + ')'",
                         "reason": "Forbidden",

@@ -14,6 +14,7 @@ from fracctl.core.drift import ObjectDrift
 from fracctl.core.labels import selector_matches
 from fracctl.core.procedures import Choice, Facts, choose, next_step
 from fracctl.core.resources import PODS, PVCS, SERVICES, STORAGE_CLASSES
+from fracctl.core.text import clip
 from fracctl.errors import Forbidden
 from fracctl.flows.context import Context
 
@@ -104,8 +105,7 @@ def helmrelease_state(ctx: Context, namespace: str, name: str) -> str:
     ready = condition(hr, "Ready") or {}
     said = f"an object of Flux HelmRelease {namespace}/{name}, Ready={ready.get('status')}"
     if ready.get("status") == "False":
-        message = " ".join(str(ready.get("message") or "").split())[:400]
-        said += f", stuck: {ready.get('reason')}: {message}"
+        said += f", stuck: {ready.get('reason')}: {clip(str(ready.get('message') or ''), 400)}"
     return said
 
 
@@ -129,5 +129,5 @@ def release_state(ctx: Context, namespace: str, name: str) -> str:
         f"({release.status}, chart {release.chart})"
     )
     if release.status == helm_release.FAILED:
-        said += f", stuck: {' '.join(release.description.split())[:400]}"
+        said += f", stuck: {clip(release.description, 400)}"
     return said

@@ -161,7 +161,7 @@ def test_the_guard_refuses_the_hooks_delete_and_says_so(
         assert up.returncode != 0
         assert "is a chart's hook" in up.stderr, up.stderr
         assert "fracctl recreate --backend helm" in up.stderr
-        assert "helm.sh/hook: post-install,post-upgrade" in up.stderr
+        assert "(refused: fracctl-admin)" in up.stderr  # who was refused, not the hook annotation
         status = helm_bin.run("status", RELEASE, "-n", ns, kubeconfig=cluster.kubeconfig)
         assert "STATUS: failed" in status.stdout
         # doctor says the release is left failed, and the hook is still the config.

@@ -65,8 +65,11 @@ class HookRelease:
         hr = self.served.wait_upgrade_failed()
         # The refusal names the tool that owns the release: helm-controller, not helm.
         said = ready(hr)["message"]
-        assert "fracctl recreate --backend flux (recreate.backend: flux" in said, said
+        assert "upgrade guarded, fracctl recreate --backend flux; see runbooks/" in said, said
         assert "--backend helm" not in said, said
+        # The line a user reads (helm-controller's condition: helm's error, the API
+        # server's, the policy's) stays readable: 829 characters before it was shortened.
+        assert len(said) <= 560, (len(said), said)
 
     def history(self) -> Obj:
         return dict((self.served.helm_release().get("status") or {}).get("history", [{}])[0])

@@ -70,7 +70,6 @@ def render_git(
     helm_binary: str = "helm",
     default_namespace: str = "",
     cluster_scoped: Collection[tuple[str, str]] = (),
-    pinned: str = "",
     tree: Export | None = None,
 ) -> Rendered:
     """Render ``path`` of ``repo`` at ``revision`` from a temporary export.
@@ -88,10 +87,8 @@ def render_git(
         default_namespace: the namespace of a rendered object that names none (to
             tell whether two documents declare the same object).
         cluster_scoped: ``(group, kind)`` pairs known to be cluster-scoped.
-        pinned: the commit ``revision`` was resolved to earlier in this run: exported
-            instead of what ``revision`` names now.
-        tree: the run's export of ``repo`` at ``revision`` (:func:`export_whole`),
-            rendered instead of a new one: every step of a run reads one tree.
+        tree: the run's export of ``repo`` at ``revision`` (:func:`export_whole`, at the
+            commit the run pinned), rendered instead of a new one.
 
     Returns:
         The rendered objects with their git locations.
@@ -106,17 +103,11 @@ def render_git(
     rel = normalise_path(path)
     with contextlib.ExitStack() as stack:
         if tree is None:
-            scratch = stack.enter_context(tempfile.TemporaryDirectory(prefix="fracctl-render-"))
-            gitdir = local_repo(repo, scratch)
-            commit = resolve_commit(gitdir, pinned or revision, repo)
-            chosen = _choose_renderer(renderer, gitdir, commit, rel, revision=revision, repo=repo)
-            export = Path(scratch) / "export"
-            export.mkdir()
-            # Plain YAML needs only its folder; kustomize and helm may reach outside it.
-            export_tree(gitdir, commit, str(export), rel if chosen == "plain" and rel else None)
+            tree, chosen = _export(stack, repo, revision, rel, renderer)
         else:
-            gitdir, commit, export = tree.gitdir, tree.commit, tree.root
-            chosen = _choose_renderer(renderer, gitdir, commit, rel, revision=revision, repo=repo)
+            chosen = _choose_renderer(renderer, tree.gitdir, tree.commit, rel,
+                                      revision=revision, repo=repo)  # fmt: skip
+        commit, export = tree.commit, tree.root
         docs = _render_export(
             chosen,
             export,
@@ -145,6 +136,23 @@ def render_git(
         path=rel or ".",
         renderer=chosen,
     )
+
+
+def _export(
+    stack: contextlib.ExitStack, repo: str, revision: str, rel: str, renderer: str
+) -> tuple[Export, str]:
+    """A scratch export of ``repo`` for one rendering, removed with ``stack``; the renderer.
+
+    Plain YAML needs only its folder; kustomize and helm may reach outside it.
+    """
+    scratch = stack.enter_context(tempfile.TemporaryDirectory(prefix="fracctl-render-"))
+    gitdir = local_repo(repo, scratch)
+    commit = resolve_commit(gitdir, revision, repo)
+    chosen = _choose_renderer(renderer, gitdir, commit, rel, revision=revision, repo=repo)
+    export = Path(scratch) / "export"
+    export.mkdir()
+    export_tree(gitdir, commit, str(export), rel if chosen == "plain" and rel else None)
+    return Export(repo, revision, commit, export, gitdir), chosen
 
 
 def _choose_renderer(

@@ -10,6 +10,7 @@ import re
 from typing import Any
 
 from fracctl.core.sync_target import SyncTarget
+from fracctl.core.text import clip
 from fracctl.errors import ExternalError, Refused, TimedOut, UsageError
 from fracctl.flows.backends import BackendBase, Obj, Proof, dry_run_create
 from fracctl.flows.backends.argocd_autosync import settle
@@ -366,8 +367,7 @@ def _named(t: SyncTarget) -> str:
 
 def _shown(value: Any) -> str:
     """A field's value in a message: a missing map is empty, a long value is cut."""
-    said = str({} if value is None else value)
-    return said if len(said) <= 200 else said[:200] + "…"
+    return clip(str({} if value is None else value), 200)
 
 
 def _rendered_target(

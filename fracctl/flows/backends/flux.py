@@ -11,6 +11,7 @@ from typing import Any
 from fracctl.adapters.flux import commit_of
 from fracctl.core.nodes import condition
 from fracctl.core.sync_target import SyncTarget
+from fracctl.core.text import clip
 from fracctl.errors import ExternalError, FracctlError, NotFound, Refused, UsageError
 from fracctl.flows.backends import BackendBase, Obj, Proof, clean_desired, dry_run_create
 from fracctl.flows.backends.access import require
@@ -263,8 +264,7 @@ def _named(t: SyncTarget) -> str:
 
 
 def _shown(value: Any) -> str:
-    said = str({} if value is None else value)
-    return said if len(said) <= 200 else said[:200] + "…"
+    return clip(str({} if value is None else value), 200)
 
 
 def _rest_admitted(ctx: Context, rest: list[Obj]) -> list[str]:

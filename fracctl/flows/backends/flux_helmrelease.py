@@ -32,6 +32,7 @@ from fracctl.core import helm_release
 from fracctl.core.nodes import condition, selector_of
 from fracctl.core.recreate_plan import ReleaseState
 from fracctl.core.resources import HELMCHARTS, HELMRELEASES
+from fracctl.core.text import clip
 from fracctl.errors import ExternalError, FracctlError, Refused, TimedOut
 from fracctl.flows.backends import (
     BackendBase,
@@ -157,7 +158,7 @@ def wait_deployed(
         st = hr.get("status") or {}
         ready = condition(hr, "Ready") or {}
         history = (st.get("history") or [{}])[0]
-        said = f"{ready.get('reason')}: {' '.join(str(ready.get('message') or '').split())[:300]}"
+        said = f"{ready.get('reason')}: {clip(str(ready.get('message') or ''))}"
         newer = after is None or int(history.get("version") or 0) > after
         if st.get("lastHandledReconcileAt") == token and newer:
             if ready.get("status") == "True" and history.get("status") == helm_release.DEPLOYED:

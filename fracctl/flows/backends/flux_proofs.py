@@ -33,6 +33,7 @@ from fracctl.core.nodes import condition
 from fracctl.core.operator import lease_renewed
 from fracctl.core.resources import LEASES
 from fracctl.core.sync_target import SyncTarget
+from fracctl.core.text import clip
 from fracctl.errors import Refused
 from fracctl.flows.context import Context
 
@@ -185,7 +186,7 @@ def verdict_only_immutable(ctx: Context, ks: Obj, t: SyncTarget) -> str:
     target = t.label
     others = [ln for ln in lines if not t.refuses(ln) and "/" in ln.split(" ")[0]]
     if ready.get("reason") != "ReconciliationFailed" or others or not lines:
-        clipped = " ".join(message.split())[:300]
+        clipped = clip(message)
         raise Refused(
             f"Flux Kustomization {(ks.get('metadata') or {}).get('name')} fails for more than "
             f"the target's immutable field: Ready=False ({ready.get('reason')}: {clipped}); it "
