@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import sys
+import weakref
 from collections.abc import Callable, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass, field
@@ -130,6 +131,8 @@ class Context:
             from fracctl.adapters.render.revision import export_whole
 
             pinned = self.pinned(repo, revision)
+            if not self._trees:  # removed when the run closes, or when nothing holds it
+                weakref.finalize(self, self._exits.close)
             found = self._exits.enter_context(export_whole(repo, revision, pinned))
             self.pinned(repo, revision, found.commit)
             self._trees[(repo, revision)] = found

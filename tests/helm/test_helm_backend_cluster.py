@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import random
+import signal
 import time
 from collections.abc import Iterator
 
@@ -209,10 +210,16 @@ def test_a_release_pending_for_another_reason_is_refused(
     assert incident.uid() == uid and incident.release().status == "pending-upgrade"
 
 
-@pytest.mark.parametrize("moment", ["pending", "deleted", "recreated", "random"])
-def test_sigkill_mid_run_then_the_rerun_converges(
-    incident: ChartIncident, operator: SimulationThread, moment: str
+@pytest.mark.parametrize(("moment", "sig"), [
+    ("pending", signal.SIGKILL), ("deleted", signal.SIGKILL), ("recreated", signal.SIGKILL),
+    ("random", signal.SIGKILL), ("pending", signal.SIGINT), ("deleted", signal.SIGINT),
+], ids=["kill-pending", "kill-deleted", "kill-recreated", "kill-random", "ctrl-c-pending",
+        "ctrl-c-deleted"])  # fmt: skip
+def test_killed_mid_run_then_the_rerun_converges(
+    incident: ChartIncident, operator: SimulationThread, moment: str, sig: int
 ) -> None:
+    """SIGKILL, or a Ctrl-C (SIGINT to fracctl and helm), at a step of the run; then drift,
+    doctor and the run's own error name one command, and running it converges."""
     seed = int(os.environ.get("FRACCTL_TEST_SEED", "0")) or random.randrange(1, 10**6)
     rng = random.Random(seed)
     jitter = rng.uniform(0, 0.3) if moment != "random" else rng.uniform(0.5, 6.0)
@@ -234,8 +241,11 @@ def test_sigkill_mid_run_then_the_rerun_converges(
 
     args = ["-c", str(incident.config_file), "recreate", "--yes"]
     env = {**os.environ, "FRACCTL_TIMEOUTS_LOCK_LEASE": "2s"}
-    mid = kill_when(args, env, reached, jitter=jitter, what=moment, timeout=120, poll=0.05)
+    said: list[str] = []
+    mid = kill_when(args, env, reached, jitter=jitter, what=moment, timeout=120, poll=0.05,
+                    sig=sig, said=said)  # fmt: skip
     print("killed mid-run" if mid else "the run had ended before the kill")
+    way_on = f"fracctl --config {incident.config_file} recreate --yes"
     left = incident.release()
     print(f"left the release at revision {left.version}, {left.status}")
     time.sleep(2.5)  # the dead holder's Lease expires
@@ -244,7 +254,9 @@ def test_sigkill_mid_run_then_the_rerun_converges(
         "deletionTimestamp") and live["spec"]["nodeSelector"] == NEW  # fmt: skip
     touched = left.version > first or live is None or live["metadata"]["uid"] != uid
     if touched and not settled:  # half-done: drift and doctor name the command that goes on
-        said_next(incident.config_file, f"fracctl --config {incident.config_file} recreate --yes")
+        said_next(incident.config_file, way_on)
+        if sig == signal.SIGINT and mid:  # and so does the interrupted run's own error
+            assert way_on in " ".join("".join(said).split()), said
     r = recreate(incident, "--yes")
     assert r.exit_code == ExitCode.OK, r.output
     converged(incident, after=first)

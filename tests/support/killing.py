@@ -1,7 +1,8 @@
-"""SIGKILL a ``fracctl`` process at a chosen moment of its run (plus a seeded delay)."""
+"""Kill a ``fracctl`` process (SIGKILL, or a Ctrl-C) at a chosen moment of its run."""
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import sys
@@ -12,13 +13,19 @@ from typing import Any
 
 def kill_when(
     args: list[str], env: Mapping[str, str], reached: Callable[[], bool], *, jitter: float,
-    what: str, timeout: float = 60, poll: float = 0.005,
+    what: str, timeout: float = 60, poll: float = 0.005, sig: int = signal.SIGKILL,
+    said: list[str] | None = None,
 ) -> bool:  # fmt: skip
     """Run ``fracctl ARGS``; once ``reached()`` (or the run ended), wait ``jitter`` s and
-    SIGKILL it. Returns whether it was still running when killed."""
+    send it ``sig``. Returns whether it was still running then.
+
+    SIGKILL goes to fracctl alone (its children live on, as after a crash). SIGINT goes
+    to its whole process group, as a terminal's Ctrl-C does (helm gets it too). ``said``
+    receives what the run printed (stdout, then stderr).
+    """
     proc = subprocess.Popen([sys.executable, "-m", "fracctl", *args], env=dict(env),
                             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE)  # fmt: skip
+                            stderr=subprocess.PIPE, start_new_session=True)  # fmt: skip
     try:
         deadline = time.monotonic() + timeout
         while not reached() and proc.poll() is None:  # a tight loop: some steps are quick
@@ -26,12 +33,17 @@ def kill_when(
             time.sleep(poll)
         time.sleep(jitter)
         running = proc.poll() is None
-        proc.send_signal(signal.SIGKILL)
-        proc.wait(timeout=10)
+        if sig == signal.SIGKILL:
+            proc.send_signal(sig)
+        elif running:
+            os.killpg(proc.pid, sig)
+        proc.wait(timeout=60)
         return running
     finally:
         proc.kill()
-        proc.communicate()
+        out, err = proc.communicate()
+        if said is not None:
+            said += [out.decode(errors="replace"), err.decode(errors="replace")]
 
 
 def seeded_jitter(moment: str, low: float = 0.0, high: float = 0.08) -> float:

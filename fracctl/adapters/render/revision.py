@@ -8,6 +8,7 @@ which from the folder's files), and refuses two documents that declare the same 
 from __future__ import annotations
 
 import contextlib
+import shutil
 import tempfile
 from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -236,10 +237,16 @@ def export_whole(repo: str, revision: str, pinned: str = "") -> Iterator[Export]
     Raises:
         ExternalError: git or the revision failed.
     """
-    with tempfile.TemporaryDirectory(prefix="fracctl-export-") as scratch:
+    # mkdtemp, not TemporaryDirectory: a run's export may outlive a context nobody closed
+    # (the context's finalizer removes it then), and TemporaryDirectory's own finalizer
+    # would warn first.
+    scratch = tempfile.mkdtemp(prefix="fracctl-export-")
+    try:
         gitdir = local_repo(repo, scratch)
         commit = resolve_commit(gitdir, pinned or revision, repo)
         export = Path(scratch) / "export"
         export.mkdir()
         export_tree(gitdir, commit, str(export), None)
         yield Export(repo=repo, revision=revision, commit=commit, root=export, gitdir=gitdir)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)

@@ -447,13 +447,18 @@ def _act(run: Run, steps: list[Step], lock: LeaseLock | NoLock, at: Boundary) ->
         drain_steps.undo(run, e)
         gone = gone or (upgrading and deleted_since(ctx, run.live))
         backup_path = result.backup or (latest_backup(ctx) if gone else None)
+        said = ""
         if gone:
             said = way_back(state_after_failure(ctx, run.desired_selector), backup_path,
                             ctx.rerun("recreate", "--yes"))  # fmt: skip
-            if isinstance(e, FracctlError):
-                e.add_context(said)
-            else:  # interrupted: the CLI only says "Interrupted.", so say the rest here
-                ctx.warn(said)
+        elif upgrading:  # the release's upgrade began; the object is still the original
+            said = (f"{run.backend.name}'s upgrade of the release stopped before it deleted "
+                    f"{ctx.config.target.kind}/{ctx.config.target.name}, which is unchanged; "
+                    f"finish it: {ctx.rerun('recreate', '--yes')}")  # fmt: skip
+        if said and isinstance(e, FracctlError):
+            e.add_context(said)
+        elif said:  # interrupted: the CLI only says "Interrupted.", so say the rest here
+            ctx.warn(said)
         run.entry.update(
             outcome=f"{Outcome.FAILED}: {e}"
             if isinstance(e, FracctlError)
