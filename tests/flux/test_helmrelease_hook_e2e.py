@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import shutil
+import signal
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -239,8 +240,13 @@ def test_a_guard_policy_that_does_not_know_delegates_is_refused(hook: HookReleas
     assert hook.uid() == uid
 
 
-@pytest.mark.parametrize("moment", ["guarded", "upgrading", "recreated"])
-def test_sigkill_then_the_rerun_converges(hook: HookRelease, moment: str) -> None:
+@pytest.mark.parametrize(("moment", "sig"), [
+    ("guarded", signal.SIGKILL), ("upgrading", signal.SIGKILL), ("recreated", signal.SIGKILL),
+    ("upgrading", signal.SIGINT),
+], ids=["kill-guarded", "kill-upgrading", "kill-recreated", "ctrl-c-upgrading"])  # fmt: skip
+def test_killed_then_the_rerun_converges(hook: HookRelease, moment: str, sig: int) -> None:
+    """SIGKILL, or a Ctrl-C, at a step; drift, doctor and the run's own error then name
+    one command, and running it converges."""
     hook.want_opt_in()
     failed = int(hook.history()["version"])
     uid = hook.uid()
@@ -253,8 +259,26 @@ def test_sigkill_then_the_rerun_converges(hook: HookRelease, moment: str) -> Non
             return "reconcile.fluxcd.io/forceAt" in (hr["metadata"].get("annotations") or {})
         return hook.uid() not in ("", uid)  # the hook created git's object
 
+    said: list[str] = []
+    way_on = f"fracctl --config {hook.config} recreate --yes"
+
+    def named() -> None:  # what drift and doctor (and an interrupted run) say next
+        drift = run_cli("-c", str(hook.config), "drift")
+        if drift.exit_code == ExitCode.OK:
+            return None  # the run had finished
+        text = " ".join(drift.output.split())
+        if "finish it:" in text:  # half-done: one command, wherever the user looks
+            doctor = run_cli("-c", str(hook.config), "doctor")
+            for what in (text, " ".join(doctor.output.split())):
+                assert way_on in what, what
+        else:  # nothing left half-done (a Ctrl-C undoes its own step): the plain advice
+            assert "carried: fracctl recreate" in text, text
+        if sig == signal.SIGINT:
+            assert way_on in " ".join("".join(said).split()), said
+        return None
+
     r = kill_then_rerun(["-c", str(hook.config), "recreate", "--yes"], reached, moment,
-                        timeout=120)  # fmt: skip
+                        timeout=120, sig=sig, said=said, next_command=named)  # fmt: skip
     assert r.exit_code == ExitCode.OK, r.output
     converged(hook, after=failed)
     assert not _armed(hook), "the lock is disarmed"

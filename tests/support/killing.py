@@ -60,9 +60,10 @@ def seeded_jitter(moment: str, low: float = 0.0, high: float = 0.08) -> float:
 
 def kill_then_rerun(
     args: list[str], reached: Callable[[], bool], moment: str, *, timeout: float = 120,
-    next_command: Callable[[], list[str] | None] | None = None,
+    next_command: Callable[[], list[str] | None] | None = None, sig: int = signal.SIGKILL,
+    said: list[str] | None = None,
 ) -> Any:  # fmt: skip
-    """SIGKILL ``fracctl ARGS`` at ``moment`` (plus a seeded delay), then run it again.
+    """Kill ``fracctl ARGS`` (``sig``) at ``moment`` (plus a seeded delay), then run it again.
 
     The lock's lease is 2 s, and the rerun starts once the dead holder's has expired.
     ``next_command`` may name what to run instead (the command fracctl printed as the way
@@ -74,7 +75,8 @@ def kill_then_rerun(
 
     jitter = seeded_jitter(moment)
     env = {**os.environ, "FRACCTL_TIMEOUTS_LOCK_LEASE": "2s"}
-    mid = kill_when(args, env, reached, jitter=jitter, what=moment, timeout=timeout)
+    mid = kill_when(args, env, reached, jitter=jitter, what=moment, timeout=timeout, sig=sig,
+                    said=said)  # fmt: skip
     print("killed mid-run" if mid else "the run had ended before the kill")
     time.sleep(2.5)
     printed = next_command() if next_command else None
