@@ -39,7 +39,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "Delete and recreate the fractioning config (or a built-in object) from git, guarded.",
     ),
     "wait": (
-        "recreate",
+        "wait",
         "Wait until every node the live config selects reports the readiness condition.",
     ),
     "probe": ("probe", "Send a fractional probe pod at a pool; report what KAI did with it."),

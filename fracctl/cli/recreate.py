@@ -1,4 +1,4 @@
-"""``fracctl recreate`` and ``fracctl wait``."""
+"""``fracctl recreate``."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from fracctl.cli import _app
+from fracctl.cli.recreate_show import print_result, show_plan
 from fracctl.cli.render import (
     PathOption,
     RendererOption,
@@ -20,7 +21,6 @@ from fracctl.core.outcome import Outcome
 from fracctl.errors import UsageError
 
 if TYPE_CHECKING:
-    from fracctl.core.drain import DrainPlan
     from fracctl.flows.context import Context
     from fracctl.flows.fleet import Member
     from fracctl.flows.recreate import RecreateResult
@@ -35,58 +35,6 @@ BACKEND_HELP = (
     + ", ".join(f"{e.name} ({e.summary})" for e in REGISTRY)
     + "."
 )
-
-
-def _show_plan(c: Context, result: RecreateResult, *, to_stderr: bool = False) -> None:
-    """The plan, the proofs, the blast radius and the guards (with preflight's table)."""
-    from fracctl.cli.preflight import render
-    from fracctl.core.blast import Effect
-    from fracctl.flows.recreate import STEP_TEXT
-
-    t = c.config.target
-    plan, report = result.plan, result.guards
-    console = c.err if to_stderr else c.out
-    # Unwrapped: a terminal wraps a long line itself; a log keeps it whole (a uid, a name).
-    console.print(f"Plan for {t.kind}/{t.name}: {plan.summary}", markup=False, soft_wrap=True)
-    console.print(f"  nodeSelector now: {plan.before}", markup=False, soft_wrap=True)
-    console.print(f"  nodeSelector git: {plan.after}", markup=False, soft_wrap=True)
-    for i, step in enumerate(plan.steps, 1):
-        console.print(f"  {i}. {STEP_TEXT.get(step, step)}", markup=False, soft_wrap=True)
-    for line in result.proofs:
-        console.print(f"  proven: {line}", markup=False, soft_wrap=True)
-    if result.expected_window:
-        console.print(f"  {result.expected_window}", markup=False, soft_wrap=True)
-    if result.drain is not None:
-        _show_drain(console, result.drain)
-    if report is not None:
-        for effect in (Effect.RESTART, Effect.STOP, Effect.START):
-            names = [n.name for n in report.blast_radius.nodes if n.effect == effect]
-            if names:
-                line = f"  MPS daemons {effect.value} on: {', '.join(names)}"
-                console.print(line, markup=False, soft_wrap=True)
-        render(console, report)
-
-
-def _show_drain(console: Any, drain: DrainPlan) -> None:
-    """The drain's part of the plan: fence, groups with their pods and owners, budgets."""
-
-    def say(line: str) -> None:
-        console.print(line, markup=False, soft_wrap=True)
-
-    pods = drain.pods
-    say(f"  drain (run {drain.run_id}{', resumed' if drain.resumed else ''}): fence "
-        f"{len(drain.nodes)} node(s): {', '.join(drain.nodes) or 'none'}")  # fmt: skip
-    say(f"  evict {len(pods)} pod(s) in {len(drain.groups)} group(s):")
-    for g in drain.groups:
-        say(f"    {g.label}:")
-        for p in g.pods:
-            tags = "" if p.fractional else " (not fractional: a member of the group)"
-            say(f"      {p.name} on {p.node}, owner {p.owner or 'none (bare pod)'}{tags}")
-    for b in drain.budgets:
-        say(f"  budget {b.namespace}/{b.name}: allows {b.allowed}, the drain needs {b.needs}"
-            f" ({'ok' if b.ok else 'too tight'})")  # fmt: skip
-    for why in drain.refusals:
-        say(f"  drain refused: {why}")
 
 
 YesOption = Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")]
@@ -288,7 +236,7 @@ def _config(
     _app.keep_run_flags(c, backend=backend, yes=yes, drain=drain, force=force)
     result = _one(c, restore_from, dry_run=dry_run, yes=yes, backend=backend, drain=drain,
                   force=force)  # fmt: skip
-    _print_result(c, result, output=output, dry_run=dry_run)
+    print_result(c, result, output=output, dry_run=dry_run)
     if result.outcome is Outcome.REFUSED:
         raise typer.Exit(result.outcome.exit_code)
 
@@ -385,7 +333,7 @@ def _one(
     from fracctl.flows import recreate as flow
 
     def confirm(planned: RecreateResult) -> bool:
-        _show_plan(c, planned, to_stderr=True)  # stdout stays clean for -o json
+        show_plan(c, planned, to_stderr=True)  # stdout stays clean for -o json
         return typer.confirm("Proceed?", default=False, err=True)
 
     if restore_from is not None:
@@ -395,23 +343,6 @@ def _one(
     return flow.recreate(
         c, dry_run=dry_run, yes=yes, backend=backend, confirm=confirm, drain=drain, force=force
     )
-
-
-def _print_result(c: Context, result: RecreateResult, *, output: str, dry_run: bool) -> None:
-    if output == "json":
-        _app.emit_json(result.to_dict())
-        return
-    if dry_run or not result.plan.steps:
-        _show_plan(c, result)
-    if result.backup:
-        c.out.print(f"backup: {result.backup}", markup=False, soft_wrap=True)
-    if result.ready is not None:
-        c.out.print(
-            f"ready: {len(result.ready.nodes)} node(s) in {result.ready.seconds:.0f}s",
-            markup=False,
-            soft_wrap=True,
-        )
-    c.out.print(f"outcome: {result.outcome}", markup=False, soft_wrap=True)
 
 
 def _fleet(
@@ -436,7 +367,7 @@ def _fleet(
     def confirm(planned: fleet.FleetResult) -> bool:
         for r in planned.results:
             c.err.print(f"== {r.name} (wave {r.member.wave}) ==", markup=False, soft_wrap=True)
-            _show_plan(c, r.value, to_stderr=True)
+            show_plan(c, r.value, to_stderr=True)
         return typer.confirm(
             f"Recreate on {len(planned.results)} clusters?", default=False, err=True
         )
@@ -453,47 +384,10 @@ def _fleet(
         progress=fleet_cli.progress(c),
         resume_args=g.address(),
     )
-    fleet_cli.recreate(c, result, output, dry_run=dry_run, show_plan=_show_plan)
+    fleet_cli.recreate(c, result, output, dry_run=dry_run, show_plan=show_plan)
     raise typer.Exit(result.exit_code)
-
-
-def wait(
-    ctx: typer.Context,
-    timeout: Annotated[
-        str | None,
-        typer.Option(
-            help="How long to wait, e.g. 10m (default timeouts.ready).",
-            show_default=False,
-            callback=_app.setting("timeouts.ready"),
-        ),
-    ] = None,
-    output: Output = "table",
-) -> None:
-    """Wait until every node the live config selects reports the readiness condition.
-
-    Watches the nodes (no polling); exits 4 on timeout naming each node with its
-    condition status, reason and message.
-
-    Examples:
-        fracctl wait
-        fracctl wait --timeout 15m
-    """
-    from fracctl.flows.recreate.wait import wait_for_target
-
-    c = _app.context(ctx, timeouts__ready=timeout)
-    result = wait_for_target(c)
-    if output == "json":
-        _app.emit_json(result.to_dict())
-    else:
-        c.out.print(
-            f"{len(result.nodes)} node(s) ready in {result.seconds:.0f}s: "
-            + ", ".join(result.nodes),
-            markup=False,
-            soft_wrap=True,
-        )
 
 
 def register(root: typer.Typer) -> None:
     """Attach to the root app."""
     root.command("recreate")(recreate)
-    root.command("wait")(wait)
