@@ -10,6 +10,7 @@ import xml.etree.ElementTree as ET
 from typing import Any
 
 from fracctl.core import drift as d
+from fracctl.core import rejection
 
 _VALUE_LIMIT = 300
 
@@ -51,7 +52,7 @@ def describe(o: d.ObjectDrift) -> str:
     if len(o.changes) > 5:
         lines.append(f"… and {len(o.changes) - 5} more changed fields")
     if o.message:
-        lines.append(f"API server: {d.short_message(o.message)}")
+        lines.append(f"API server: {rejection.short_message(o.message)}")
     if o.note:
         lines.append(o.note)
     carried = bool(o.hook and o.hook.get("carried_by"))

@@ -10,6 +10,7 @@ import pytest
 from junitparser import Failure, JUnitXml
 
 from fracctl.core import drift as d
+from fracctl.core import rejection
 from fracctl.core.crd import fractioning_crd
 from fracctl.core.drift_report import annotation, describe, to_github, to_junit, value_text
 from fracctl.core.helm_release import hook_of
@@ -159,15 +160,15 @@ def test_apply_body_drops_status_and_server_metadata_and_sets_the_namespace() ->
 
 def test_a_prefixed_cel_message_is_an_immutable_rejection() -> None:
     cause = Cause("FieldValueInvalid", f'Invalid value: "object": {CEL}', "spec.nodeSelector")
-    assert d.is_immutable_rejection([cause], "", RULES)
+    assert rejection.is_immutable_rejection([cause], "", RULES)
 
 
 def test_a_cel_rule_without_the_word_immutable_is_recognised_by_its_field() -> None:
     schema_rules = RULES
     cause = Cause("FieldValueInvalid", 'Invalid value: "object": must stay', "spec.nodeSelector")
-    assert d.is_immutable_rejection([cause], "", schema_rules)
+    assert rejection.is_immutable_rejection([cause], "", schema_rules)
     other = Cause("FieldValueInvalid", "Invalid value: 3: out of range", "spec.replicas")
-    assert not d.is_immutable_rejection([other], "", schema_rules)
+    assert not rejection.is_immutable_rejection([other], "", schema_rules)
 
 
 def test_wildcard_rule_paths_match_concrete_cause_fields() -> None:
@@ -205,8 +206,8 @@ def test_wildcard_rule_paths_match_concrete_cause_fields() -> None:
     rules = rules_from_crd(crd)
     hit = Cause("FieldValueInvalid", "Invalid value: x", "spec.disks[2].name")
     miss = Cause("FieldValueInvalid", "Invalid value: x", "spec.disks[2].size")
-    assert d.is_immutable_rejection([hit], "", rules)
-    assert not d.is_immutable_rejection([miss], "", rules)
+    assert rejection.is_immutable_rejection([hit], "", rules)
+    assert not rejection.is_immutable_rejection([miss], "", rules)
 
 
 def test_builtin_immutable_and_statefulset_messages() -> None:
@@ -215,15 +216,15 @@ def test_builtin_immutable_and_statefulset_messages() -> None:
         "Invalid value: v1.LabelSelector{...}: field is immutable",
         "spec.selector",
     )
-    assert d.is_immutable_rejection([sel], "", [])
+    assert rejection.is_immutable_rejection([sel], "", [])
     sts = Cause(
         "FieldValueForbidden",
         "Forbidden: updates to statefulset spec for fields other than 'replicas' ... forbidden",
         "spec",
     )
-    assert d.is_immutable_rejection([sts], "", [])
-    assert d.is_immutable_rejection([], "x: field is immutable", [])
-    assert not d.is_immutable_rejection([], "spec.replicas: must be >= 0", [])
+    assert rejection.is_immutable_rejection([sts], "", [])
+    assert rejection.is_immutable_rejection([], "x: field is immutable", [])
+    assert not rejection.is_immutable_rejection([], "spec.replicas: must be >= 0", [])
 
 
 def test_fields_from_causes_adds_only_new_paths() -> None:
@@ -236,7 +237,7 @@ def test_fields_from_causes_adds_only_new_paths() -> None:
         Cause("FieldValueInvalid", "`selector` does not match", "spec.template.metadata.labels"),
         Cause("FieldValueInvalid", "no field", ""),
     ]
-    (extra,) = d.fields_from_causes(causes, live, desired, known)
+    (extra,) = rejection.fields_from_causes(causes, live, desired, known)
     assert extra.path == "spec.template.metadata.labels"
     assert extra.live == {"app": "web"}
     assert extra.desired == {"app": "v2"}
@@ -252,9 +253,9 @@ def test_causes_about_the_whole_object_are_not_fields() -> None:
         "<nil>",
     )
     known = [d.FieldDiff("spec.nodeSelector", {"a": "b"}, {})]
-    assert d.fields_from_causes([nil], gfc({"a": "b"}), gfc({}), known) == []
-    assert not d.is_field_path("<nil>") and not d.is_field_path("")
-    assert d.is_field_path("spec.template.spec.containers[0].image")
+    assert rejection.fields_from_causes([nil], gfc({"a": "b"}), gfc({}), known) == []
+    assert not rejection.is_field_path("<nil>") and not rejection.is_field_path("")
+    assert rejection.is_field_path("spec.template.spec.containers[0].image")
 
 
 def test_guarded_fields_an_apply_left_alone_are_found_and_patched_alone() -> None:
@@ -478,13 +479,15 @@ def test_a_go_value_in_an_api_message_is_cut_short() -> None:
         + "}}}"
     )
     message = f'Job.batch "m" is invalid: spec.template: Invalid value: {value}: field is immutable'
-    short = d.short_message(message)
+    short = rejection.short_message(message)
     assert short == (
         'Job.batch "m" is invalid: spec.template: Invalid value: core.PodTemplateSpec{…}: '
         "field is immutable"
     )
-    assert d.short_message("nodeSelector is immutable") == "nodeSelector is immutable"
+    assert rejection.short_message("nodeSelector is immutable") == "nodeSelector is immutable"
     as_json = 'spec.template: Invalid value: {"labels":{"a":"u"},"Spec":{}}: field is immutable'
-    assert d.short_message(as_json) == "spec.template: Invalid value: {…}: field is immutable"
+    assert (
+        rejection.short_message(as_json) == "spec.template: Invalid value: {…}: field is immutable"
+    )
     cut = 'spec.template: Invalid value: {"labels":{"controller-uid":"u"},"Spec":{"Host'
-    assert d.short_message(cut) == "spec.template: Invalid value: {…}"
+    assert rejection.short_message(cut) == "spec.template: Invalid value: {…}"

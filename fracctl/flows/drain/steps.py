@@ -19,7 +19,10 @@ if TYPE_CHECKING:
 
 
 class Run(Protocol):
-    """What these steps read and write of a recreate run (:class:`fracctl.flows.recreate.pipeline.Run`)."""
+    """What these steps read and write of a recreate run.
+
+    That is :class:`fracctl.flows.recreate.pipeline.Run`.
+    """
 
     ctx: Context
     result: Any

@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from fracctl.core import drift as d
-from fracctl.core import helm_release
+from fracctl.core import helm_release, rejection
 from fracctl.core.helm_release import hook_of
 from fracctl.core.immutability import (
     FieldRule,
@@ -359,10 +359,11 @@ class Judge:
             raise e
         out.message = e.status.message
         out.causes = list(e.status.causes)
-        if d.is_immutable_rejection(e.status.causes, e.status.message, rules):
+        if rejection.is_immutable_rejection(e.status.causes, e.status.message, rules):
             out.verdict = d.NEEDS_RECREATE
             out.fields = d.narrow(
-                immutable + d.fields_from_causes(e.status.causes, it.live, it.desired, immutable)
+                immutable
+                + rejection.fields_from_causes(e.status.causes, it.live, it.desired, immutable)
             )
             from fracctl.flows.procedures import name_procedure
 
