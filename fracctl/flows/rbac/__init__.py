@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from fracctl.config import Config
-from fracctl.core import rbac
+from fracctl.core import rbac, rbac_yaml
 from fracctl.flows.context import Context
 
 
@@ -25,4 +25,4 @@ def roles(ctx: Context, *, role: str, backend: str | None = None) -> tuple[list[
     """The role's ClusterRole and Roles, and the same as commented YAML."""
     p = params(ctx.config, backend=backend)
     found = rbac.roles(role, p)
-    return found, rbac.to_yaml(role, found, p)
+    return found, rbac_yaml.to_yaml(role, found, p)
