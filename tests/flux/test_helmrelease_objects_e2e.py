@@ -8,6 +8,8 @@ garbage-collector controllers are the real ones, KWOK plays the kubelets.
 from __future__ import annotations
 
 import json
+import shlex
+import signal
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -194,12 +196,17 @@ def test_a_helmrelease_that_has_not_tried_git_is_refused(
 # --- SIGKILL -----------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(
-    "moment", ["journaled", "suspended", "deleted", "adopted", "released", "resumed"]
-)
-def test_sigkill_then_the_rerun_converges_and_nothing_stays_suspended(
-    hshop: HelmShop, real_flux: RealFlux, moment: str
+@pytest.mark.parametrize(("moment", "sig"), [
+    ("journaled", signal.SIGKILL), ("suspended", signal.SIGKILL), ("deleted", signal.SIGKILL),
+    ("adopted", signal.SIGKILL), ("released", signal.SIGKILL), ("resumed", signal.SIGKILL),
+    ("suspended", signal.SIGINT), ("deleted", signal.SIGINT),
+], ids=["kill-journaled", "kill-suspended", "kill-deleted", "kill-adopted", "kill-released",
+        "kill-resumed", "ctrl-c-suspended", "ctrl-c-deleted"])  # fmt: skip
+def test_killed_then_the_rerun_converges_and_nothing_stays_suspended(
+    hshop: HelmShop, real_flux: RealFlux, moment: str, sig: int
 ) -> None:
+    """SIGKILL, or a Ctrl-C, at a step: while the journal is open, drift, doctor and the
+    interrupted run's own error name one command; it converges, nothing stays suspended."""
     shop = hshop.shop
     shop.bound_claims(["data-db-0", "data-db-1"], size="5Gi")
     hshop.commit(statefulset(shop))
@@ -225,13 +232,19 @@ def test_sigkill_then_the_rerun_converges_and_nothing_stays_suspended(
         args = ["-c", str(shop.config), "recreate", "statefulset/db", "-n", shop.ns,
                 "--backend", "flux", "--yes"]  # fmt: skip
 
+        said: list[str] = []
+
         def printed() -> list[str] | None:
             """While the journal is open, drift and doctor name one command: run it."""
             if not journal.exists():
                 return None
-            return said_next(str(shop.config), "flux")
+            command = said_next(str(shop.config), "flux")
+            if sig == signal.SIGINT:
+                assert shlex.join(command) in " ".join("".join(said).split()), said
+            return command
 
-        r = kill_then_rerun(args, reached, moment, timeout=120, next_command=printed)
+        r = kill_then_rerun(args, reached, moment, timeout=120, next_command=printed,
+                            sig=sig, said=said)  # fmt: skip
         assert r.exit_code == ExitCode.OK, r.output
         new = shop.live("apps/v1", "StatefulSet", "db")
         assert new["metadata"]["uid"] != old["metadata"]["uid"]

@@ -7,6 +7,7 @@ garbage-collector controllers are the real ones, KWOK plays the kubelets.
 
 from __future__ import annotations
 
+import signal
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -231,11 +232,18 @@ def test_helm_rendering_another_object_than_git_is_refused(hshop: HelmShop, db: 
 # --- SIGKILL: the rerun converges, no pod lost, the release deployed ------------------------
 
 
-@pytest.mark.parametrize("moment", ["deleted", "created", "released", "upgrading"])
-def test_sigkill_then_the_rerun_converges_and_the_release_is_deployed(
-    hshop: HelmShop, db: Obj, moment: str
+@pytest.mark.parametrize(("moment", "sig"), [
+    ("deleted", signal.SIGKILL), ("created", signal.SIGKILL), ("released", signal.SIGKILL),
+    ("upgrading", signal.SIGKILL), ("deleted", signal.SIGINT), ("upgrading", signal.SIGINT),
+], ids=["kill-deleted", "kill-created", "kill-released", "kill-upgrading", "ctrl-c-deleted",
+        "ctrl-c-upgrading"])  # fmt: skip
+def test_killed_then_the_rerun_converges_and_the_release_is_deployed(
+    hshop: HelmShop, db: Obj, moment: str, sig: int
 ) -> None:
+    """SIGKILL, or a Ctrl-C to fracctl and helm, at a step: while a journal is open,
+    drift, doctor and the interrupted run's own error name one command; it converges."""
     import json
+    import shlex
 
     from tests.support.killing import kill_then_rerun, said_next
 
@@ -257,13 +265,19 @@ def test_sigkill_then_the_rerun_converges_and_the_release_is_deployed(
     args = ["-c", str(shop.config), "recreate", "statefulset/db", "-n", shop.ns,
             "--backend", "helm", "--yes"]  # fmt: skip
 
+    said: list[str] = []
+
     def printed() -> list[str] | None:
         """While a journal is open, drift and doctor name one command: run it."""
         if not journal.exists():
             return None
-        return said_next(str(shop.config), "helm")
+        command = said_next(str(shop.config), "helm")
+        if sig == signal.SIGINT:
+            assert shlex.join(command) in " ".join("".join(said).split()), said
+        return command
 
-    r = kill_then_rerun(args, reached, moment, timeout=120, next_command=printed)
+    r = kill_then_rerun(args, reached, moment, timeout=120, next_command=printed, sig=sig,
+                        said=said)  # fmt: skip
     assert r.exit_code == ExitCode.OK, r.output
     new = shop.live("apps/v1", "StatefulSet", "db")
     assert new is not None and new["metadata"]["uid"] != db["metadata"]["uid"]
