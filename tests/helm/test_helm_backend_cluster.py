@@ -67,6 +67,16 @@ def said_next(config: object, command: str) -> None:
         assert command in " ".join(r.output.split()), r.output
 
 
+def doctor_hook(config: str) -> tuple[str, str]:
+    """doctor's ``config-hook`` check (``-o json``): its status, and its finding's words."""
+    r = run_cli("-c", config, "doctor", "-o", "json")
+    assert r.exit_code in (ExitCode.OK, ExitCode.FINDING), r.output
+    (check,) = [c for c in r.json["checks"] if c["id"] == "config-hook"]
+    found = [f for f in r.json["findings"] if f["check"] == "config-hook"]
+    words = " ".join(" ".join([*f["evidence"], f["fix"]]) for f in found)
+    return str(check["status"]), " ".join(words.split())
+
+
 def test_a_values_only_change_is_not_green_and_the_recreate_finishes_it(
     incident: ChartIncident, operator: SimulationThread
 ) -> None:
@@ -75,6 +85,8 @@ def test_a_values_only_change_is_not_green_and_the_recreate_finishes_it(
     cfg = str(incident.config_file)
     assert recreate(incident, "--yes").exit_code == ExitCode.OK
     assert run_cli("-c", cfg, "drift").exit_code == ExitCode.OK
+    status, _ = doctor_hook(cfg)
+    assert status == "ok", status
     values = incident.gitops / RELEASE / "values.yaml"
     values.write_text(values.read_text().replace("logLevel: info", "logLevel: debug"))
     commit_all(incident.gitops, message="the operator logs more")
@@ -82,6 +94,11 @@ def test_a_values_only_change_is_not_green_and_the_recreate_finishes_it(
     assert r.exit_code == ExitCode.FINDING, r.output
     assert f"unfinished: git's chart changes release {RELEASE}/{RELEASE}" in r.output, r.output
     assert f"Next: finish it: fracctl --config {cfg} recreate --yes" in r.output, r.output
+    # doctor reads it as drift does (git's chart, helm's dry run): not green either
+    status, said = doctor_hook(cfg)
+    assert status != "ok", (status, said)
+    assert f"unfinished: git's chart changes release {RELEASE}/{RELEASE}" in said, said
+    assert f"finish it: fracctl --config {cfg} recreate --yes" in said, said
     before = incident.release().version
     assert recreate(incident, "--yes").exit_code == ExitCode.OK
     assert incident.release().version > before

@@ -84,7 +84,7 @@ def carried(snap: Snapshot, s: DoctorSettings) -> Release | None:
     found = owners(snap, s)
     if len(found) != 1 or (found[0].namespace, found[0].name) != s.guarded_release:
         return None
-    if _stuck(found[0]) or argocd_app(obj):
+    if _stuck(found[0]) or argocd_app(obj) or snap.release_left:
         return None
     return found[0]
 
@@ -126,7 +126,7 @@ def _guarded_way(s: DoctorSettings) -> str:
 @check(
     "config-hook",
     "the fractioning config is not a chart's hook (recreated by every upgrade or sync)",
-    reads=("target", "helm_releases", "helm_read", "helm_unreadable"),
+    reads=("target", "helm_releases", "helm_read", "helm_unreadable", "release_left"),
     skip=without_target,
     note=carried_note,
 )
@@ -161,6 +161,9 @@ def config_hook(snap: Snapshot, s: DoctorSettings, m: AnnotationMatcher) -> list
         if stuck := _stuck(r):
             evidence.append(stuck)
             fixes.append(_stuck_fix(snap, s, r))
+    if snap.release_left:  # the object matches git; the release does not yet
+        evidence.append(f"unfinished: {snap.release_left}")
+        fixes.append(f"finish it: {snap.recreate_command}")
     app = argocd_app(obj)
     if app and (argocd_made_hook(obj) or use.argocd_phase or not recreators):
         recreators.append(f"every sync of Argo CD application {app} (a PostSync hook)")

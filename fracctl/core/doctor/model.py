@@ -132,6 +132,9 @@ class Snapshot:
     helm_releases: list[Release] = field(default_factory=list)
     helm_read: str = ""  # where they were read: "every namespace" or "namespace <ns>"
     helm_unreadable: str = ""  # why they could not be read, if they could not
+    # What git's chart still changes of the release the configured backend upgrades
+    # guarded ("" when nothing, or when git or helm could not be read).
+    release_left: str = ""
     # The journals of recreate KIND/NAME runs that stopped half-way on this machine.
     unfinished: list[Unfinished] = field(default_factory=list)
     # The fix for a missing config: the recreate as this doctor was given its options.

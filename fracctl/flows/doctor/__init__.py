@@ -17,7 +17,7 @@ from fracctl.core.doctor import (
 from fracctl.core.doctor.helpers import fractions_of
 from fracctl.core.fractional import PodKind, PrefixError, classify
 from fracctl.core.resources import EVENTS, NODES, ResourceRef
-from fracctl.errors import ConfigError, Forbidden, NotFound
+from fracctl.errors import ConfigError, Forbidden, FracctlError, NotFound
 from fracctl.flows.context import Context
 from fracctl.flows.doctor.pods import namespace_pods, read_pods
 
@@ -110,7 +110,9 @@ def _helm(ctx: Context, snap: Snapshot) -> None:
 
 
 def snapshot(ctx: Context, s: DoctorSettings) -> Snapshot:
-    """Read what the checks need, with GET requests only.
+    """Read what the checks need, with GET requests only (and, where the config is a
+    chart's hook that ``recreate.backend`` upgrades, that backend's read-only reading of
+    git's chart: :func:`_release_left`).
 
     Pods come through the paging scan, each cut down to the fields the checks read,
     and only those the checks look at are kept (:mod:`fracctl.flows.doctor.pods`).
@@ -127,6 +129,7 @@ def snapshot(ctx: Context, s: DoctorSettings) -> Snapshot:
     _guard(ctx, snap)
     _helm(ctx, snap)
     _unfinished(ctx, snap)
+    _release_left(ctx, snap)
     snap.daemonsets = {
         name: kube.get_or_none(DAEMONSETS, name, s.cluster.agent_namespace)
         for name in s.cluster.agent_daemonsets
@@ -167,6 +170,33 @@ def _unfinished(ctx: Context, snap: Snapshot) -> None:
 
     snap.unfinished = list(open_journals(ctx).values())
     snap.recreate_command = ctx.rerun("recreate", "--yes")
+
+
+def _release_left(ctx: Context, snap: Snapshot) -> None:
+    """What git's chart still changes of the release the configured backend upgrades.
+
+    Only where the live config is a hook and ``recreate.backend`` runs its chart (helm, a
+    HelmRelease): the backend's own reading (git rendered, helm's dry run), as drift
+    reads it. A value no object of the config reads leaves the object equal to git while
+    the release is not; nothing in the cluster alone shows that. Unread when git or helm
+    cannot be read: the other checks do not depend on it.
+    """
+    from fracctl.core.helm_release import hook_use
+    from fracctl.flows import backends
+    from fracctl.flows.render import render_desired
+
+    t = ctx.config.target
+    if snap.target is None or hook_use(snap.target) is None or not ctx.config.git.repo:
+        return
+    try:
+        backend = backends.for_config(ctx, ctx.config.recreate.backend)
+        if not isinstance(backend, backends.CarriesHook):
+            return
+        desired = next((o for o in render_desired(ctx) if t.matches(o)), None)
+        if desired is not None:
+            snap.release_left = backend.left(ctx, desired)[0]
+    except FracctlError:
+        return
 
 
 def doctor(ctx: Context) -> DoctorReport:
