@@ -110,10 +110,10 @@ def _helm(ctx: Context, snap: Snapshot) -> None:
 
 
 def snapshot(ctx: Context, s: DoctorSettings) -> Snapshot:
-    """Read what the checks need, with GET requests only (and, where the config is a
-    chart's hook that ``recreate.backend`` upgrades, that backend's read-only reading of
-    git's chart: :func:`_release_left`).
+    """Read what the checks need, with GET requests only.
 
+    Where the config is a chart's hook that ``recreate.backend`` upgrades, that backend
+    also reads git's chart, read-only (:func:`_release_left`).
     Pods come through the paging scan, each cut down to the fields the checks read,
     and only those the checks look at are kept (:mod:`fracctl.flows.doctor.pods`).
     Events are read only for fractional pods that are Pending.
