@@ -49,8 +49,10 @@ def helm_binary() -> str:
 
 
 #: The scenario keys that install a chart, and what each says of it.
-KEYS = {"operator_chart": "the operator's chart, as upstream ships it",
-        "helm_release": "a team's chart, as it runs today"}  # fmt: skip
+KEYS = {
+    "operator_chart": "the operator's chart, as upstream ships it",
+    "helm_release": "a team's chart, as it runs today",
+}
 
 
 def chart_key(scenario: dict[str, Any]) -> str | None:
@@ -61,9 +63,15 @@ def chart_key(scenario: dict[str, Any]) -> str | None:
     return found[0] if found else None
 
 
-def install(box: Sandbox, cp: controlplane.ControlPlane, spec: dict[str, Any],
-            scenario_file: Path, *, key: str = "operator_chart",
-            by_helm: bool = True) -> dict[str, str]:  # fmt: skip
+def install(
+    box: Sandbox,
+    cp: controlplane.ControlPlane,
+    spec: dict[str, Any],
+    scenario_file: Path,
+    *,
+    key: str = "operator_chart",
+    by_helm: bool = True,
+) -> dict[str, str]:
     """Install the chart as the scenario's ``key`` says; the fracctl.yaml ``git`` keys.
 
     ``by_helm``: helm installs it now and git then wants the scenario's change (and, for
@@ -79,8 +87,18 @@ def install(box: Sandbox, cp: controlplane.ControlPlane, spec: dict[str, Any],
     shutil.copytree(chart, folder, dirs_exist_ok=True)
     init_repo(box.gitops, message=KEYS[key])
     if by_helm:
-        _helm(cp, "install", release, str(folder), "--namespace", namespace,
-              "--create-namespace", "--wait", "--timeout", "120s")  # fmt: skip
+        _helm(
+            cp,
+            "install",
+            release,
+            str(folder),
+            "--namespace",
+            namespace,
+            "--create-namespace",
+            "--wait",
+            "--timeout",
+            "120s",
+        )
         if want(box, spec, release) and key == "helm_release":
             # The team's pipeline upgrades to git's change; an immutable field fails it,
             # and the release's newest revision is left `failed`, as in their cluster.
@@ -92,8 +110,13 @@ def install(box: Sandbox, cp: controlplane.ControlPlane, spec: dict[str, Any],
 def _helm(cp: controlplane.ControlPlane, *args: str, check: bool = True) -> None:
     """Run the real helm on the sandbox; ExternalError if it fails and ``check``."""
     argv = [helm_binary(), *args, "--kubeconfig", cp.kubeconfig]
-    proc = subprocess.run(argv, capture_output=True, text=True, check=False,
-                          env={**os.environ, "HELM_NO_PLUGINS": "1"})  # fmt: skip
+    proc = subprocess.run(
+        argv,
+        capture_output=True,
+        text=True,
+        check=False,
+        env={**os.environ, "HELM_NO_PLUGINS": "1"},
+    )
     if check and proc.returncode != 0:
         raise ExternalError(f"helm {args[0]} of the scenario's chart failed: {proc.stderr.strip()}")
 

@@ -84,15 +84,25 @@ def install_chart(box: Sandbox, kube: Kube, chart: dict[str, Any], folder: str) 
     body = flux_local.helm_release(release, source=SOURCE, chart=f"./{folder}",
                                    release=release, target=namespace)  # fmt: skip
     flux_local.put(kube, flux_local.HELMRELEASES, body)
-    _wait_flux(kube, flux_local.HELMRELEASES, lambda hr: _ready(hr) == "True",
-               "install the scenario's chart", name=release)  # fmt: skip
+    _wait_flux(
+        kube,
+        flux_local.HELMRELEASES,
+        lambda hr: _ready(hr) == "True",
+        "install the scenario's chart",
+        name=release,
+    )
     if charts.want(box, chart, release):
         token = request_token()
         kube.patch(flux_local.GITREPOSITORIES, SOURCE,
                    {"metadata": {"annotations": {REQUESTED_AT: token}}},
                    namespace=flux_local.NAMESPACE)  # fmt: skip
-        _wait_flux(kube, flux_local.HELMRELEASES, lambda hr: _ready(hr) == "False",
-                   "try git's chart", name=release)  # fmt: skip
+        _wait_flux(
+            kube,
+            flux_local.HELMRELEASES,
+            lambda hr: _ready(hr) == "False",
+            "try git's chart",
+            name=release,
+        )
     return release
 
 
@@ -109,8 +119,9 @@ def _wait_attempted(kube: Kube) -> None:
                "try the sandbox's repository", timeout=60.0)  # fmt: skip
 
 
-def _wait_flux(kube: Kube, ref: Any, done: Any, what: str, timeout: float = 120.0,
-               name: str = SANDBOX_APP) -> None:  # fmt: skip
+def _wait_flux(
+    kube: Kube, ref: Any, done: Any, what: str, timeout: float = 120.0, name: str = SANDBOX_APP
+) -> None:
     """Until the sandbox's Flux object ``name`` of kind ``ref`` is ``done``; TimedOut after."""
     deadline = time.monotonic() + timeout
     while True:

@@ -106,8 +106,9 @@ def render_git(
         if tree is None:
             tree, chosen = _export(stack, repo, revision, rel, renderer)
         else:
-            chosen = _choose_renderer(renderer, tree.gitdir, tree.commit, rel,
-                                      revision=revision, repo=repo)  # fmt: skip
+            chosen = _choose_renderer(
+                renderer, tree.gitdir, tree.commit, rel, revision=revision, repo=repo
+            )
         commit, export = tree.commit, tree.root
         docs = _render_export(
             chosen,

@@ -48,8 +48,15 @@ from fracctl.flows.recreate.state import (
 )
 from fracctl.flows.signals import interrupt_on_sigterm
 
-__all__ = ["BOUNDARIES", "STEP_TEXT", "RecreateResult", "abort_drain", "recreate",
-           "require_confirmation", "initial_outcome"]  # fmt: skip
+__all__ = [
+    "BOUNDARIES",
+    "STEP_TEXT",
+    "RecreateResult",
+    "abort_drain",
+    "recreate",
+    "require_confirmation",
+    "initial_outcome",
+]
 
 Obj = dict[str, Any]
 Boundary = Callable[[str], None]
@@ -234,9 +241,11 @@ def _act(run: Run, steps: list[Step], lock: LeaseLock | NoLock, at: Boundary) ->
             said = way_back(state_after_failure(ctx, run.desired_selector), backup_path,
                             ctx.rerun("recreate", "--yes"))  # fmt: skip
         elif upgrading:  # the release's upgrade began; the object is still the original
-            said = (f"{run.backend.name}'s upgrade of the release stopped before it deleted "
-                    f"{ctx.config.target.kind}/{ctx.config.target.name}, which is unchanged; "
-                    f"finish it: {ctx.rerun('recreate', '--yes')}")  # fmt: skip
+            said = (
+                f"{run.backend.name}'s upgrade of the release stopped before it deleted "
+                f"{ctx.config.target.kind}/{ctx.config.target.name}, which is unchanged; "
+                f"finish it: {ctx.rerun('recreate', '--yes')}"
+            )
         if said and isinstance(e, FracctlError):
             e.add_context(said)
         elif said:  # interrupted: the CLI only says "Interrupted.", so say the rest here
