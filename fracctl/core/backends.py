@@ -12,7 +12,10 @@ module may also declare
   ``fracctl.config.InvalidValue`` naming the key at fault, so an error says where that
   value came from; a plain ValueError is reported against the section;
 - the RBAC its recreate role needs (``rbac="module:function"``, given the role
-  :class:`~fracctl.core.rbac.Params`, whose ``section(name)`` is that same section).
+  :class:`~fracctl.core.rbac.Params`, whose ``section(name)`` is that same section);
+- its other half, for ``recreate KIND/NAME`` (``objects="module:function"``, called as
+  ``make(ctx, target, holds=…, suspended=…, live=…)`` and returning the object creator).
+  A backend without one recreates the fractioning config only: KIND/NAME refuses it.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ class BackendEntry:
     implementation: str  # "module:Class"
     rbac: str = ""  # "module:function(Params) -> {namespace: [RbacRule]}" the role adds
     section: str = ""  # "module:Class": its own fracctl.yaml section, named as the backend
+    objects: str = ""  # "module:function": its creator for recreate KIND/NAME ("" none)
 
 
 REGISTRY: tuple[BackendEntry, ...] = (
@@ -39,12 +43,14 @@ REGISTRY: tuple[BackendEntry, ...] = (
         "argocd",
         "Argo CD syncs the one resource",
         "fracctl.flows.backends.argocd:ArgoCDBackend",
+        objects="fracctl.flows.kinds.creators:argocd_creator",
     ),
     BackendEntry(
         "flux",
         "Flux reconciles the Kustomization",
         "fracctl.flows.backends.flux:FluxBackend",
         rbac="fracctl.core.rbac_flux:flux_rules",
+        objects="fracctl.flows.kinds.creators:flux_creator",
     ),
     BackendEntry(
         "helm",
@@ -52,11 +58,13 @@ REGISTRY: tuple[BackendEntry, ...] = (
         "fracctl.flows.backends.helm:HelmBackend",
         rbac="fracctl.core.rbac_helm:helm_rules",
         section="fracctl.config.helm:HelmSettings",
+        objects="fracctl.flows.kinds.helm:helm_creator",
     ),
     BackendEntry(
         "apply",
         "fracctl creates it by server-side apply",
         "fracctl.flows.backends.apply:ApplyBackend",
+        objects="fracctl.flows.kinds.creators:apply_creator",
     ),
 )
 
@@ -66,6 +74,11 @@ NAMES: tuple[str, ...] = tuple(e.name for e in REGISTRY)  # as the CLI's choices
 def names() -> tuple[str, ...]:
     """Every backend's name, read from the registry now."""
     return tuple(e.name for e in REGISTRY)
+
+
+def object_names() -> tuple[str, ...]:
+    """The backends that recreate an object of any kind (``recreate KIND/NAME``)."""
+    return tuple(e.name for e in REGISTRY if e.objects)
 
 
 def choices() -> str:

@@ -1,19 +1,22 @@
 """A backend that creates the object by server-side apply under a field manager of its own.
 
 Its settings are its own fracctl.yaml section (``stamped:``), its recreate role's extra
-rights are declared here too; the registry entry names all three. Its proof is the apply
-backend's (the rights, and a dry-run create of git's object).
+rights are declared here too, and its other half, the creator ``recreate KIND/NAME`` uses;
+the registry entry names all four. Its proof is the apply backend's (the rights, and a
+dry-run create of git's object).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from fracctl.adapters.kube import APPLY_PATCH
 from fracctl.core.rbac import Params, RbacRule
 from fracctl.flows.backends import Obj, Proof, clean_desired
 from fracctl.flows.backends.apply import ApplyBackend
 from fracctl.flows.context import Context
+from fracctl.flows.kinds.creators import ApplyCreator
 
 
 @dataclass(frozen=True)
@@ -59,3 +62,18 @@ class StampedBackend(ApplyBackend):
             force=True,
         )
         return f"server-side apply as {manager} accepted the object"
+
+
+class StampedCreator(ApplyCreator):
+    """``recreate KIND/NAME --backend stamped``: fracctl's apply, which says it is this one."""
+
+    name = "stamped"
+
+    def prove(self, ctx: Context, desired: Obj) -> list[str]:
+        """What it will apply as."""
+        return [f"the stamped backend creates it ({ctx.config.section('stamped').field_manager})"]
+
+
+def stamped_creator(ctx: Context, target: Any, **_: Any) -> StampedCreator:
+    """The registry entry's ``objects``."""
+    return StampedCreator()

@@ -51,16 +51,16 @@ def recreate_object(
         UsageError: a bad ``spec``, or no confirmation.
         Refused: the kind's rules refuse this change (nothing changed).
     """
-    from fracctl.flows.kinds.creators import KIND_BACKENDS
+    from fracctl.core.backends import object_names
     from fracctl.flows.recreate import require_confirmation
     from fracctl.flows.render import render_desired
 
     at = boundary or (lambda _step: None)
     backend = backend or ctx.config.recreate.backend
-    if backend not in KIND_BACKENDS:
+    if backend not in object_names():
         raise UsageError(
             f"backend {backend!r} recreates the fractioning config only: recreate KIND/NAME "
-            f"takes {', '.join(KIND_BACKENDS)}; nothing changed"
+            f"takes {', '.join(sorted(object_names()))}; nothing changed"
         )
     require_confirmation(ctx, f"recreate {spec}", dry_run=dry_run, yes=yes, confirm=confirm)
     objects = desired_objects if desired_objects is not None else render_desired(ctx)
@@ -92,21 +92,24 @@ def recreate_object(
 def _creator(ctx: Context, backend: str, p: Planned) -> Creator:
     """The backend's creator, its target the object and the immutable fields git changes.
 
-    With ``flux``, an object a HelmRelease installs goes through that HelmRelease.
+    The registry entry's ``objects`` makes it (:data:`fracctl.core.backends.REGISTRY`);
+    with ``flux``, an object a HelmRelease installs goes through that HelmRelease.
     """
+    from fracctl.core.backends import entry, load
     from fracctl.core.procedures import ORPHAN_ADOPT
     from fracctl.core.sync_target import SyncTarget
-    from fracctl.flows.kinds.creators import creator_for
-    from fracctl.flows.kinds.helmrelease import HelmReleaseCreator, owned_by_helmrelease
 
     fields = tuple(f.path for f in p.drift.fields)
     desired = p.drift.desired or {}
     target = SyncTarget.of_object(desired, p.ref, fields, p.drift.message)
-    if backend == "flux" and owned_by_helmrelease(ctx, p.live):
-        return HelmReleaseCreator(target, p.live)
     holds = p.procedure is not None and p.procedure.name == ORPHAN_ADOPT
     suspended = bool(p.journal and p.journal.suspended)
-    return creator_for(backend, target, holds=holds, suspended=suspended, live=p.live)
+    found = entry(backend)
+    if found is None or not found.objects:  # checked before anything was read
+        raise UsageError(f"backend {backend!r} has no creator for recreate KIND/NAME")
+    make = load(found.objects)
+    creator: Creator = make(ctx, target, holds=holds, suspended=suspended, live=p.live)
+    return creator
 
 
 def _verify(ctx: Context, p: Planned, result: ObjectResult) -> None:

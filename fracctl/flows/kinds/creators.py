@@ -29,7 +29,7 @@ import copy
 from typing import TYPE_CHECKING, Any
 
 from fracctl.core.sync_target import SyncTarget
-from fracctl.errors import Refused, TimedOut, UsageError
+from fracctl.errors import Refused, TimedOut
 from fracctl.flows.backends import clean_desired
 from fracctl.flows.kinds import steps
 
@@ -272,32 +272,29 @@ def _wait_recreated(w: Work) -> Obj:
     return found[0]
 
 
-#: The backends that recreate an object of any kind (``recreate KIND/NAME``).
-KIND_BACKENDS = ("apply", "argocd", "flux", "helm")
+# --- the registry's makers (fracctl.core.backends: each entry's ``objects``) ---------------
 
 
-def creator_for(
-    backend: str,
-    target: SyncTarget,
-    *,
-    holds: bool = False,
-    suspended: bool = False,
-    live: Obj | None = None,
+def apply_creator(ctx: Context, target: SyncTarget, **_: Any) -> Creator:
+    """Fracctl's server-side apply."""
+    return ApplyCreator()
+
+
+def argocd_creator(ctx: Context, target: SyncTarget, **_: Any) -> Creator:
+    """The Argo CD application that manages the object."""
+    return ArgoCDCreator(target)
+
+
+def flux_creator(
+    ctx: Context, target: SyncTarget, *, holds: bool, suspended: bool, live: Obj | None, **_: Any
 ) -> Creator:
-    """The creator of ``backend`` (``apply``, ``argocd``, ``flux`` or ``helm``) for ``target``.
+    """The HelmRelease that installed the object (its owner labels), else its Kustomization.
 
     ``holds``: the procedure creates the object held; ``suspended``: a journal says an
-    earlier run suspended the Flux Kustomization; ``live``: the object now (its Helm
-    ownership marks name its release).
+    earlier run suspended the Kustomization.
     """
-    if backend == "helm":
-        from fracctl.flows.kinds.helm import HelmCreator
+    from fracctl.flows.kinds.helmrelease import HelmReleaseCreator, owned_by_helmrelease
 
-        return HelmCreator(target, live)
-    if backend == "argocd":
-        return ArgoCDCreator(target)
-    if backend == "flux":
-        return FluxCreator(target, holds=holds, suspended=suspended)
-    if backend == "apply":
-        return ApplyCreator()
-    raise UsageError(f"backend {backend!r} has no creator for recreate KIND/NAME")
+    if owned_by_helmrelease(ctx, live):
+        return HelmReleaseCreator(target, live)
+    return FluxCreator(target, holds=holds, suspended=suspended)

@@ -236,3 +236,8 @@ class HelmCreator(ReleaseRendering):
             return []
         report = check_objects(ctx, self.others, default_namespace=self.rid.namespace)
         return [o.key for o in report.objects if o.verdict == d.NEEDS_RECREATE]
+
+
+def helm_creator(ctx: Context, target: SyncTarget, *, live: Obj | None, **_: Any) -> HelmCreator:
+    """The release the object's Helm marks name (the registry's ``objects`` for helm)."""
+    return HelmCreator(target, live)
