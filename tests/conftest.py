@@ -26,6 +26,11 @@ if TYPE_CHECKING:
 pytest_plugins = ["tests.support.order"]
 
 REPO = Path(__file__).resolve().parents[1]
+# typer sets PYDANTIC_DISABLE_PLUGINS while it builds a command's parameters and deletes it
+# after (typer/_adapters.py). A test runs the CLI in its own process while a thread there
+# (an operator simulation) reads the environment, and a delete during that read is a
+# KeyError that kills the thread. Set, the variable is only ever set again, never removed.
+os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "1")
 # Tests get a fresh HOME, but keep using the real build cache of the control plane.
 CACHE = os.environ.get("FRACCTL_CACHE") or str(Path.home() / ".cache" / "fracctl")
 
