@@ -6,16 +6,13 @@ creator the KIND/NAME procedures call, and nothing else in fracctl learns its na
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
-
 import pytest
 
 from fracctl.core import backends as registry
 from fracctl.core.backends import BackendEntry
 from fracctl.errors import ExitCode
 from tests.kinds.test_recreate_kinds_cluster import RBAC, binding
-from tests.support.helpers import Cluster, run_cli
+from tests.support.helpers import run_cli
 from tests.support.kinds_fixtures import Shop
 
 pytestmark = pytest.mark.cluster
@@ -33,15 +30,6 @@ def stamped_objects(monkeypatch: pytest.MonkeyPatch) -> None:
         objects=f"{HERE}.stamped_backend:stamped_creator",
     )
     monkeypatch.setattr(registry, "REGISTRY", (*registry.REGISTRY, entry))
-
-
-@pytest.fixture
-def shop(cluster: Cluster, tmp_path: Path) -> Iterator[Shop]:
-    s = Shop(cluster, tmp_path)
-    try:
-        yield s
-    finally:
-        s.cleanup()
 
 
 def test_an_extension_backend_with_a_creator_recreates_an_object(

@@ -186,7 +186,7 @@ def _release_left(ctx: Context, snap: Snapshot) -> None:
     from fracctl.flows.render import render_desired
 
     t = ctx.config.target
-    if snap.target is None or hook_use(snap.target) is None or not ctx.config.git.repo:
+    if snap.target is None or hook_use(snap.target) is None:
         return
     try:
         backend = backends.for_config(ctx, ctx.config.recreate.backend)
