@@ -59,7 +59,7 @@ if grep -Eq '=>\s*\.{1,2}/' "$modfile"; then
   exit 1
 fi
 go get "$MODULE/cmd@$ARGOCD_VERSION" >&2
-go build -trimpath -ldflags='-s -w' -o "$work/argocd" "$MODULE/cmd" >&2
+go build -trimpath -ldflags='-s -w' -gcflags=all=-dwarf=false -o "$work/argocd" "$MODULE/cmd" >&2
 
 mkdir -p "$cache/crds"
 for crd in application appproject applicationset; do

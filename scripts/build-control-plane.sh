@@ -61,7 +61,7 @@ if grep -qx etcd <<<"$todo"; then
   mkdir -p "$work/etcd" && cd "$work/etcd"
   go mod init fracctl.local/etcd >/dev/null 2>&1
   go get "go.etcd.io/etcd/server/v3@$ETCD_VERSION" >&2
-  go build -trimpath -ldflags='-s -w' -o "$work/out/etcd" go.etcd.io/etcd/server/v3 >&2
+  go build -trimpath -ldflags='-s -w' -gcflags=all=-dwarf=false -o "$work/out/etcd" go.etcd.io/etcd/server/v3 >&2
 fi
 
 # The Kubernetes commands: k8s.io/kubernetes points its staging modules at ./staging; a
@@ -79,7 +79,7 @@ if (( ${#kube[@]} )); then
     go get "k8s.io/kubernetes/cmd/$bin@$K8S_VERSION" >&2
   done
   for bin in "${kube[@]}"; do
-    go build -trimpath -ldflags='-s -w' -o "$work/out/$bin" "k8s.io/kubernetes/cmd/$bin" >&2
+    go build -trimpath -ldflags='-s -w' -gcflags=all=-dwarf=false -o "$work/out/$bin" "k8s.io/kubernetes/cmd/$bin" >&2
   done
 fi
 

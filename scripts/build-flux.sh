@@ -62,7 +62,7 @@ build() {
     cd "$work/$name"
     go mod edit -dropreplace "$module/api"
     go mod tidy >/dev/null 2>&1 || true
-    go build -trimpath -ldflags='-s -w' -o "$work/$name.bin" . >&2
+    go build -trimpath -ldflags='-s -w' -gcflags=all=-dwarf=false -o "$work/$name.bin" . >&2
   )
   cp "$srcdir"/config/crd/bases/*.yaml "$cache/crds/"
   chmod u+w "$cache/crds"/*.yaml

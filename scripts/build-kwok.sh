@@ -49,7 +49,7 @@ start=$(date +%s)
 
 if [[ ! -x "$cache/kwok" ]]; then
   log "building kwok $KWOK_VERSION"
-  GOBIN="$work" go install -trimpath -ldflags='-s -w' "sigs.k8s.io/kwok/cmd/kwok@$KWOK_VERSION" >&2
+  GOBIN="$work" go install -trimpath -ldflags='-s -w' -gcflags=all=-dwarf=false "sigs.k8s.io/kwok/cmd/kwok@$KWOK_VERSION" >&2
 fi
 srcdir="$(cd "$work" && go mod download -json "sigs.k8s.io/kwok@$KWOK_VERSION" \
   | sed -n 's/.*"Dir": "\(.*\)",*/\1/p')"

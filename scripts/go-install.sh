@@ -10,6 +10,6 @@ dir="$1" name="$2" package="$3"
 mkdir -p "$dir"
 scratch="$(mktemp -d "$dir.XXXXXX")"
 trap 'rm -rf "$scratch"' EXIT
-GOBIN="$scratch" CGO_ENABLED=0 GOFLAGS=-mod=mod go install -trimpath -ldflags='-s -w' \
+GOBIN="$scratch" CGO_ENABLED=0 GOFLAGS=-mod=mod go install -trimpath -ldflags='-s -w' -gcflags=all=-dwarf=false \
   ${GO_TAGS:+-tags "$GO_TAGS"} "$package" >&2
 mv "$scratch/$name" "$dir/$name"
