@@ -52,7 +52,7 @@ from benchmarks import report  # noqa: E402
 from fracctl.adapters.kube import Kube  # noqa: E402
 from fracctl.config import Config  # noqa: E402
 from fracctl.core.drain import POD_GROUP  # noqa: E402
-from fracctl.core.resources import NAMESPACES, NODES, PDBS, PODS  # noqa: E402
+from fracctl.core.kube.resources import NAMESPACES, NODES, PDBS, PODS  # noqa: E402
 from fracctl.sandbox import controlplane  # noqa: E402
 from fracctl.sandbox.agents import kwok_delays  # noqa: E402
 from fracctl.sandbox.controllers import find_kwok, kwok_node, start_beside  # noqa: E402
@@ -190,7 +190,7 @@ class Bench:
 
 
 def controlplane_ref(group: str, plural: str, kind: str) -> Any:
-    from fracctl.core.resources import ResourceRef
+    from fracctl.core.kube.resources import ResourceRef
 
     return ResourceRef(group, "v1", plural, kind, False)
 

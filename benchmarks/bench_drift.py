@@ -42,7 +42,7 @@ if str(REPO) not in sys.path:
 from fracctl import config as cfg  # noqa: E402
 from fracctl.adapters.git import init_repo  # noqa: E402
 from fracctl.adapters.kube import Kube  # noqa: E402
-from fracctl.core.resources import NAMESPACES  # noqa: E402
+from fracctl.core.kube.resources import NAMESPACES  # noqa: E402
 from fracctl.flows import drift as drift_flow  # noqa: E402
 from fracctl.flows.context import Context  # noqa: E402
 from fracctl.flows.render import render  # noqa: E402

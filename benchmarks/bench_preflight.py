@@ -5,7 +5,7 @@ Starts its own kube-apiserver + etcd, seeds nodes and pods shaped like real ones
 statuses: about 5 KB of JSON each), then runs, in the same session and in separate
 processes so each peak RSS is its own:
 
-* ``scan``: :func:`fracctl.flows.guards.preflight.scan_fractional_pods` alone;
+* ``scan``: :func:`fracctl.flows.guards.scan.scan_fractional_pods` alone;
 * ``preflight``: the whole ``fracctl preflight -o json`` command (the scan, a
   metadata-only list of every node, the policy and selector checks);
 * ``kubectl | jq``: ``kubectl get pods -A -o json`` (same field selector) piped into a
@@ -47,13 +47,13 @@ from benchmarks import report  # noqa: E402
 from fracctl.adapters.kube import METADATA_LIST, POD_LIST, Kube, podpage, podscan  # noqa: E402
 from fracctl.adapters.kube.wire import MAGIC, PROTOBUF  # noqa: E402
 from fracctl.config import Config  # noqa: E402
-from fracctl.core.fractional import (  # noqa: E402
+from fracctl.core.fractions.fractional import (  # noqa: E402
     AnnotationMatcher,
     PodKind,
     classify,
     classify_pod,
 )
-from fracctl.core.resources import NAMESPACES, NODES, PODS  # noqa: E402
+from fracctl.core.kube.resources import NAMESPACES, NODES, PODS  # noqa: E402
 from fracctl.errors import Conflict  # noqa: E402
 from fracctl.sandbox import controlplane  # noqa: E402
 
@@ -479,7 +479,7 @@ def measure_pipeline(
 def scan_only(kubeconfig: str, page_size: int) -> None:
     """Child process: the scan alone; prints what it found."""
     from fracctl.flows.context import Context
-    from fracctl.flows.guards.preflight import scan_fractional_pods
+    from fracctl.flows.guards.scan import scan_fractional_pods
 
     config = Config()
     config = dataclasses.replace(config, pods=dataclasses.replace(config.pods, page_size=page_size))
@@ -586,7 +586,7 @@ def _walk(kube: Kube, accept: str, limit: int, gets: bool) -> int:
 
 def _pod_pages(kube: Kube, limit: int) -> int:
     from fracctl.flows.context import Context
-    from fracctl.flows.guards.preflight import scan_fractional_pods
+    from fracctl.flows.guards.scan import scan_fractional_pods
 
     config = Config()
     config = dataclasses.replace(config, pods=dataclasses.replace(config.pods, page_size=limit))

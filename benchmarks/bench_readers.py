@@ -72,8 +72,13 @@ def doctor_whole(kubeconfig: str, page_size: int) -> None:
     """Child process: doctor with its pods read whole, as JSON, the way it read them before."""
     from fracctl.adapters.kube import Kube
     from fracctl.core.doctor import diagnose, gpu_nodes
-    from fracctl.core.fractional import AnnotationMatcher, PodKind, classify, unfinished_selector
-    from fracctl.core.resources import PODS
+    from fracctl.core.fractions.fractional import (
+        AnnotationMatcher,
+        PodKind,
+        classify,
+        unfinished_selector,
+    )
+    from fracctl.core.kube.resources import PODS
     from fracctl.flows.context import Context
     from fracctl.flows.doctor import settings, snapshot
 

@@ -4,8 +4,8 @@ Starts ``fracctl sandbox up --argocd`` (its own kube-apiserver + etcd, the opera
 simulation and a real Argo CD v3.2.11; ``--backend flux``: a real Flux; ``--backend
 apply``: neither) unless ``--state-dir`` names one already up, labels ``b200-0`` as the
 incident wants, then ``--runs`` times times each proof of
-:func:`fracctl.flows.backends.prove` on its own, with the requests it sent to the API
-server and to Argo CD, and the whole rehearsal (``backends.prove`` for the backend,
+:func:`fracctl.flows.engines.prove` on its own, with the requests it sent to the API
+server and to Argo CD, and the whole rehearsal (``engines.prove`` for the backend,
 deleting plan). The proofs that were all a recreate had before the rehearsal (RBAC, GET
 application, can-i) are reported as "before", the first round's as "added", the second
 round's (what follows the delete: owners, the wait, the guard again; Flux's controllers
@@ -38,10 +38,11 @@ if str(REPO) not in sys.path:
 
 from benchmarks import report  # noqa: E402
 from fracctl import config as cfg  # noqa: E402
-from fracctl.flows import backends  # noqa: E402
-from fracctl.flows.backends import access, delete_rehearsal  # noqa: E402
-from fracctl.flows.backends import argocd as argocd_backend  # noqa: E402
+from fracctl.flows import engines  # noqa: E402
 from fracctl.flows.context import Context  # noqa: E402
+from fracctl.flows.engines import access, delete_rehearsal  # noqa: E402
+from fracctl.flows.engines.argocd import application  # noqa: E402
+from fracctl.flows.engines.argocd import backend as argocd_backend  # noqa: E402
 from fracctl.flows.render import render_desired  # noqa: E402
 
 FRACCTL = str(Path(sys.executable).with_name("fracctl"))
@@ -107,7 +108,8 @@ def round_two(
     ctx: Context, backend: str, desired: dict[str, Any], live: dict[str, Any]
 ) -> dict[str, Callable[[], Any]]:
     """The second round's proofs, each on its own."""
-    from fracctl.flows.backends import flux_proofs, rehearse
+    from fracctl.flows.engines import rehearse
+    from fracctl.flows.engines.flux import proofs as flux_proofs
 
     steps: dict[str, Callable[[], Any]] = {
         "round 2: finalizers and the operator": lambda: delete_rehearsal.check_delete(ctx, live),
@@ -118,7 +120,7 @@ def round_two(
         "round 2: the fractional-pod guard again": lambda: rehearse.guard_again(ctx, live, desired),
     }
     if backend == "flux":
-        from fracctl.flows.backends.flux import configured_kustomization
+        from fracctl.flows.engines.flux.backend import configured_kustomization
 
         flux = configured_kustomization(ctx)
         steps["round 2: Flux handles a request now"] = lambda: flux_proofs.handles_now(
@@ -129,7 +131,7 @@ def round_two(
         )
     if backend == "argocd":
         app = str(ctx.config.argocd.app)
-        steps["round 2: no deny window ahead"] = lambda: argocd_backend._no_window_opens(
+        steps["round 2: no deny window ahead"] = lambda: application.no_window_opens(
             ctx.argocd.sync_windows(app), app, 600.0, ctx.clock.now()
         )
     return steps
@@ -150,14 +152,14 @@ def proofs(
 
     def rendering() -> None:
         doc = client.get_application(app)
-        objects, rev = client.rendering(app, argocd_backend._pinnable(doc))
-        argocd_backend._rendered_target(ctx, objects, app, rev, desired)
+        objects, rev = client.rendering(app, application.pinnable(doc))
+        application.rendered_target(ctx, objects, app, rev, desired)
 
     def dry_create() -> None:
         from fracctl.errors import Conflict
 
         try:
-            ctx.kube.create(t.ref, backends.clean_desired(desired), dry_run=True)
+            ctx.kube.create(t.ref, engines.clean_desired(desired), dry_run=True)
         except Conflict:
             pass
 
@@ -204,14 +206,14 @@ def main(argv: list[str] | None = None) -> int:
         counted = Counted(ctx) if args.backend == "argocd" else KubeCounted(ctx)
         steps = proofs(ctx, desired, live) if args.backend == "argocd" else {}
         steps.update(round_two(ctx, args.backend, desired, live))
-        backend = backends.get(args.backend)
+        backend = engines.get(args.backend)
         runs: dict[str, list[dict[str, float]]] = {name: [] for name in steps}
-        runs["whole rehearsal (backends.prove)"] = []
+        runs["whole rehearsal (engines.prove)"] = []
         for _ in range(args.runs):
             for name, fn in steps.items():
                 runs[name].append(timed(counted, fn))
-            whole = lambda: backends.prove(ctx, backend, desired, deletes=True, live=live)  # noqa: E731
-            runs["whole rehearsal (backends.prove)"].append(timed(counted, whole))
+            whole = lambda: engines.prove(ctx, backend, desired, deletes=True, live=live)  # noqa: E731
+            runs["whole rehearsal (engines.prove)"].append(timed(counted, whole))
     finally:
         if started and not args.keep:
             sandbox(state, "down")

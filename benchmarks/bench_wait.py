@@ -69,7 +69,7 @@ if str(REPO) not in sys.path:
 from benchmarks import report  # noqa: E402
 from fracctl.adapters.kube import Kube  # noqa: E402
 from fracctl.config import Config  # noqa: E402
-from fracctl.core.resources import NODES  # noqa: E402
+from fracctl.core.kube.resources import NODES  # noqa: E402
 from fracctl.sandbox import controlplane  # noqa: E402
 from fracctl.sandbox.flow import install_crd  # noqa: E402
 

@@ -69,8 +69,8 @@ if str(REPO) not in sys.path:
 from benchmarks import report  # noqa: E402
 from fracctl.adapters.kube import Kube  # noqa: E402
 from fracctl.config import Config  # noqa: E402
-from fracctl.core.nodes import is_ready  # noqa: E402
-from fracctl.core.resources import NODES, PODS  # noqa: E402
+from fracctl.core.kube.nodes import is_ready  # noqa: E402
+from fracctl.core.kube.resources import NODES, PODS  # noqa: E402
 from fracctl.errors import Conflict  # noqa: E402
 from fracctl.sandbox import agents  # noqa: E402
 from fracctl.sandbox.controllers import kwok_node, wait_node_ready  # noqa: E402
@@ -270,7 +270,7 @@ def prepare_helmrelease(box: Box, commit: str) -> None:
 def _flux_tried(box: Box, ref: Any, revision: str, who: str) -> None:
     """Ask the source to fetch now; wait until ``ref``'s object tried ``revision``."""
     from fracctl.adapters.flux import REQUESTED_AT, request_token
-    from fracctl.core.nodes import condition
+    from fracctl.core.kube.nodes import condition
     from fracctl.sandbox import flux_local
     from fracctl.sandbox.flux_wiring import SOURCE
     from fracctl.sandbox.layout import SANDBOX_APP

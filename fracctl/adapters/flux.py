@@ -13,8 +13,8 @@ from typing import Any
 
 from fracctl.adapters.kube import Kube
 from fracctl.core.clock import Backoff, Clock, SystemClock
-from fracctl.core.nodes import condition
-from fracctl.core.resources import ResourceRef
+from fracctl.core.kube.nodes import condition
+from fracctl.core.kube.resources import ResourceRef
 from fracctl.errors import ExternalError, NotFound, Refused, TimedOut
 
 API_VERSION = "kustomize.toolkit.fluxcd.io/v1"

@@ -8,7 +8,7 @@ release helm wrote, or with ``--dry-run`` the one it would write: helm/helm
 
 A helm started here dies with fracctl (``PR_SET_PDEATHSIG``): a fracctl that is killed
 leaves no helm running on the release behind its back, so a release it leaves
-``pending-upgrade`` is known to have no writer left (see :mod:`fracctl.flows.backends.helm`).
+``pending-upgrade`` is known to have no writer left (see :mod:`fracctl.flows.engines.helm.backend`).
 """
 
 from __future__ import annotations
@@ -127,7 +127,7 @@ class HelmCLI:
         With ``dry_run`` it is Helm's ``--dry-run=server``: the chart rendered against the
         cluster (lookups and capabilities as there), nothing written. ``wait`` adds Helm 4's
         ``--wait=watcher``, without which its ``before-hook-creation`` does not wait for
-        the hook's delete (see :mod:`fracctl.flows.backends.helm`). Never ``--atomic``
+        the hook's delete (see :mod:`fracctl.flows.engines.helm.backend`). Never ``--atomic``
         or ``--cleanup-on-fail``: a rollback would run the hook again with the old
         selector, and a cleanup deletes what helm created.
         """

@@ -75,7 +75,7 @@ def command(
 
 def github(report: DoctorReport) -> str:
     """An ``::error`` per finding and a closing notice, as GitHub workflow commands."""
-    from fracctl.core.drift_report import annotation
+    from fracctl.core.drift.report import annotation
 
     lines = [
         annotation(

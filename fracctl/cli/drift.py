@@ -15,6 +15,8 @@ from fracctl.errors import ExitCode, UsageError
 from fracctl.redact import redact
 
 if TYPE_CHECKING:
+    from rich.text import Text
+
     from fracctl.core.drift import DriftReport
     from fracctl.flows.context import Context
 
@@ -207,12 +209,7 @@ def _run(
     summary = flow.summary_line(report)
     junit_file, metrics_file = files["junit"], files["metrics"]
     if junit_file is not None:
-        from fracctl.core.drift_report import to_junit
-
-        try:
-            junit_file.write_text(redact(to_junit(report)), encoding="utf-8")
-        except OSError as e:
-            raise UsageError(f"--junit-file {junit_file}: cannot write: {e.strerror}") from None
+        _write_junit(junit_file, report)
     if metrics_file is not None or fmt == "prometheus":
         from fracctl.core.prometheus import drift_metrics
 
@@ -226,16 +223,26 @@ def _run(
     if fmt == "json":
         _app.emit_json(report.to_dict())
     elif fmt == "junit":
-        from fracctl.core.drift_report import to_junit
+        from fracctl.core.drift.report import to_junit
 
         sys.stdout.write(to_junit(report))
     elif fmt == "github":
-        from fracctl.core.drift_report import to_github
+        from fracctl.core.drift.report import to_github
 
         sys.stdout.write(to_github(report, summary))
     else:
         _show(c, report, summary)
     return flow.exit_code(report)
+
+
+def _write_junit(path: Path, report: DriftReport) -> None:
+    """``--junit-file``: the report as JUnit XML."""
+    from fracctl.core.drift.report import to_junit
+
+    try:
+        path.write_text(redact(to_junit(report)), encoding="utf-8")
+    except OSError as e:
+        raise UsageError(f"--junit-file {path}: cannot write: {e.strerror}") from None
 
 
 def write_metrics(path: Path, text: str) -> None:
@@ -259,9 +266,39 @@ def _show(c: Context, report: DriftReport, summary: str) -> None:
     from rich.text import Text
 
     from fracctl.cli import _table
-    from fracctl.core.drift_report import describe, value_text
+    from fracctl.core.drift.report import describe
 
-    src = report.source
+    _show_source(c, report.source)
+    fold = "fold"
+    columns = [
+        _table.Column("OBJECT", overflow=fold),
+        _table.Column("VERDICT", no_wrap=True),
+        _table.Column("FIELD", overflow=fold),
+        _table.Column("LIVE", overflow=fold),
+        _table.Column("DESIRED", overflow=fold),
+    ]
+    _table.show(c.out, columns, _rows(report))
+    for o in report.objects:
+        if o.drifted or o.hook:  # a hook fracctl carries is said, though not drift
+            c.out.print(describe(o), markup=False, highlight=False, soft_wrap=True)
+            c.out.print("")
+    if report.argocd:
+        a = report.argocd
+        op = a.get("operation") or {}
+        last = f"; last operation {op.get('phase')}" if op.get("phase") else ""
+        msg = f": {op.get('message')}" if op.get("message") else ""
+        c.out.print(
+            f"Argo CD {a['app']}: {a['sync']}, {a['health']}{last}{msg}",
+            markup=False,
+            soft_wrap=True,
+        )
+    for w in report.warnings:
+        c.out.print(Text(f"!! {w}", style="bold red"), soft_wrap=True)
+    c.out.print(summary, markup=False, soft_wrap=True)
+
+
+def _show_source(c: Context, src: dict[str, Any]) -> None:
+    """Where the desired state came from: an Argo CD application, or git's commit."""
     if src.get("argocd_app"):
         c.out.print(
             f"desired: Argo CD application {src['argocd_app']}", markup=False, soft_wrap=True
@@ -274,14 +311,14 @@ def _show(c: Context, report: DriftReport, summary: str) -> None:
             markup=False,
             soft_wrap=True,
         )
-    fold = "fold"
-    columns = [
-        _table.Column("OBJECT", overflow=fold),
-        _table.Column("VERDICT", no_wrap=True),
-        _table.Column("FIELD", overflow=fold),
-        _table.Column("LIVE", overflow=fold),
-        _table.Column("DESIRED", overflow=fold),
-    ]
+
+
+def _rows(report: DriftReport) -> list[tuple[Text, ...]]:
+    """A row per differing field of each object (one for an object with none)."""
+    from rich.text import Text
+
+    from fracctl.core.drift.report import value_text
+
     styles = {"in-sync": "green", "applies-in-place": "yellow"}
     rows: list[tuple[Text, ...]] = []
     for o in report.objects:
@@ -300,24 +337,7 @@ def _show(c: Context, report: DriftReport, summary: str) -> None:
                     Text(value_text(f.desired, 80)),
                 )
             )
-    _table.show(c.out, columns, rows)
-    for o in report.objects:
-        if o.drifted or o.hook:  # a hook fracctl carries is said, though not drift
-            c.out.print(describe(o), markup=False, highlight=False, soft_wrap=True)
-            c.out.print("")
-    if report.argocd:
-        a = report.argocd
-        op = a.get("operation") or {}
-        last = f"; last operation {op.get('phase')}" if op.get("phase") else ""
-        msg = f": {op.get('message')}" if op.get("message") else ""
-        c.out.print(
-            f"Argo CD {a['app']}: {a['sync']}, {a['health']}{last}{msg}",
-            markup=False,
-            soft_wrap=True,
-        )
-    for w in report.warnings:
-        c.out.print(Text(f"!! {w}", style="bold red"), soft_wrap=True)
-    c.out.print(summary, markup=False, soft_wrap=True)
+    return rows
 
 
 def register(root: typer.Typer) -> None:

@@ -104,7 +104,7 @@ def drift_metrics(c: Context, result: FleetResult) -> str:
 
 def drift(c: Context, result: FleetResult, fmt: str, junit_file: Any) -> None:
     """``fracctl drift`` over a fleet in ``fmt`` (table, json, junit, github, prometheus)."""
-    from fracctl.core.drift_report import annotation, fleet_junit, to_github
+    from fracctl.core.drift.report import annotation, fleet_junit, to_github
     from fracctl.errors import UsageError
     from fracctl.flows.drift import summary_line
     from fracctl.redact import redact
@@ -133,7 +133,7 @@ def drift(c: Context, result: FleetResult, fmt: str, junit_file: Any) -> None:
         lines.append(annotation("notice", counts_line(result), title="fracctl drift: fleet"))
         sys.stdout.write("\n".join(lines) + "\n")
     elif fmt == "table":
-        from fracctl.core.drift_report import describe
+        from fracctl.core.drift.report import describe
 
         summary(c, result, lambda r: summary_line(r.value) if r.value is not None else "")
         for r in result.results:

@@ -29,7 +29,7 @@ SELECTOR_HELP = (
 
 
 def _parse_selector(values: list[str]) -> dict[str, str]:
-    from fracctl.core.policy import parse_selector
+    from fracctl.core.fractions.policy import parse_selector
 
     return parse_selector(values)
 

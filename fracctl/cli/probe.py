@@ -14,13 +14,13 @@ Expect = Literal["any", "running", "not-ready"]
 
 
 def _memory(value: str) -> int:
-    from fracctl.flows.guards.probe import memory_mib
+    from fracctl.flows.guards.probe_pod import memory_mib
 
     return memory_mib(value)
 
 
 def _fraction(value: float) -> float:
-    from fracctl.flows.guards.probe import check_fraction
+    from fracctl.flows.guards.probe_pod import check_fraction
 
     return check_fraction(value)
 

@@ -23,7 +23,7 @@ class LiveNodeTable:
         from rich.table import Table
         from rich.text import Text
 
-        from fracctl.core.nodes import describe_condition, is_ready
+        from fracctl.core.kube.nodes import describe_condition, is_ready
 
         ready = sum(1 for o in nodes.values() if is_ready(o, self.condition))
         table = Table(title=f"{ready}/{len(nodes)} nodes ready", title_justify="left")

@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING, Annotated, Literal
 import typer
 
 from fracctl.cli import _app
-from fracctl.core.backends import NAMES as BACKEND_NAMES
-from fracctl.core.backends import names as backend_names
+from fracctl.core.gitops.backends import NAMES as BACKEND_NAMES
+from fracctl.core.gitops.backends import names as backend_names
 from fracctl.core.rbac import ROLES
 
 app = typer.Typer(

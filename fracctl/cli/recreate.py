@@ -16,7 +16,7 @@ from fracctl.cli.render import (
     source_context,
     source_overrides,
 )
-from fracctl.core.backends import NAMES, REGISTRY, names
+from fracctl.core.gitops.backends import NAMES, REGISTRY, names
 from fracctl.core.outcome import Outcome
 from fracctl.errors import UsageError
 

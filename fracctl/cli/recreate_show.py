@@ -15,7 +15,7 @@ if TYPE_CHECKING:
 def show_plan(c: Context, result: RecreateResult, *, to_stderr: bool = False) -> None:
     """The plan, the proofs, the blast radius and the guards (with preflight's table)."""
     from fracctl.cli.preflight import render
-    from fracctl.core.blast import Effect
+    from fracctl.core.recreate.blast import Effect
     from fracctl.flows.recreate import STEP_TEXT
 
     t = c.config.target

@@ -18,10 +18,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fracctl.config.values import Duration, InvalidValue, names_given
-from fracctl.core import backends as backend_registry
-from fracctl.core.podspec import DEFAULT_GPU_RESOURCES
-from fracctl.core.policy import product_words
-from fracctl.core.resources import ResourceRef, split_api_version, target_ref
+from fracctl.core.fractions.policy import product_words
+from fracctl.core.gitops import backends as backend_registry
+from fracctl.core.kube.podspec import DEFAULT_GPU_RESOURCES
+from fracctl.core.kube.resources import ResourceRef, split_api_version, target_ref
 
 # --- target naming presets -------------------------------------------------------------
 
@@ -227,7 +227,7 @@ class FluxConfig:
 class RecreateConfig:
     """How ``fracctl recreate`` locks, recreates and records."""
 
-    backend: str = "argocd"  # a name from fracctl.core.backends.REGISTRY
+    backend: str = "argocd"  # a name from fracctl.core.gitops.backends.REGISTRY
     lock_namespace: str = "default"
     lock_name: str = "fracctl-recreate"
     state_dir: str = "~/.local/state/fracctl"

@@ -1,6 +1,6 @@
 """``helm:`` in fracctl.yaml: the helm backend's own section.
 
-Declared in the backends' registry (:mod:`fracctl.core.backends`) and read by
+Declared in the backends' registry (:mod:`fracctl.core.gitops.backends`) and read by
 :mod:`fracctl.config` like every built-in section; a setting lives in config, so that
 loading fracctl.yaml imports nothing of the flows that use it.
 """

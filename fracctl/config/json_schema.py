@@ -28,7 +28,7 @@ from typing import Any, Union
 from fracctl.config.cluster import NAMINGS, TimeoutsConfig
 from fracctl.config.loader import section_types, sections
 from fracctl.config.values import DURATION, Duration
-from fracctl.core import backends
+from fracctl.core.gitops import backends
 
 DIALECT = "https://json-schema.org/draft/2020-12/schema"
 

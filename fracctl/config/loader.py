@@ -114,7 +114,7 @@ _NOT_SECTIONS = ("backends", "source")
 
 def sections() -> dict[str, type]:
     """Every section of fracctl.yaml and its dataclass: Config's, then the backends' own."""
-    from fracctl.core.backends import sections as declared
+    from fracctl.core.gitops.backends import sections as declared
 
     found = {k: v for k, v in section_types(Config).items() if k not in _NOT_SECTIONS}
     for name, cls in declared().items():

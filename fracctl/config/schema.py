@@ -3,7 +3,7 @@
 The field names are the file's section names and the ``FRACCTL_<SECTION>_<KEY>``
 prefixes; the loader reads the sections and their keys from these type hints, so a
 section added here is read from the file, the environment and flags alike. A backend
-may bring a section of its own (``section=`` in :mod:`fracctl.core.backends`); those are
+may bring a section of its own (``section=`` in :mod:`fracctl.core.gitops.backends`); those are
 read the same way and kept in :attr:`Config.backends`.
 """
 
@@ -51,13 +51,13 @@ class Config:
     cluster: ClusterConfig = field(default_factory=ClusterConfig)
     lint: LintConfig = field(default_factory=LintConfig)
     fleet: FleetConfig = field(default_factory=FleetConfig)
-    # The backends' own sections (``fracctl.core.backends``), by backend name.
+    # The backends' own sections (``fracctl.core.gitops.backends``), by backend name.
     backends: Mapping[str, Any] = field(default_factory=dict, hash=False)
     source: str | None = None  # the file this came from, if any
 
     def section(self, name: str) -> Any:
         """A backend's own section: as configured, else its defaults."""
-        from fracctl.core.backends import section
+        from fracctl.core.gitops.backends import section
 
         return section(self.backends, name)
 

@@ -29,7 +29,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from fracctl.core.labels import selector_matches
+from fracctl.core.kube.labels import selector_matches
 
 Obj = dict[str, Any]
 

@@ -4,7 +4,7 @@ Doctor, lint and the RBAC roles take the sections of fracctl.yaml whole; each pr
 here lists exactly the attributes core reads of one section, and the section class in
 :mod:`fracctl.config` fits it (``fracctl.config.TargetConfig`` fits
 :class:`TargetSettings`, and so on). The defaults live only there. The node opt-in
-labels are :class:`fracctl.core.policy.LabelPolicy`.
+labels are :class:`fracctl.core.fractions.policy.LabelPolicy`.
 """
 
 from __future__ import annotations

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from fracctl.core import helm_release
 from fracctl.core.drift import ObjectDrift
-from fracctl.core.labels import selector_matches
+from fracctl.core.gitops import helm_release
+from fracctl.core.kube.labels import selector_matches
+from fracctl.core.kube.resources import PODS, PVCS, SERVICES, STORAGE_CLASSES
 from fracctl.core.procedures import Choice, Facts, choose, next_step
-from fracctl.core.resources import PODS, PVCS, SERVICES, STORAGE_CLASSES
 from fracctl.core.text import clip
 from fracctl.errors import Forbidden
 from fracctl.flows.context import Context
@@ -92,8 +92,8 @@ def name_procedure(ctx: Context, o: ObjectDrift) -> None:
 
 def helmrelease_state(ctx: Context, namespace: str, name: str) -> str:
     """What the Flux HelmRelease ``namespace/name`` says of itself: Ready, or why not."""
-    from fracctl.core.nodes import condition
-    from fracctl.core.resources import HELMRELEASES
+    from fracctl.core.kube.nodes import condition
+    from fracctl.core.kube.resources import HELMRELEASES
     from fracctl.errors import FracctlError
 
     try:
@@ -111,7 +111,7 @@ def helmrelease_state(ctx: Context, namespace: str, name: str) -> str:
 
 def release_state(ctx: Context, namespace: str, name: str) -> str:
     """What Helm's own record says of release ``namespace/name``: stuck, or at which revision."""
-    from fracctl.core.resources import SECRETS
+    from fracctl.core.kube.resources import SECRETS
 
     try:
         query = f"{helm_release.OWNER_SELECTOR},name={name}"

@@ -1,7 +1,7 @@
 """Runs of ``fracctl recreate KIND/NAME`` that stopped half-way on this machine.
 
 Each object's procedure keeps a journal under ``recreate.state_dir``/objects
-(:mod:`fracctl.flows.kinds.journal`) from before its first change until it ends, and the
+(:mod:`fracctl.flows.engines.journal`) from before its first change until it ends, and the
 journal names the command that resumes it, as the run was given it. While one is open
 the object is not done, whatever the cluster looks like (a HelmRelease may still be
 suspended, a StatefulSet deleted): drift and doctor read the journals here and name

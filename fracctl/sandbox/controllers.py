@@ -185,8 +185,8 @@ def wait_node_ready(kube: Any, name: str, *, timeout: float = 30.0) -> dict[str,
 
     The node lifecycle controller lifts the taint; then a scheduler places pods there.
     """
-    from fracctl.core.nodes import is_ready
-    from fracctl.core.resources import NODES
+    from fracctl.core.kube.nodes import is_ready
+    from fracctl.core.kube.resources import NODES
 
     deadline = time.monotonic() + timeout
     while True:

@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from fracctl.adapters.kube import Kube
-from fracctl.core.resources import CRDS
+from fracctl.core.kube.resources import CRDS
 from fracctl.errors import Conflict, TimedOut
 
 

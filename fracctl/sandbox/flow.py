@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from fracctl.adapters.kube import Kube
-from fracctl.core.nodes import condition
-from fracctl.core.resources import NODES, split_api_version
+from fracctl.core.kube.nodes import condition
+from fracctl.core.kube.resources import NODES, split_api_version
 from fracctl.errors import FracctlError, UsageError
 from fracctl.flows.context import Context
 from fracctl.sandbox import argocd_local, controllers, controlplane, flux_local

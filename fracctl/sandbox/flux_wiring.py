@@ -15,7 +15,7 @@ from typing import Any
 
 from fracctl.adapters.flux import REQUESTED_AT, request_token
 from fracctl.adapters.kube import Kube
-from fracctl.core.nodes import condition
+from fracctl.core.kube.nodes import condition
 from fracctl.errors import TimedOut
 from fracctl.flows.context import Context
 from fracctl.sandbox import flux_local

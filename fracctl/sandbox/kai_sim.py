@@ -9,7 +9,7 @@ that names it in ``spec.schedulerName``:
   every pool node whose readiness condition is not ``True``
   (``pkg/scheduler/plugins/gpusharingnodevalidation``): the pod's ``PodScheduled``
   condition becomes ``False`` / ``Unschedulable`` with KAI's words
-  (:mod:`fracctl.core.kai_words`, read from KAI's source): ``no nodes with enough
+  (:mod:`fracctl.core.fractions.kai_words`, read from KAI's source): ``no nodes with enough
   resources were found: 1 node is not ready for fractional GPU scheduling. Condition
   <type> is Unknown. Reason: ConditionNotFound. Message: .`` for a node without the
   condition;
@@ -28,9 +28,9 @@ from typing import Any
 
 from fracctl.adapters.kube import Kube
 from fracctl.config import Config
-from fracctl.core import kai_words as kai
-from fracctl.core.nodes import condition, is_ready, labels_of, matches
-from fracctl.core.resources import NODES, PODS
+from fracctl.core.fractions import kai_words as kai
+from fracctl.core.kube.nodes import condition, is_ready, labels_of, matches
+from fracctl.core.kube.resources import NODES, PODS
 from fracctl.errors import Conflict, FracctlError, NotFound
 
 SMP = "application/strategic-merge-patch+json"

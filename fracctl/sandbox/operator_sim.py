@@ -47,13 +47,13 @@ from typing import Any
 from fracctl.config import Config
 from fracctl.core.clock import Clock, SystemClock, utc_timestamp
 from fracctl.core.doctor import DAEMONSETS
-from fracctl.core.nodes import condition, labels_of, matches
-from fracctl.core.resources import DEPLOYMENTS, LEASES, NODES, PODS
+from fracctl.core.kube.nodes import condition, labels_of, matches
+from fracctl.core.kube.resources import DEPLOYMENTS, LEASES, NODES, PODS
 from fracctl.errors import Conflict, FracctlError, NotFound
 from fracctl.sandbox import agents
+from fracctl.sandbox.node_conditions import clear_condition, set_condition
 
 NEVER_READY = "sandbox.fracctl.io/simulate"
-SMP = "application/strategic-merge-patch+json"
 LEASE_DURATION = 15  # seconds, controller-runtime's default
 IMAGE = "fracctl.local/operator-simulation:1"  # names what runs: this simulation
 READY = ("True", "AllDaemonsReady", "all gpu-fractioning daemons are running")
@@ -180,7 +180,7 @@ class OperatorSimulation:
             selected = [n for n in nodes if matches(selector, labels_of(n))]
             for node in nodes:
                 if node not in selected and condition(node, cond) is not None:
-                    self._clear(node["metadata"]["name"], cond)
+                    clear_condition(self.kube, node["metadata"]["name"], cond)
             verdicts = self._verdicts(selected, live)
             ready = [name for name, v in verdicts.items() if v[0] == "True"]
             # Node conditions are written only while a daemon is not ready everywhere, or
@@ -195,11 +195,11 @@ class OperatorSimulation:
             for node in selected:
                 verdict = verdicts.get(node["metadata"]["name"])
                 if verdict is not None:
-                    self._set(node, cond, verdict)
+                    set_condition(self.kube, node, cond, verdict)
             return
         for node in nodes:
             if condition(node, cond) is not None:
-                self._clear(node["metadata"]["name"], cond)
+                clear_condition(self.kube, node["metadata"]["name"], cond)
         if obj is not None:
             finalizers = [f for f in obj["metadata"].get("finalizers") or [] if f != t.finalizer]
             if len(finalizers) != len(obj["metadata"].get("finalizers") or []):
@@ -340,45 +340,6 @@ class OperatorSimulation:
                     ],
                 },
             },
-            subresource="status",
-        )
-
-    def _set(self, node: dict[str, Any], cond: str, verdict: tuple[str, str, str]) -> None:
-        """Write the node's condition, unless it already says so (PatchNodeCondition)."""
-        have = condition(node, cond)
-        if have and (have.get("status"), have.get("reason"), have.get("message")) == verdict:
-            return
-        stamp = utc_timestamp()
-        since = (
-            have.get("lastTransitionTime") if have and have.get("status") == verdict[0] else None
-        )
-        self.kube.patch(
-            NODES,
-            node["metadata"]["name"],
-            {
-                "status": {
-                    "conditions": [
-                        {
-                            "type": cond,
-                            "status": verdict[0],
-                            "reason": verdict[1],
-                            "message": verdict[2],
-                            "lastHeartbeatTime": stamp,
-                            "lastTransitionTime": since or stamp,
-                        }
-                    ]
-                }
-            },
-            content_type=SMP,
-            subresource="status",
-        )
-
-    def _clear(self, name: str, cond: str) -> None:
-        self.kube.patch(
-            NODES,
-            name,
-            {"status": {"conditions": [{"type": cond, "$patch": "delete"}]}},
-            content_type=SMP,
             subresource="status",
         )
 

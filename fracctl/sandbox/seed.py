@@ -17,10 +17,10 @@ from typing import Any
 from fracctl.adapters.git import init_repo
 from fracctl.adapters.kube import Kube
 from fracctl.config import Config
-from fracctl.core.crd import fractioning_crd, kai_config_crd
 from fracctl.core.doctor import KAI_CONFIG
-from fracctl.core.fractional import AGENT_FORMATS
-from fracctl.core.resources import CRDS, NAMESPACES, NODES
+from fracctl.core.fractions.crd import fractioning_crd, kai_config_crd
+from fracctl.core.fractions.fractional import AGENT_FORMATS
+from fracctl.core.kube.resources import CRDS, NAMESPACES, NODES
 from fracctl.errors import Conflict, TimedOut, UsageError
 from fracctl.flows.context import Context
 from fracctl.sandbox import controlplane

@@ -36,7 +36,7 @@ from fracctl.errors import (
     Unreachable,
     UsageError,
 )
-from fracctl.flows.backends.argocd_sync import (
+from fracctl.flows.engines.argocd.sync import (
     check_operation,
     resource_result,
     sync_resource_and_wait,

@@ -28,7 +28,7 @@ import pytest
 
 from fracctl.adapters.argocd import ArgoCD, ArgoCDStatus
 from fracctl.errors import ApiError, Forbidden, Unauthorized
-from fracctl.flows.backends.argocd_sync import (
+from fracctl.flows.engines.argocd.sync import (
     resource_result,
     sync_resource_and_wait,
     wait_operation,

@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
-from fracctl.core.guard_policy import message
+from fracctl.core.recreate.guard_policy import message
 from fracctl.errors import ExitCode
-from fracctl.flows.backends.argocd_sync import wait_operation
+from fracctl.flows.engines.argocd.sync import wait_operation
 from tests.support.argocd_real import RealArgoCD, configure
 from tests.support.helpers import commit_all, run_cli
 from tests.support.recreate_fixtures import NEW, OLD, Incident

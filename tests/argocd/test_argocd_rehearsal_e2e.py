@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from fracctl.adapters.git import git
-from fracctl.core.resources import DEPLOYMENTS, LEASES
+from fracctl.core.kube.resources import DEPLOYMENTS, LEASES
 from fracctl.errors import ExitCode
 from fracctl.sandbox import argocd_local
 from tests.support.argocd_real import RealArgoCD, configure, unchanged

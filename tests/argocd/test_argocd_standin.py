@@ -14,7 +14,7 @@ import pytest
 from fracctl.adapters.argocd import ArgoCD, ArgoCDStatus, OperationInProgress, SyncFailed
 from fracctl.config import ArgoCDConfig
 from fracctl.errors import Forbidden, ServerError, Unauthorized, Unreachable
-from fracctl.flows.backends.argocd_sync import (
+from fracctl.flows.engines.argocd.sync import (
     resource_result,
     sync_resource_and_wait,
     wait_operation,

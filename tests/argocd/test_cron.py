@@ -6,7 +6,7 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from fracctl.core.cron import Schedule, next_fire
+from fracctl.core.gitops.cron import Schedule, next_fire
 
 T0 = datetime(2026, 12, 2, 14, 30, 20, tzinfo=timezone.utc)  # a Wednesday
 

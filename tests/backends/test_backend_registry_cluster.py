@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
 
 import pytest
 
-from fracctl.core import backends as registry
-from fracctl.core.backends import BackendEntry
+from fracctl.core.gitops import backends as registry
+from fracctl.core.gitops.backends import BackendEntry
 from fracctl.errors import UsageError
-from fracctl.flows import backends
+from fracctl.flows import engines
 from fracctl.flows.recreate import recreate
 from tests.support import dry_backend
 from tests.support.helpers import Cluster
@@ -43,9 +45,12 @@ def test_the_registry_is_what_config_and_lookup_accept(with_dry: dry_backend.Cal
 
     assert "dry" in registry.names()
     assert registry.choices() == "argocd, flux, helm, apply or dry"
-    assert cfg.load(None, env={}, overrides={"recreate.backend": "dry"}).recreate.backend == "dry"
-    assert backends.get("dry").name == "dry"
+    loaded = cfg.load(None, env={}, overrides={"recreate.backend": "dry"})
+    assert loaded.recreate.backend == "dry"
+    ctx: Any = SimpleNamespace(config=loaded)  # select() reads recreate.backend alone
+    assert engines.select(ctx).name == "dry"
+    assert engines.select(ctx, "apply").name == "apply"
     with pytest.raises(
         UsageError, match="unknown backend 'helmfile' .use argocd, flux, helm, apply or dry"
     ):
-        backends.get("helmfile")
+        engines.select(ctx, "helmfile")

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from fracctl.core.resources import ResourceRef
-from fracctl.core.sync_target import SyncTarget
+from fracctl.core.kube.resources import ResourceRef
+from fracctl.core.recreate.sync_target import SyncTarget
 
 STS = ResourceRef("apps", "v1", "statefulsets", "StatefulSet", namespaced=True)
 

@@ -271,7 +271,7 @@ def test_choices_come_from_where_the_flows_read_them() -> None:
     from fracctl.adapters.render import RENDERERS
     from fracctl.cli import probe as probe_cli
     from fracctl.cli import render as render_cli
-    from fracctl.core.backends import NAMES as BACKENDS
+    from fracctl.core.gitops.backends import NAMES as BACKENDS
     from fracctl.flows.guards.probe import EXPECT
 
     assert get_args(render_cli.Renderer) == RENDERERS

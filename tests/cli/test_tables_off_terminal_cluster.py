@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from fracctl.core.drift_report import value_text
+from fracctl.core.drift.report import value_text
 from fracctl.errors import ExitCode
 from tests.support.helpers import Cluster
 from tests.support.recreate_fixtures import Incident, make_incident

@@ -210,7 +210,7 @@ def test_loading_the_configuration_imports_nothing_above_config(tmp_path: Path) 
     script = (
         "import sys\n"
         "from fracctl.config import load\n"
-        "from fracctl.core.backends import sections\n"
+        "from fracctl.core.gitops.backends import sections\n"
         f"c = load({str(config)!r}, env={{}})\n"
         "for name in sections():\n"
         "    c.section(name)\n"

@@ -10,8 +10,8 @@ import pytest
 import yaml
 
 from fracctl.config.view import effective
-from fracctl.core import backends as registry
-from fracctl.core.backends import BackendEntry
+from fracctl.core.gitops import backends as registry
+from fracctl.core.gitops.backends import BackendEntry
 from fracctl.errors import ConfigError, ExitCode
 from fracctl.redact import MASK
 from tests.support.helpers import run_cli

@@ -6,8 +6,7 @@ from typing import Any
 
 import pytest
 
-from fracctl.core.crd import fractioning_crd
-from fracctl.core.immutability import (
+from fracctl.core.drift.immutability import (
     BUILTIN_SOURCE,
     IMMUTABLE,
     TRANSITION,
@@ -21,6 +20,7 @@ from fracctl.core.immutability import (
     split_path,
     without,
 )
+from fracctl.core.fractions.crd import fractioning_crd
 
 SELECTOR_MESSAGE = (
     "nodeSelector is immutable; delete and recreate the GpuFractioningConfig to change it"

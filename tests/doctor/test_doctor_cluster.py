@@ -13,9 +13,9 @@ import pytest
 
 from fracctl import config as cfg
 from fracctl.adapters.kube import Kube
-from fracctl.core.crd import kai_config_crd
 from fracctl.core.doctor import CHECK_IDS, DAEMONSETS, DEPLOYMENTS, KAI_CONFIG, RUNTIME_CLASSES
-from fracctl.core.resources import CRDS, EVENTS, NODES, PODS
+from fracctl.core.fractions.crd import kai_config_crd
+from fracctl.core.kube.resources import CRDS, EVENTS, NODES, PODS
 from fracctl.errors import ApiError, Conflict, ExitCode, NotFound
 from fracctl.flows.context import Context
 from fracctl.flows.doctor import doctor

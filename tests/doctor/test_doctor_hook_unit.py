@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 from fracctl import config as cfg
-from fracctl.core import helm_release as hr
 from fracctl.core.doctor import Snapshot, diagnose
+from fracctl.core.gitops import helm_release as hr
 from fracctl.flows.doctor import settings
 from tests.support.helpers import unit_context
 

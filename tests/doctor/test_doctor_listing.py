@@ -20,7 +20,7 @@ from fracctl.core.doctor import CHECKS, DoctorReport, Finding, Signature, Snapsh
 from fracctl.core.doctor.helpers import listing
 from fracctl.core.doctor.model import CheckResult
 from fracctl.core.doctor.taints import gpu_nodes_for_gpu_pods
-from fracctl.core.fractional import AnnotationMatcher
+from fracctl.core.fractions.fractional import AnnotationMatcher
 from fracctl.flows.doctor import settings
 from tests.support.helpers import unit_context
 

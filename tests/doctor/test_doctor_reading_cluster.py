@@ -15,12 +15,12 @@ from typing import Any
 import pytest
 
 from fracctl import config as cfg
-from fracctl.adapters.kube import Kube, podpage
+from fracctl.adapters.kube import Kube, podpage, podpage_json
 from fracctl.core.doctor import DAEMONSETS, Snapshot, diagnose, gpu_nodes, model
 from fracctl.core.doctor.helpers import fractions_of
 from fracctl.core.doctor.model import NAMESPACE_POD_FIELDS, SCAN_POD_FIELDS
-from fracctl.core.fractional import PodKind, classify, unfinished_selector
-from fracctl.core.resources import NODES, PODS
+from fracctl.core.fractions.fractional import PodKind, classify, unfinished_selector
+from fracctl.core.kube.resources import NODES, PODS
 from fracctl.flows.context import Context
 from fracctl.flows.doctor import settings, snapshot
 from fracctl.flows.doctor.pods import StrayPod
@@ -255,7 +255,7 @@ def test_each_pods_picked_fields_are_its_json_cut_to_them(
     }
     assert picked.keys() == whole.keys()
     for key, pod in picked.items():
-        assert pod == podpage.prune(whole[key], pick), key
+        assert pod == podpage_json.prune(whole[key], pick), key
     # What the checks read is there, with the JSON's types.
     assert picked[f"{ML}/frac-root"]["spec"]["containers"][0]["securityContext"] == {"runAsUser": 0}
     assert picked[f"{ML}/frac-root"]["spec"]["initContainers"][0]["securityContext"] == {
@@ -274,7 +274,7 @@ def test_a_json_answer_is_cut_to_the_same_fields(cluster: Cluster) -> None:
     _seed(cluster)
     pick = podpage.compile_pod(NAMESPACE_POD_FIELDS)
     page = cluster.kube.request("GET", PODS.path(namespace=RESERVATION))
-    from_json = podpage.pod_page_json(page, pick).pods
+    from_json = podpage_json.pod_page_json(page, pick).pods
     walked = [
         p for pg in cluster.kube.picked_pod_pages(pick, namespace=RESERVATION) for p in pg.pods
     ]

@@ -8,7 +8,7 @@ from typing import Any
 
 from fracctl import config as cfg
 from fracctl.core.doctor import CHECK_IDS, Snapshot, diagnose
-from fracctl.core.podspec import image_tag, root_problems, unpinned
+from fracctl.core.kube.podspec import image_tag, root_problems, unpinned
 from fracctl.flows.doctor import settings
 from tests.support.helpers import unit_context
 
@@ -128,7 +128,7 @@ def test_a_live_selector_that_takes_a_denied_class_is_said_and_no_wait_is_advise
 def test_every_gpu_resource_name_holds_its_patterns_fragment() -> None:
     import fnmatch
 
-    from fracctl.core.podspec import DEFAULT_GPU_RESOURCES, gpu_name_fragments
+    from fracctl.core.kube.podspec import DEFAULT_GPU_RESOURCES, gpu_name_fragments
 
     fragments = gpu_name_fragments()
     assert fragments == (
@@ -177,7 +177,7 @@ def test_a_fenced_node_is_not_read_as_agents_that_never_started() -> None:
     """While a drain runs, node-readiness and pending-fractional-pods leave the fence to
     drain-fence, which names the run; neither says the daemons are not running."""
     from fracctl.core.drain import FENCE_REASON, fence_condition
-    from fracctl.core.kai_words import not_ready
+    from fracctl.core.fractions.kai_words import not_ready
 
     s = doctor_settings()
     fence = fence_condition(s.condition, "3060ba5a", "GpuFractioningConfig/default", "t")

@@ -15,8 +15,8 @@ import pytest
 
 from fracctl.core.clock import utc_timestamp
 from fracctl.core.drain import POD_GROUP
-from fracctl.core.nodes import condition
-from fracctl.core.resources import DEPLOYMENTS, NODES, PDBS, PODS
+from fracctl.core.kube.nodes import condition
+from fracctl.core.kube.resources import DEPLOYMENTS, NODES, PDBS, PODS
 from fracctl.errors import ExitCode, ExternalError
 from fracctl.flows import drain
 from fracctl.sandbox.agents import kwok_delays
@@ -475,7 +475,7 @@ def test_an_admitted_eviction_is_not_finished_on_a_record_it_cannot_trust(
     """A record that lapses within the margin (the delete could land after the budget took
     the pod back) or that predates the pod (an older pod of the same name) is waited for."""
     from fracctl.core.drain import DELETION_TIMEOUT, FINISH_MARGIN
-    from fracctl.core.lock import parse_time
+    from fracctl.core.recreate.lock import parse_time
 
     with busy_cluster(cluster, tmp_path, groups=1, per_group=2) as busy:
         pod = sorted(busy.pods("app=frac"), key=lambda p: p["metadata"]["name"])[0]
@@ -525,8 +525,8 @@ def test_the_lease_the_fence_and_the_journal_name_one_run_and_doctor_says_so(
     journal name the same run, and doctor reports the fence as that run's drain under way
     (not as agents that never started, nor pending pods whose daemons do not run)."""
     from fracctl.core.drain import fence_run
-    from fracctl.core.lock import run_of
-    from fracctl.core.resources import LEASES
+    from fracctl.core.kube.resources import LEASES
+    from fracctl.core.recreate.lock import run_of
     from fracctl.flows.recreate import recreate
 
     with busy_cluster(cluster, tmp_path, groups=1, per_group=2) as busy:

@@ -15,7 +15,7 @@ from fracctl.core.drain import (
     fence_run,
     groups_of,
 )
-from fracctl.core.labels import selector_matches
+from fracctl.core.kube.labels import selector_matches
 
 
 def pod(

@@ -19,8 +19,8 @@ import respx
 from fracctl.adapters.argocd import ArgoCD
 from fracctl.config import ArgoCDConfig
 from fracctl.errors import ExitCode
-from fracctl.flows.backends.argocd_sync import sync_resource_and_wait
 from fracctl.flows.drift import SYNCED_BUT_DIFFERS
+from fracctl.flows.engines.argocd.sync import sync_resource_and_wait
 from tests.support.argocd_standin import ArgoCDStandIn
 from tests.support.helpers import Cluster, run_cli
 

@@ -17,7 +17,7 @@ from fracctl import config as cfg
 from fracctl.adapters.git import init_repo
 from fracctl.adapters.kube import Kube
 from fracctl.core import drift as d
-from fracctl.core.resources import ResourceRef
+from fracctl.core.kube.resources import ResourceRef
 from fracctl.errors import ExitCode, NotFound
 from fracctl.flows import drift as flow
 from fracctl.flows.context import Context
@@ -281,7 +281,7 @@ def test_deployment_selector_change_needs_recreate_with_the_api_servers_message(
 def test_the_next_step_for_another_kind_names_its_procedure_or_refusal(
     cluster: Cluster, objects: Objects
 ) -> None:
-    from fracctl.core.drift_report import describe
+    from fracctl.core.drift.report import describe
 
     objects.create(deployment("web", {"app": "web"}, replicas=0))
     ctx = context(cluster.kubeconfig)

@@ -10,11 +10,11 @@ import pytest
 from junitparser import Failure, JUnitXml
 
 from fracctl.core import drift as d
-from fracctl.core import rejection
-from fracctl.core.crd import fractioning_crd
-from fracctl.core.drift_report import annotation, describe, to_github, to_junit, value_text
-from fracctl.core.helm_release import hook_of
-from fracctl.core.immutability import builtin_rules, rules_from_crd
+from fracctl.core.drift import rejection
+from fracctl.core.drift.immutability import builtin_rules, rules_from_crd
+from fracctl.core.drift.report import annotation, describe, to_github, to_junit, value_text
+from fracctl.core.fractions.crd import fractioning_crd
+from fracctl.core.gitops.helm_release import hook_of
 from fracctl.errors import Cause
 
 CEL = "nodeSelector is immutable; delete and recreate the GpuFractioningConfig to change it"
@@ -402,7 +402,7 @@ def test_annotation_escaping(message: str, expected: str) -> None:
 
 
 def test_a_hook_is_drift_and_its_description_never_says_prune() -> None:
-    from fracctl.core import drift_report
+    from fracctl.core.drift import report as drift_report
 
     hooked = {
         "metadata": {
@@ -433,7 +433,7 @@ def test_a_hook_is_drift_and_its_description_never_says_prune() -> None:
 
 def test_a_hook_fracctl_carries_is_not_drift_while_in_sync() -> None:
     """``recreate.backend: helm``: the chart's hook is the chosen path, said, not a finding."""
-    from fracctl.core import drift_report
+    from fracctl.core.drift import report as drift_report
 
     hook = hook_of(None, {"metadata": {"annotations": {"helm.sh/hook": "post-upgrade"}}})
     assert hook is not None

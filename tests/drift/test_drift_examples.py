@@ -14,7 +14,7 @@ from ruamel.yaml import YAML
 from fracctl import config as cfg
 from fracctl.adapters.kube import Kube
 from fracctl.core import drift as d
-from fracctl.core.resources import NAMESPACES
+from fracctl.core.kube.resources import NAMESPACES
 from fracctl.errors import Conflict, ExitCode, Forbidden, NotFound
 from fracctl.flows import drift as flow
 from fracctl.flows.context import Context

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from fracctl.core.doctor.helpers import gpu_nodes, name_of
 from fracctl.core.doctor.model import DoctorSettings, Signature, Snapshot, check
-from fracctl.core.fractional import AnnotationMatcher
-from fracctl.core.podspec import mapping
+from fracctl.core.fractions.fractional import AnnotationMatcher
+from fracctl.core.kube.podspec import mapping
 
 
 @check("cordoned-gpu-nodes", "no GPU node is cordoned", reads=("nodes",))

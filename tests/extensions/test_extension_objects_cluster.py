@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from fracctl.core import backends as registry
-from fracctl.core.backends import BackendEntry
+from fracctl.core.gitops import backends as registry
+from fracctl.core.gitops.backends import BackendEntry
 from fracctl.errors import ExitCode
 from tests.kinds.test_recreate_kinds_cluster import RBAC, binding
 from tests.support.helpers import run_cli
@@ -25,9 +25,9 @@ def stamped_objects(monkeypatch: pytest.MonkeyPatch) -> None:
     entry = BackendEntry(
         "stamped",
         "server-side apply under its own field manager",
-        f"{HERE}.stamped_backend:StampedBackend",
-        section=f"{HERE}.stamped_backend:StampedConfig",
-        objects=f"{HERE}.stamped_backend:stamped_creator",
+        f"{HERE}.stamped.backend:StampedBackend",
+        section=f"{HERE}.stamped.backend:StampedConfig",
+        objects=f"{HERE}.stamped.objects:stamped_creator",
     )
     monkeypatch.setattr(registry, "REGISTRY", (*registry.REGISTRY, entry))
 

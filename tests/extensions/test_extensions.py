@@ -16,10 +16,10 @@ import pytest
 from fracctl import config as cfg
 from fracctl.adapters.git import git
 from fracctl.cli import main
-from fracctl.core import backends as registry
-from fracctl.core.backends import BackendEntry
 from fracctl.core.doctor import Snapshot, diagnose
 from fracctl.core.doctor import registry as doctor_registry
+from fracctl.core.gitops import backends as registry
+from fracctl.core.gitops.backends import BackendEntry
 from fracctl.core.lint import registry as lint_registry
 from fracctl.core.lint.engine import check as lint
 from fracctl.errors import ExitCode
@@ -35,13 +35,13 @@ HERE = "tests.extensions"
 
 @pytest.fixture
 def stamped(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The one line in fracctl/core/backends.py's REGISTRY."""
+    """The one line in fracctl/core/gitops/backends.py's REGISTRY."""
     entry = BackendEntry(
         "stamped",
         "server-side apply under its own field manager",
-        f"{HERE}.stamped_backend:StampedBackend",
-        rbac=f"{HERE}.stamped_backend:rbac_rules",
-        section=f"{HERE}.stamped_backend:StampedConfig",
+        f"{HERE}.stamped.backend:StampedBackend",
+        rbac=f"{HERE}.stamped.backend:rbac_rules",
+        section=f"{HERE}.stamped.backend:StampedConfig",
     )
     monkeypatch.setattr(registry, "REGISTRY", (*registry.REGISTRY, entry))
 

@@ -13,7 +13,7 @@ import pytest
 
 from fracctl import config as cfg
 from fracctl.core.drift import DriftReport
-from fracctl.core.drift_report import fleet_junit, to_github
+from fracctl.core.drift.report import fleet_junit, to_github
 from fracctl.errors import ConfigError, ExitCode, Refused, TimedOut, Unreachable
 from fracctl.flows import fleet
 from fracctl.flows.context import Context

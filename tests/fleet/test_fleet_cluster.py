@@ -7,7 +7,7 @@ import shlex
 import xml.etree.ElementTree as ET
 from contextlib import ExitStack
 
-from fracctl.core.resources import NODES
+from fracctl.core.kube.resources import NODES
 from fracctl.errors import ExitCode
 from fracctl.flows import fleet as fleet_flow
 from fracctl.sandbox.operator_sim import NEVER_READY

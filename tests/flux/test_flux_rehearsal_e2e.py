@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from fracctl.core.resources import ResourceRef
+from fracctl.core.kube.resources import ResourceRef
 from fracctl.errors import ExitCode
 from tests.support.flux_real import RealFlux, ready
 from tests.support.helpers import commit_all, run_cli

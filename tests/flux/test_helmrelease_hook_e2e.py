@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from fracctl.adapters.git import init_repo
-from fracctl.core.resources import LEASES, PODS
+from fracctl.core.kube.resources import LEASES, PODS
 from fracctl.errors import ExitCode
 from fracctl.sandbox.operator_sim import OperatorSimulation, SimulationThread
 from tests.support.config_files import write_config
@@ -203,7 +203,7 @@ def test_a_helmrelease_that_has_not_tried_git_is_refused(hook: HookRelease) -> N
 def test_a_helmrelease_that_would_not_run_the_hook_safely_is_refused(
     hook: HookRelease, spec: Obj, said: str
 ) -> None:
-    from fracctl.core.resources import HELMRELEASES
+    from fracctl.core.kube.resources import HELMRELEASES
 
     hook.want_opt_in()
     uid, failed = hook.uid(), int(hook.history()["version"])
@@ -285,7 +285,7 @@ def test_killed_then_the_rerun_converges(hook: HookRelease, moment: str, sig: in
 
 
 def _armed(h: HookRelease) -> bool:
-    from fracctl.core.guard_policy import DELEGATE
+    from fracctl.core.recreate.guard_policy import DELEGATE
 
     lease = h.cluster.kube.get_or_none(LEASES, "fracctl-recreate", "fracctl-test")
     return bool(((lease or {}).get("metadata") or {}).get("annotations", {}).get(DELEGATE))
@@ -296,7 +296,7 @@ def test_an_upgrade_that_fails_after_the_delete_says_the_way_back_and_the_rerun_
 ) -> None:
     """A second finalizer nobody releases holds the old config: helm-controller's hook
     cannot create git's, its upgrade fails; once released, the rerun converges."""
-    from fracctl.core.resources import HELMRELEASES
+    from fracctl.core.kube.resources import HELMRELEASES
 
     hook.want_opt_in()
     failed = int(hook.history()["version"])

@@ -204,7 +204,7 @@ def test_guarded_refusal_then_convergence_with_the_policy_installed(
 
 
 def _delete_pod(incident: ChartIncident, name: str, namespace: str) -> None:
-    from fracctl.core.resources import PODS
+    from fracctl.core.kube.resources import PODS
 
     incident.cluster.kube.delete(PODS, name, namespace, grace_period=0)
 
@@ -212,8 +212,8 @@ def _delete_pod(incident: ChartIncident, name: str, namespace: str) -> None:
 def test_a_release_pending_for_another_reason_is_refused(
     incident: ChartIncident, operator: SimulationThread
 ) -> None:
-    from fracctl.core import helm_release
-    from fracctl.flows.backends.helm import SECRETS
+    from fracctl.core.gitops import helm_release
+    from fracctl.flows.engines.helm.release import SECRETS
 
     kube = incident.cluster.kube
     rel = incident.release()

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from fracctl.core import helm_release
-from fracctl.core.recreate_plan import (
+from fracctl.core.gitops import helm_release
+from fracctl.core.recreate.plan import (
     FULL,
     NOTHING_TO_DO,
     RESUME_READY,

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from fracctl.errors import ExitCode
-from fracctl.flows.kinds.helm import MANAGED_BY, RELEASE_NAME, RELEASE_NAMESPACE
+from fracctl.flows.engines.helm.objects import MANAGED_BY, RELEASE_NAME, RELEASE_NAMESPACE
 from tests.support.helm import Helm
 from tests.support.helm_release_fixtures import RELEASE, HelmShop, helm_shop
 from tests.support.helpers import Cluster, run_cli
@@ -187,8 +187,8 @@ def test_a_kind_refusal_holds_through_helm(hshop: HelmShop, db: Obj) -> None:
 
 
 def test_a_release_another_helm_operation_holds_is_refused(hshop: HelmShop, db: Obj) -> None:
-    from fracctl.core import helm_release
-    from fracctl.flows.backends.helm import SECRETS
+    from fracctl.core.gitops import helm_release
+    from fracctl.flows.engines.helm.release import SECRETS
 
     hshop.commit(statefulset(hshop.shop, service="db-v2"))
     ns = hshop.shop.ns

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from fracctl.core.rehearsal import ARGOCD_TRACKING
+from fracctl.core.recreate.rehearsal import ARGOCD_TRACKING
 from fracctl.errors import ExitCode
 from tests.support.argocd_real import RealArgoCD
 from tests.support.helpers import run_cli

@@ -245,7 +245,7 @@ def binding(role: str) -> Obj:
 
 def test_a_rolebinding_role_ref_changes_behind_a_bridge(shop: Shop) -> None:
     from fracctl import config as cfg
-    from fracctl.core.resources import PODS
+    from fracctl.core.kube.resources import PODS
     from fracctl.flows.context import Context
     from fracctl.flows.kinds import recreate_object
 

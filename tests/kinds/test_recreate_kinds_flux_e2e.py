@@ -150,7 +150,11 @@ def test_sigkill_while_flux_is_suspended_then_the_rerun_resumes_it(
         args = ["-c", str(shop.config), "recreate", "StatefulSet/db", "-n", shop.ns,
                 "--backend", "flux", "--yes"]  # fmt: skip
         env = {**os.environ, "FRACCTL_TIMEOUTS_LOCK_LEASE": "2s"}
-        assert kill_when(args, env, reached, jitter=0.0, what=moment), "the run ended first"
+        said: list[str] = []
+        ended = "the run ended first; it said:\n"
+        assert kill_when(args, env, reached, jitter=0.0, what=moment, said=said), ended + "".join(
+            said
+        )
         assert flux.kustomization()["spec"].get("suspend") is True
         time.sleep(2.5)  # the dead holder's lease expires
         r = run_cli(*args)

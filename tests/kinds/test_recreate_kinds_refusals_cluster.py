@@ -13,7 +13,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from fracctl.core.resources import PVCS, STORAGE_CLASSES
+from fracctl.core.kube.resources import PVCS, STORAGE_CLASSES
 from fracctl.errors import ExitCode
 from tests.support.helpers import run_cli
 from tests.support.kinds_fixtures import Shop, identity, statefulset

@@ -17,8 +17,8 @@ from typing import Any
 
 import pytest
 
-from fracctl.core.nodes import condition
-from fracctl.core.resources import DAEMONSETS, NODES, PODS, ResourceRef
+from fracctl.core.kube.nodes import condition
+from fracctl.core.kube.resources import DAEMONSETS, NODES, PODS, ResourceRef
 from fracctl.errors import ApiError
 from fracctl.sandbox.agents import POD_SELECTOR, kwok_delays
 from fracctl.sandbox.controllers import SLOW_DELETE
@@ -82,7 +82,7 @@ def evict(cluster: Cluster, ns: str, pod: dict[str, Any]) -> dict[str, Any]:
 def test_a_budget_follows_its_pods_and_the_eviction_api_honours_it(
     cluster: Cluster, ns: str
 ) -> None:
-    from fracctl.core.resources import DEPLOYMENTS
+    from fracctl.core.kube.resources import DEPLOYMENTS
 
     cluster.node("cpu-0")
     kube = cluster.kube

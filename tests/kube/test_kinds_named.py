@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from fracctl.core.resources import ServedResource, kinds_named
+from fracctl.core.kube.resources import ServedResource, kinds_named
 
 SERVED = [
     ServedResource("apps", "StatefulSet", "statefulsets", "statefulset", ("sts",)),

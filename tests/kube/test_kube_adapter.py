@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from fracctl.adapters.kube import Kube
-from fracctl.core.nodes import selector_of
-from fracctl.core.resources import NODES
+from fracctl.core.kube.nodes import selector_of
+from fracctl.core.kube.resources import NODES
 from fracctl.errors import ExitCode, ExternalError, Unreachable
 from tests.support.canned import CannedServer, kube_at
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from fracctl.adapters.kube import Kube
-from fracctl.core.resources import NODES
+from fracctl.core.kube.resources import NODES
 from fracctl.errors import ConfigError, ExitCode
 from tests.support.helpers import Result, run_cli
 

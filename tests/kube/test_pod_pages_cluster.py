@@ -8,7 +8,7 @@ import threading
 import pytest
 
 from fracctl.adapters.kube import Kube, podscan, wire
-from fracctl.core.resources import PODS
+from fracctl.core.kube.resources import PODS
 from fracctl.errors import ApiError, ExternalError
 from tests.support.canned import CannedServer, kube_at
 from tests.support.helpers import Cluster

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from fracctl.adapters.kube import podpage, wire
+from fracctl.adapters.kube import podpage, podpage_json, wire
 from fracctl.adapters.kube.wire import ProtoError
 from tests.kube.test_podpage_scan import envelope, field
 
@@ -99,7 +99,7 @@ def test_json_is_cut_to_the_same_fields() -> None:
                        "terminated": {"exitCode": 0, "reason": "Completed"}}}]},
     }  # fmt: skip
     walked = podpage.pod_page(_page(_pod()), pick).pods
-    assert podpage.pod_page_json({"items": [whole]}, pick).pods == walked
+    assert podpage_json.pod_page_json({"items": [whole]}, pick).pods == walked
 
 
 def test_absent_and_empty_fields_are_left_out_and_empty_messages_kept() -> None:
@@ -108,7 +108,7 @@ def test_absent_and_empty_fields_are_left_out_and_empty_messages_kept() -> None:
     assert podpage.pod_page(_page(pod), pick).pods == [
         {"metadata": {"name": "x"}, "spec": {"securityContext": {}}}
     ]
-    assert podpage.prune({"metadata": {"name": "x"}, "spec": {"nodeName": "",
+    assert podpage_json.prune({"metadata": {"name": "x"}, "spec": {"nodeName": "",
                            "securityContext": {}, "containers": []}}, pick) == {
         "metadata": {"name": "x"}, "spec": {"securityContext": {}}}  # fmt: skip
 
@@ -169,7 +169,7 @@ def test_a_json_page_is_refined_without_its_bytes() -> None:
         return podpage.REREAD if name == {"name": "a"} else None if name == {"name": "c"} else pod
 
     items = [{"metadata": {"name": n}, "spec": {"nodeName": "gpu-0"}} for n in ("a", "b", "c")]
-    page = podpage.pod_page_json({"items": items}, narrow, podpage.Refine(wide, judge))
+    page = podpage_json.pod_page_json({"items": items}, narrow, podpage.Refine(wide, judge))
     assert page.pods == [
         {"metadata": {"name": "a"}, "spec": {"nodeName": "gpu-0"}},
         {"metadata": {"name": "b"}},
@@ -195,7 +195,7 @@ def test_where_the_containers_lie_holds_them_and_nothing_else_of_the_pod() -> No
     assert "containers@" in whole["spec"]
     # A JSON answer has no bytes to point into.
     json_pod = {"spec": {"nodeName": "n", "containers": [{"name": "main"}]}}
-    assert podpage.prune(json_pod, pick) == {"spec": {"nodeName": "n"}}
+    assert podpage_json.prune(json_pod, pick) == {"spec": {"nodeName": "n"}}
 
 
 def test_a_walk_stops_past_the_last_field_it_wants() -> None:

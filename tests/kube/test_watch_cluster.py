@@ -15,8 +15,8 @@ from typing import Any
 
 from fracctl.adapters.kube import Kube
 from fracctl.core.clock import SystemClock
-from fracctl.core.nodes import is_ready
-from fracctl.core.resources import NODES, ResourceRef
+from fracctl.core.kube.nodes import is_ready
+from fracctl.core.kube.resources import NODES, ResourceRef
 from fracctl.errors import Unreachable
 from fracctl.sandbox import controlplane
 from tests.support.helpers import Cluster

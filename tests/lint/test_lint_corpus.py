@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from fracctl.core import lint as core_lint
-from fracctl.core.podspec import path_string, pod_template, pod_templates
+from fracctl.core.kube.podspec import path_string, pod_template, pod_templates
 from fracctl.errors import ExitCode
 from tests.support.helpers import run_cli
 

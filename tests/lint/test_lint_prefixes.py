@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from fracctl.core.fractional import agent_prefixes, memory_key_container, quantity_bytes
+from fracctl.core.fractions.fractional import agent_prefixes
+from fracctl.core.fractions.memory import memory_key_container, quantity_bytes
 from fracctl.errors import ExitCode
 from tests.support.helpers import run_cli
 

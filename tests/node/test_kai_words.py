@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from fracctl.core import kai_words as kai
-from fracctl.flows.guards.probe import PodFate, PodProbeResult, decide
+from fracctl.core.fractions import kai_words as kai
+from fracctl.flows.guards.probe import PodProbeResult
+from fracctl.flows.guards.probe_pod import PodFate, decide
 
 # pkg/scheduler/plugins/gpusharingnodevalidation/gpusharingnodevalidation.go
 # (kai-scheduler/KAI-Scheduler): checkNvFractionalGPUReadyCondition

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from fracctl.adapters.kube import Kube
-from fracctl.core.resources import NODES
+from fracctl.core.kube.resources import NODES
 from fracctl.errors import ExitCode, Refused, UsageError
 from fracctl.flows.context import Context
 from fracctl.flows.guards.nodes import label as label_nodes

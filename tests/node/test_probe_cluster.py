@@ -15,10 +15,11 @@ from typing import Any
 import pytest
 
 from fracctl.adapters.kube import Kube
-from fracctl.core.resources import PODS
+from fracctl.core.kube.resources import PODS
 from fracctl.errors import ExitCode, Unreachable
 from fracctl.flows.context import Context
-from fracctl.flows.guards.probe import PROBE_LABEL, PodFate, probe
+from fracctl.flows.guards.probe import probe
+from fracctl.flows.guards.probe_pod import PROBE_LABEL, PodFate
 from fracctl.sandbox.kai_sim import KaiSimulation, KaiSimulationThread
 from tests.support.helpers import Cluster, run_cli
 

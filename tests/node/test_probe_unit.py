@@ -5,12 +5,11 @@ from __future__ import annotations
 import pytest
 
 from fracctl import config as cfg
+from fracctl.core.fractions.kai_words import NOT_READY
 from fracctl.errors import ExitCode, UsageError
-from fracctl.flows.guards.probe import (
-    EXPECT,
-    NOT_READY,
+from fracctl.flows.guards.probe import EXPECT, PodProbeResult
+from fracctl.flows.guards.probe_pod import (
     PodFate,
-    PodProbeResult,
     decide,
     fraction_request,
     parse_memory,

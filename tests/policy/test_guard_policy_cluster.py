@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 
 from fracctl.adapters.kube import Kube
-from fracctl.core.guard_policy import PARAM_LABEL, REQUESTER, message, policy_name
-from fracctl.core.resources import LEASES
+from fracctl.core.kube.resources import LEASES
+from fracctl.core.recreate.guard_policy import PARAM_LABEL, REQUESTER, message, policy_name
 from fracctl.errors import ExitCode, FracctlError
 from fracctl.flows.policy import BINDINGS, POLICIES
 from fracctl.flows.recreate.lock import LeaseLock

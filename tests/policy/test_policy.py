@@ -6,22 +6,20 @@ import pytest
 
 from fracctl import config as cfg
 from fracctl.config import LabelsConfig
-from fracctl.core.nodes import node_name_problems
-from fracctl.core.policy import (
+from fracctl.core.fractions.findings import denied_selected, node_findings, selector_findings
+from fracctl.core.fractions.policy import (
     PolicyRule,
     Verdict,
-    denied_selected,
     is_denied,
     is_gpu_node,
     label_decision,
-    node_findings,
     parse_selector,
     product_matches,
     product_words,
-    selector_findings,
     standing,
 )
-from fracctl.core.resources import NODES
+from fracctl.core.kube.nodes import node_name_problems
+from fracctl.core.kube.resources import NODES
 from fracctl.errors import UsageError
 
 P = LabelsConfig()

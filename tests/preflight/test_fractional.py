@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from fracctl.core.fractional import (
+from fracctl.core.fractions.fractional import (
     AnnotationMatcher,
     Fractions,
     PodKind,

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from fracctl.core.fractional import (
+from fracctl.core.fractions.fractional import (
     AGENT_FORMATS,
     Fractions,
     PrefixError,
     agent_prefixes,
-    unread_memory_keys,
 )
+from fracctl.core.fractions.memory import unread_memory_keys
 
 
 def config(prefix: str | None = None, agent: str = "fractioningAgent") -> dict[str, object]:

@@ -10,10 +10,11 @@ import pytest
 
 from fracctl.adapters.git import init_repo
 from fracctl.adapters.kube import Kube
-from fracctl.core.resources import PODS
+from fracctl.core.kube.resources import PODS
 from fracctl.errors import ExitCode
 from fracctl.flows.context import Context
-from fracctl.flows.guards.preflight import run_guards, scan_fractional_pods
+from fracctl.flows.guards.preflight import run_guards
+from fracctl.flows.guards.scan import scan_fractional_pods
 from tests.support.helpers import Cluster, run_cli
 
 OPT_IN = "example.org/gpu-fractions=enabled"

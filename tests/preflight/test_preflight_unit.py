@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from fracctl.core.blast import BlastRadius, Effect, PodRef, blast_radius
-from fracctl.core.fractional import Fractions
-from fracctl.flows.guards.preflight import FractionalScan, GuardCheck, PreflightReport
+from fracctl.core.fractions.fractional import Fractions
+from fracctl.core.recreate.blast import BlastRadius, Effect, PodRef, blast_radius
+from fracctl.flows.guards.preflight import GuardCheck, PreflightReport
+from fracctl.flows.guards.scan import FractionalScan
 
 NODES = {
     "rtx-0": {"class": "rtx", "opt": "on"},

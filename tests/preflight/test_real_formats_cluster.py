@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from fracctl.core.resources import PODS
+from fracctl.core.kube.resources import PODS
 from fracctl.errors import ExitCode
 from tests.support.helpers import Cluster, commit_all, ref_for, run_cli
 from tests.support.recreate_fixtures import Incident, make_incident
@@ -152,7 +152,7 @@ def test_a_whole_gpu_pod_does_not_block(incident: Incident) -> None:
 def test_a_driver_upgrade_on_a_selected_node_refuses(incident: Incident) -> None:
     uid = incident.cluster.live_target()["metadata"]["uid"]  # type: ignore[index]
     incident.cluster.kube.patch(
-        __import__("fracctl.core.resources", fromlist=["NODES"]).NODES,
+        __import__("fracctl.core.kube.resources", fromlist=["NODES"]).NODES,
         "b200-0",
         {"metadata": {"labels": {"nvidia.com/gpu-driver-upgrade-state": "upgrade-required"}}},
     )

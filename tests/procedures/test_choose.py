@@ -7,7 +7,8 @@ from typing import Any
 import pytest
 
 from fracctl.core.drift import FieldDiff, ObjectDrift, immutable_diffs
-from fracctl.core.immutability import builtin_rules
+from fracctl.core.drift.immutability import builtin_rules
+from fracctl.core.kube.resources import split_api_version
 from fracctl.core.procedures import (
     BRIDGE,
     GUARDED,
@@ -20,7 +21,6 @@ from fracctl.core.procedures import (
     Refusal,
     choose,
 )
-from fracctl.core.resources import split_api_version
 
 TARGET = ("gpu-fractioning.kai.scheduler", "GpuFractioningConfig", "default")
 Obj = dict[str, Any]

@@ -17,7 +17,7 @@ from ruamel.yaml import YAML
 
 from fracctl.config import Config, MPSConfig
 from fracctl.core import rbac
-from fracctl.core.resources import NAMESPACES
+from fracctl.core.kube.resources import NAMESPACES
 from fracctl.errors import Conflict, ExitCode
 from fracctl.flows.rbac import params
 from fracctl.sandbox.argocd_local import locate_kustomize

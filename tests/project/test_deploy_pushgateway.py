@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from fracctl.core.resources import NAMESPACES
+from fracctl.core.kube.resources import NAMESPACES
 from fracctl.errors import Conflict, ExitCode
 from tests.project.test_deploy import build, drift_pod, dump_all
 from tests.support.helpers import Cluster, run_cli

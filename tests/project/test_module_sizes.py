@@ -41,5 +41,5 @@ def test_flows_holds_rooms_by_command() -> None:
     loose = {p.name for p in flows.glob("*.py")} - FLOWS_SHARED
     assert not loose, f"give these a room (a package): {sorted(loose)}"
     rooms = {p.name for p in flows.iterdir() if p.is_dir() and p.name != "__pycache__"}
-    assert {"recreate", "guards", "doctor", "drain", "drift", "backends"} <= rooms
+    assert {"recreate", "guards", "doctor", "drain", "drift", "engines"} <= rooms
     assert all((flows / room / "__init__.py").is_file() for room in rooms)

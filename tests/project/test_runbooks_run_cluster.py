@@ -25,7 +25,7 @@ import pytest
 import yaml
 
 from fracctl.adapters.kube import Kube
-from fracctl.core.resources import DEPLOYMENTS, PODS
+from fracctl.core.kube.resources import DEPLOYMENTS, PODS
 from fracctl.errors import ExitCode
 from fracctl.sandbox.agents import kwok_delays
 from fracctl.sandbox.controlplane import ControlPlane

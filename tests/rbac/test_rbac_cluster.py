@@ -22,7 +22,7 @@ import pytest
 from fracctl.adapters.kube import Kube
 from fracctl.config import Config, load
 from fracctl.core import rbac
-from fracctl.core.resources import NAMESPACES, ResourceRef
+from fracctl.core.kube.resources import NAMESPACES, ResourceRef
 from fracctl.errors import Conflict, ExitCode, NotFound
 from fracctl.flows import rbac as flow
 from fracctl.flows.context import Context

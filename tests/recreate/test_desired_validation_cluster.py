@@ -133,7 +133,7 @@ def test_an_empty_selector_needs_recreate_with_one_row_and_no_nil(
     o = flow.check_target(ctx, desired_objects=[{**live, "spec": {"nodeSelector": {}}}])
     assert o.verdict == d.NEEDS_RECREATE, o
     assert [(f.path, f.live, f.desired) for f in o.fields] == [("spec.nodeSelector", OLD, {})]
-    from fracctl.core.drift_report import describe
+    from fracctl.core.drift.report import describe
 
     text = describe(o)
     assert "<nil> is" not in text and "<absent>" not in text, text

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from fracctl.core.operator import deployment_available, lease_renewed
+from fracctl.core.recreate.operator import deployment_available, lease_renewed
 
 NOW = 1_800_000_000.0  # 2027-01-15T08:00:00Z
 WHERE = "gpu-fractioning/gpu-fractioning.kai.scheduler"

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from fracctl.core.nodes import is_ready
-from fracctl.core.resources import LEASES, NODES
+from fracctl.core.kube.nodes import is_ready
+from fracctl.core.kube.resources import LEASES, NODES
 from fracctl.errors import ExitCode, ExternalError, Refused, TimedOut, Unsafe, UsageError
 from fracctl.flows.recreate import BOUNDARIES, recreate
 from fracctl.flows.recreate.window import expected
@@ -65,7 +65,7 @@ def test_recreate_converges_and_records(incident: Incident) -> None:
     assert '"outcome": "recreated"' in audit[-1]
     assert "rtx-pro-6000" in audit[-1] and "gpu-fractions" in audit[-1]
     events = incident.cluster.kube.list(
-        __import__("fracctl.core.resources", fromlist=["EVENTS"]).EVENTS, namespace="default"
+        __import__("fracctl.core.kube.resources", fromlist=["EVENTS"]).EVENTS, namespace="default"
     )
     new_uid = incident.cluster.live_target()["metadata"]["uid"]  # type: ignore[index]
     assert any(
@@ -109,7 +109,7 @@ def test_after_the_last_ready_node_the_run_reads_nothing(incident: Incident) -> 
     assert after.get("POST events") == 1, after
     new_uid = incident.cluster.live_target()["metadata"]["uid"]  # type: ignore[index]
     events = incident.cluster.kube.list(
-        __import__("fracctl.core.resources", fromlist=["EVENTS"]).EVENTS, namespace="default"
+        __import__("fracctl.core.kube.resources", fromlist=["EVENTS"]).EVENTS, namespace="default"
     )
     assert [e["reason"] for e in events if e["involvedObject"].get("uid") == new_uid] == [
         "Recreated"
@@ -210,7 +210,7 @@ def test_stale_lease_is_taken_over_with_a_warning(
 ) -> None:
     from datetime import datetime, timedelta, timezone
 
-    from fracctl.core.lock import lease_spec
+    from fracctl.core.recreate.lock import lease_spec
 
     incident.cluster.namespace("fracctl-test")
     old = datetime.now(timezone.utc) - timedelta(minutes=5)
@@ -232,7 +232,7 @@ def test_stale_lease_is_taken_over_with_a_warning(
 def test_live_lease_of_another_holder_refuses(incident: Incident) -> None:
     from datetime import datetime, timezone
 
-    from fracctl.core.lock import lease_spec
+    from fracctl.core.recreate.lock import lease_spec
 
     incident.cluster.namespace("fracctl-test")
     incident.cluster.kube.create(

@@ -4,8 +4,8 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from fracctl.core import recreate_plan as r
-from fracctl.core.lock import FREE, HELD, MINE, STALE, judge_lease, lease_spec, micro_time
+from fracctl.core.recreate import plan as r
+from fracctl.core.recreate.lock import FREE, HELD, MINE, STALE, judge_lease, lease_spec, micro_time
 
 OLD = {"example.org/gpu-class": "rtx-pro-6000"}
 NEW = {"example.org/gpu-fractions": "enabled"}

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from fracctl.core.resources import LEASES
+from fracctl.core.kube.resources import LEASES
 from fracctl.errors import ExitCode, FracctlError
 from fracctl.flows.recreate import recreate
 from fracctl.flows.recreate.restore import restore

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from fracctl.core.resources import DEPLOYMENTS, NODES
+from fracctl.core.kube.resources import DEPLOYMENTS, NODES
 from fracctl.errors import ExitCode, Refused
 from fracctl.flows.recreate import recreate
 from tests.support.helpers import SMP, Cluster, ref_for, run_cli

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from fracctl import redact as r
-from fracctl.core.resources import EVENTS
+from fracctl.core.kube.resources import EVENTS
 from fracctl.errors import ExitCode
 from tests.redact.test_redact import FORMS, TOKEN, leaked, needles
 from tests.support.argocd_standin import ArgoCDStandIn, grpc_error

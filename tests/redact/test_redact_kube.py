@@ -16,7 +16,7 @@ import pytest
 
 from fracctl import redact as r
 from fracctl.adapters.kube import Kube
-from fracctl.core.resources import NODES
+from fracctl.core.kube.resources import NODES
 from fracctl.errors import ApiError, ConfigError, ExitCode, Unauthorized
 from tests.redact.test_redact import FORMS, leaked, needles
 

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from fracctl.core.rehearsal import (
+from fracctl.core.recreate.rehearsal import (
     Owner,
     cannot_run_agents,
     condition_written,

@@ -24,7 +24,7 @@ from typing import Any
 
 from fracctl.adapters.argocd import ArgoCD
 from fracctl.adapters.kube import Kube
-from fracctl.flows.backends.argocd_sync import wait_operation
+from fracctl.flows.engines.argocd.sync import wait_operation
 from fracctl.sandbox import argocd_local
 from fracctl.sandbox.controlplane import ControlPlane
 from tests.support.helpers import Cluster

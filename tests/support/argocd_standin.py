@@ -51,7 +51,7 @@ from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
 from fracctl.adapters.kube import APPLY_PATCH, Kube
-from fracctl.core.resources import split_api_version
+from fracctl.core.kube.resources import split_api_version
 from fracctl.errors import ApiError, FracctlError, Invalid
 
 QUIRKS = ("swallow-rejection", "skip", "stale-manifests")

@@ -20,8 +20,8 @@ from typing import Any
 from fracctl.adapters.kube import Kube
 from fracctl.core.doctor import KAI_CONFIG
 from fracctl.core.drain import FENCE_REASON, POD_GROUP
-from fracctl.core.nodes import condition
-from fracctl.core.resources import CONFIGMAPS, DEPLOYMENTS, NODES, PDBS, PODS
+from fracctl.core.kube.nodes import condition
+from fracctl.core.kube.resources import CONFIGMAPS, DEPLOYMENTS, NODES, PDBS, PODS
 from fracctl.errors import Conflict, FracctlError, NotFound
 from fracctl.sandbox.agents import kwok_delays
 from fracctl.sandbox.kai_sim import KaiSimulationThread

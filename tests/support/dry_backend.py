@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from fracctl.flows.backends import BackendBase, Obj, Proof, clean_desired
 from fracctl.flows.context import Context
+from fracctl.flows.engines import BackendBase, Obj, Proof, clean_desired
 
 if TYPE_CHECKING:
     import pytest

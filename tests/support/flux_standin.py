@@ -36,8 +36,8 @@ from typing import Any
 
 from fracctl.adapters.flux import API_VERSION, KIND, REQUESTED_AT
 from fracctl.adapters.kube import APPLY_PATCH, Kube
-from fracctl.core.crd import open_crd
-from fracctl.core.resources import CRDS, NAMESPACES
+from fracctl.core.fractions.crd import open_crd
+from fracctl.core.kube.resources import CRDS, NAMESPACES
 from fracctl.errors import ApiError, Conflict, NotFound
 
 GROUP = "kustomize.toolkit.fluxcd.io"

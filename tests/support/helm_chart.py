@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from fracctl.adapters.git import init_repo
-from fracctl.core import helm_release
-from fracctl.flows.backends.helm import SECRETS
+from fracctl.core.gitops import helm_release
+from fracctl.flows.engines.helm.release import SECRETS
 from tests.support.config_files import merged, write_config
 from tests.support.helm import CHART
 from tests.support.helpers import Cluster, commit_all

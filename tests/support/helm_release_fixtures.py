@@ -16,8 +16,8 @@ from typing import Any
 
 import yaml
 
-from fracctl.core import helm_release
-from fracctl.flows.backends.helm import SECRETS
+from fracctl.core.gitops import helm_release
+from fracctl.flows.engines.helm.release import SECRETS
 from tests.support.helm import Helm
 from tests.support.helpers import Cluster, commit_all
 from tests.support.kinds_fixtures import Shop

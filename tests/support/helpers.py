@@ -13,7 +13,7 @@ from typing import Any
 from fracctl.adapters.git import git
 from fracctl.adapters.kube import Kube
 from fracctl.config import Config
-from fracctl.core.resources import (
+from fracctl.core.kube.resources import (
     DAEMONSETS,
     DEPLOYMENTS,
     EVENTS,
@@ -24,7 +24,7 @@ from fracctl.core.resources import (
     ResourceRef,
 )
 from fracctl.errors import Conflict, NotFound
-from fracctl.flows.guards.probe import PROBE_LABEL
+from fracctl.flows.guards.probe_pod import PROBE_LABEL
 from fracctl.sandbox.controllers import KWOK_NODE, KWOK_NODE_VALUE, wait_node_ready
 from tests.support.kubelet import report_ready
 
@@ -499,7 +499,7 @@ def wait_enforced(cluster: Cluster, timeout: float = 30.0) -> None:
     moment after it is created."""
     import time
 
-    from fracctl.core.guard_policy import policy_name
+    from fracctl.core.recreate.guard_policy import policy_name
     from fracctl.errors import FracctlError
 
     t = cluster.config.target

@@ -16,7 +16,7 @@ from typing import Any
 import yaml
 
 from fracctl.adapters.git import init_repo
-from fracctl.core.resources import PODS, ResourceRef
+from fracctl.core.kube.resources import PODS, ResourceRef
 from fracctl.errors import NotFound
 from tests.support.helpers import Cluster, commit_all, pods_report
 
@@ -172,7 +172,7 @@ class Shop:
         """Two cluster IPs no Service holds, from the low band of the service range that
         the API server keeps for IPs asked for by name (a /24 allocates dynamic ones from
         .16 up: a fixed IP there may be another Service's already)."""
-        from fracctl.core.resources import SERVICES
+        from fracctl.core.kube.resources import SERVICES
 
         taken = {ip for svc in self.kube.list(SERVICES)
                  for ip in (svc.get("spec") or {}).get("clusterIPs") or []}  # fmt: skip

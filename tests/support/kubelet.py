@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from fracctl.adapters.kube import Kube
-from fracctl.core.resources import NODES
+from fracctl.core.kube.resources import NODES
 
 SMP = "application/strategic-merge-patch+json"
 

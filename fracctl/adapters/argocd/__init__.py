@@ -5,7 +5,7 @@ to the generic error of its status, with Argo CD's details, and Argo CD's own er
 :mod:`.auth` (the server address and the bearer token), :mod:`.shapes` (what each answer
 must look like, and :func:`checked`) and :mod:`.client` (:class:`ArgoCD` and its plain
 calls). Waiting for an operation and judging how it ended
-is policy, kept in :mod:`fracctl.flows.backends.argocd_sync`.
+is policy, kept in :mod:`fracctl.flows.engines.argocd.sync`.
 
 The bearer token is registered with :mod:`fracctl.redact`, so it is kept out of every
 message, log line and repr in any form a server could echo it in: error bodies are

@@ -15,13 +15,22 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from fracctl.adapters.argocd.auth import Secret, check_token, read_token, server_url
-from fracctl.adapters.argocd.errors import UnexpectedAnswer, clip, error_for
+from fracctl.adapters.argocd.errors import (
+    UnexpectedAnswer,
+    clip,
+    error_for,
+    transport_hint,
+    transport_reason,
+)
 from fracctl.adapters.argocd.shapes import (
     APPLICATION_SHAPE,
     MANAGED_RESOURCES_SHAPE,
     MANIFESTS_SHAPE,
     SYNC_WINDOWS_SHAPE,
+    app_path,
     checked,
+    decode_state,
+    resource_body,
 )
 from fracctl.errors import ApiError, ConfigError, Unreachable, UsageError
 from fracctl.redact import redact
@@ -185,9 +194,13 @@ class ArgoCD:
             ) from e
         except httpx.TransportError as e:
             raise Unreachable(
-                f"cannot reach Argo CD at {self.url}: {self._scrub(_transport_reason(e))}",
-                hint=_transport_hint(e),
+                f"cannot reach Argo CD at {self.url}: {self._scrub(transport_reason(e))}",
+                hint=transport_hint(e),
             ) from e
+        return self._decoded(resp, f"{method} {path}", app)
+
+    def _decoded(self, resp: httpx.Response, what: str, app: str | None) -> Any:
+        """An answer's JSON body ({} when empty); its status's error from 400 on."""
         if resp.status_code >= 400:
             raise error_for(resp.status_code, self._scrub(resp.text), app=app, url=self.url)
         if not resp.content:
@@ -197,7 +210,7 @@ class ArgoCD:
         except ValueError as e:
             kind = resp.headers.get("content-type", "unknown content type")
             raise UnexpectedAnswer(
-                f"{method} {path}: the answer is not JSON ({kind})",
+                f"{what}: the answer is not JSON ({kind})",
                 http_status=resp.status_code,
                 hint=f"is {self.url} the Argo CD API server (not the UI or a proxy page)?",
             ) from e
@@ -214,7 +227,7 @@ class ArgoCD:
         """
         if refresh not in (None, "normal", "hard"):
             raise UsageError(f"refresh must be normal or hard, got {refresh!r}")
-        path, params = _app_path(name)
+        path, params = app_path(name)
         doc = self.request(
             "GET",
             path,
@@ -231,7 +244,7 @@ class ArgoCD:
         ``patchType`` (``argocd app patch --type merge``); it needs the ``update`` action
         on the application.
         """
-        path, params = _app_path(name)
+        path, params = app_path(name)
         body: Obj = {"name": path.rsplit("/", 1)[-1], "patch": json.dumps(patch),
                      "patchType": "merge", **params}  # fmt: skip
         doc = self.request("PATCH", path, body=body, app=name)
@@ -272,7 +285,7 @@ class ArgoCD:
             name: the application.
             **filters: ``group``, ``kind``, ``namespace``, ``name``, ``version``.
         """
-        path, params = _app_path(name)
+        path, params = app_path(name)
         doc = self.request(
             "GET", f"{path}/managed-resources", params={**params, **filters}, app=name
         )
@@ -283,7 +296,7 @@ class ArgoCD:
             item = dict(item)
             for key in ("liveState", "targetState", "normalizedLiveState", "predictedLiveState"):
                 if key in item:
-                    item[key] = _decode_state(item[key], f"{key} of {item.get('name', '?')}")
+                    item[key] = decode_state(item[key], f"{key} of {item.get('name', '?')}")
             out.append(item)
         return out
 
@@ -302,7 +315,7 @@ class ArgoCD:
         The repo server resolves ``revision`` (default: the application's
         ``targetRevision``) itself, so this is what a sync started now would apply.
         """
-        path, params = _app_path(name)
+        path, params = app_path(name)
         doc = self.request(
             "GET", f"{path}/manifests", params={**params, "revision": revision}, app=name
         )
@@ -310,7 +323,7 @@ class ArgoCD:
         body = checked(doc, MANIFESTS_SHAPE, what, url=self.url)
         out: list[Obj] = []
         for m in body.get("manifests") or []:
-            decoded = _decode_state(m, "manifest")
+            decoded = decode_state(m, "manifest")
             if decoded is not None:
                 out.append(decoded)
         return out, str(body.get("revision") or "")
@@ -321,7 +334,7 @@ class ArgoCD:
         ``canSync`` is Argo CD's own answer for a manual sync started now (a deny window,
         or an allow window that is not open, with ``manualSync: false``, makes it false).
         """
-        path, params = _app_path(name)
+        path, params = app_path(name)
         doc = self.request("GET", f"{path}/syncwindows", params=params, app=name)
         return checked(doc, SYNC_WINDOWS_SHAPE, f"GET sync windows of {name}", url=self.url)
 
@@ -349,14 +362,14 @@ class ArgoCD:
         Raises:
             OperationInProgress: another operation runs on the application.
         """
-        path, params = _app_path(name)
+        path, params = app_path(name)
         body: Obj = {"prune": prune, "dryRun": dry_run}
         if params:
             body["appNamespace"] = params["appNamespace"]
         if revision:
             body["revision"] = revision
         if resources is not None:
-            body["resources"] = [_sync_resource(r) for r in resources]
+            body["resources"] = [resource_body(r) for r in resources]
         if sync_options is not None:
             body["syncOptions"] = {"items": list(sync_options)}
         doc = self.request("POST", f"{path}/sync", body=body, app=name)
@@ -368,7 +381,7 @@ class ArgoCD:
         Returns:
             True when an operation was asked to terminate, False when none was running.
         """
-        path, params = _app_path(name)
+        path, params = app_path(name)
         try:
             self.request("DELETE", f"{path}/operation", params=params, app=name)
         except ApiError as e:
@@ -376,54 +389,3 @@ class ArgoCD:
                 return False
             raise
         return True
-
-
-def _app_path(name: str) -> tuple[str, dict[str, str]]:
-    """``/api/v1/applications/{name}`` and the ``appNamespace`` query for ``ns/name``."""
-    if not name or name.count("/") > 1 or name.startswith("/") or name.endswith("/"):
-        raise UsageError(f"not an Argo CD application name: {name!r}")
-    params: dict[str, str] = {}
-    if "/" in name:
-        namespace, name = name.split("/", 1)
-        params["appNamespace"] = namespace
-    return f"/api/v1/applications/{quote(name, safe='')}", params
-
-
-def _sync_resource(r: Mapping[str, str]) -> dict[str, str]:
-    if not r.get("kind") or not r.get("name"):
-        raise UsageError(f"a sync resource needs kind and name, got {dict(r)!r}")
-    return {
-        "group": r.get("group") or "",
-        "kind": r["kind"],
-        "name": r["name"],
-        "namespace": r.get("namespace") or "",
-    }
-
-
-def _decode_state(value: Any, what: str) -> Obj | None:
-    if value is None or isinstance(value, dict):
-        return value
-    try:
-        decoded = json.loads(value)
-    except (TypeError, ValueError) as e:
-        raise UnexpectedAnswer(f"Argo CD sent an undecodable {what}") from e
-    if decoded is not None and not isinstance(decoded, dict):
-        raise UnexpectedAnswer(f"Argo CD sent a {what} that is not an object")
-    return decoded
-
-
-def _transport_reason(e: Exception) -> str:
-    text = redact(str(e)) or type(e).__name__
-    return clip(text.splitlines()[0], 200)
-
-
-def _transport_hint(e: Exception) -> str:
-    text = str(e)
-    if "CERTIFICATE_VERIFY_FAILED" in text or "certificate verify failed" in text:
-        return (
-            "the server's TLS certificate is not trusted: add its CA to SSL_CERT_FILE, "
-            "or set argocd.insecure only for a test server"
-        )
-    if "WRONG_VERSION_NUMBER" in text or "wrong version number" in text:
-        return "the server speaks plain HTTP: set argocd.plaintext or use an http:// URL"
-    return "check argocd.server / ARGOCD_SERVER and that the server is up"

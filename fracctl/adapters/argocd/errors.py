@@ -159,3 +159,22 @@ def _forbidden_hint(message: str, app: str | None) -> str:
             f"namespace are named namespace/name) and the server, then RBAC: {rbac}"
         )
     return f"{rbac}; Argo CD also answers 403 for an application that does not exist"
+
+
+def transport_reason(e: Exception) -> str:
+    """A transport error's first line, redacted and cut short."""
+    text = redact(str(e)) or type(e).__name__
+    return clip(text.splitlines()[0], 200)
+
+
+def transport_hint(e: Exception) -> str:
+    """What to check for a transport error: TLS trust, plain HTTP, or the server itself."""
+    text = str(e)
+    if "CERTIFICATE_VERIFY_FAILED" in text or "certificate verify failed" in text:
+        return (
+            "the server's TLS certificate is not trusted: add its CA to SSL_CERT_FILE, "
+            "or set argocd.insecure only for a test server"
+        )
+    if "WRONG_VERSION_NUMBER" in text or "wrong version number" in text:
+        return "the server speaks plain HTTP: set argocd.plaintext or use an http:// URL"
+    return "check argocd.server / ARGOCD_SERVER and that the server is up"

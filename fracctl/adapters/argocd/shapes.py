@@ -7,10 +7,13 @@ anything indexes into it, so an answer of the wrong shape is a clear error, not 
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any
+from urllib.parse import quote
 
 from fracctl.adapters.argocd.errors import UnexpectedAnswer
+from fracctl.errors import UsageError
 
 Obj = dict[str, Any]
 
@@ -143,3 +146,39 @@ def _expected_type(expected: type | tuple[type, ...]) -> str:
     names = {dict: "an object", list: "a list", str: "a string", int: "a number", bool: "a boolean"}
     kinds = expected if isinstance(expected, tuple) else (expected,)
     return " or ".join(names.get(k, k.__name__) for k in kinds)
+
+
+def app_path(name: str) -> tuple[str, dict[str, str]]:
+    """``/api/v1/applications/{name}`` and the ``appNamespace`` query for ``ns/name``."""
+    if not name or name.count("/") > 1 or name.startswith("/") or name.endswith("/"):
+        raise UsageError(f"not an Argo CD application name: {name!r}")
+    params: dict[str, str] = {}
+    if "/" in name:
+        namespace, name = name.split("/", 1)
+        params["appNamespace"] = namespace
+    return f"/api/v1/applications/{quote(name, safe='')}", params
+
+
+def resource_body(r: Mapping[str, str]) -> dict[str, str]:
+    """One resource of a sync request as Argo CD's API takes it; kind and name required."""
+    if not r.get("kind") or not r.get("name"):
+        raise UsageError(f"a sync resource needs kind and name, got {dict(r)!r}")
+    return {
+        "group": r.get("group") or "",
+        "kind": r["kind"],
+        "name": r["name"],
+        "namespace": r.get("namespace") or "",
+    }
+
+
+def decode_state(value: Any, what: str) -> Obj | None:
+    """A state Argo CD sends as an object or as JSON text (a stream's), decoded; checked."""
+    if value is None or isinstance(value, dict):
+        return value
+    try:
+        decoded = json.loads(value)
+    except (TypeError, ValueError) as e:
+        raise UnexpectedAnswer(f"Argo CD sent an undecodable {what}") from e
+    if decoded is not None and not isinstance(decoded, dict):
+        raise UnexpectedAnswer(f"Argo CD sent a {what} that is not an object")
+    return decoded

@@ -18,7 +18,7 @@ from fracctl.adapters.kube.transport import (
     Obj,
     Transport,
 )
-from fracctl.core.resources import NAMESPACES, ResourceRef
+from fracctl.core.kube.resources import NAMESPACES, ResourceRef
 from fracctl.errors import Conflict, NotFound
 
 

@@ -10,7 +10,7 @@ from typing import Any
 
 from fracctl.adapters.kube.crud import Crud
 from fracctl.adapters.kube.transport import Obj
-from fracctl.core.resources import CRDS, ResourceRef, ServedResource, split_api_version
+from fracctl.core.kube.resources import CRDS, ResourceRef, ServedResource, split_api_version
 from fracctl.errors import ApiStatus, NotFound
 
 

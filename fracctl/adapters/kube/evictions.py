@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from fracctl.adapters.kube.crud import Crud
-from fracctl.core.resources import PODS
+from fracctl.core.kube.resources import PODS
 from fracctl.errors import ApiError, Conflict, NotFound
 
 EVICTED = "evicted"

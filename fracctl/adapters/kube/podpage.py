@@ -280,34 +280,6 @@ def _message(buf: bytes, i: int, end: int, pick: Pick) -> dict[str, Any]:
     return out
 
 
-def prune(obj: Mapping[str, Any], pick: Pick) -> dict[str, Any]:
-    """The picked fields of a JSON object, shaped as :func:`pod_page` gives them."""
-    out: dict[str, Any] = {}
-    for key, (kind, sub) in pick.keys.items():
-        if kind == WHERE:
-            continue  # no bytes to point into
-        value = obj.get(key)
-        if value is None or value == "":
-            continue
-        if sub is not None and kind == MSG:
-            if isinstance(value, Mapping):
-                out[key] = prune(value, sub)
-        elif sub is not None and kind == LIST:
-            listed = (
-                [prune(v, sub) for v in value if isinstance(v, Mapping)]
-                if isinstance(value, list)
-                else []
-            )
-            if listed:
-                out[key] = listed
-        elif kind in (MAP, QMAP):
-            if isinstance(value, Mapping) and value:
-                out[key] = {str(k): str(v) for k, v in value.items()}
-        else:
-            out[key] = value
-    return out
-
-
 class Reread:
     """The answer of a :class:`Refine` judge that wants a pod read again, wider."""
 
@@ -390,31 +362,6 @@ def list_meta(buf: bytes, i: int, end: int) -> tuple[str, int | None]:
         elif number == _LIST_REMAINING and wire == VARINT:
             remaining = start
     return token, remaining
-
-
-def pod_page_json(page: Mapping[str, Any], pick: Pick, refine: Refine | None = None) -> PickedPage:
-    """The same page from a PodList decoded from JSON."""
-    items = page.get("items")
-    pods: list[Mapping[str, Any]] = []
-    for p in items if isinstance(items, list) else ():
-        if isinstance(p, Mapping):
-            pod = prune(p, pick)
-            if refine is None:
-                pods.append(pod)
-                continue
-            kept = refine.judge(pod, None, 0, 0)
-            if isinstance(kept, Reread):
-                pods.append(prune(p, refine.pick))
-            elif kept is not None:
-                pods.append(kept)
-    meta = page.get("metadata")
-    meta = meta if isinstance(meta, Mapping) else {}
-    remaining = meta.get("remainingItemCount")
-    return PickedPage(
-        pods,
-        str(meta.get("continue") or ""),
-        remaining if isinstance(remaining, int) else None,
-    )
 
 
 def continue_token(data: bytes) -> str:

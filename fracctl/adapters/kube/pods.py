@@ -14,10 +14,10 @@ from collections.abc import Generator, Iterator
 from contextlib import closing
 from typing import Any
 
-from fracctl.adapters.kube import podpage, podscan
+from fracctl.adapters.kube import podpage, podpage_json, podscan
 from fracctl.adapters.kube.transport import POD_LIST, Transport
 from fracctl.adapters.kube.wire import PROTOBUF, ProtoError
-from fracctl.core.resources import PODS
+from fracctl.core.kube.resources import PODS
 
 
 class PodPager(Transport):
@@ -72,7 +72,7 @@ class PodPager(Transport):
                     yield (
                         podpage.pod_page(page, pick, refine)
                         if kind == "proto"
-                        else podpage.pod_page_json(page, pick, refine)
+                        else podpage_json.pod_page_json(page, pick, refine)
                     )
                 except ProtoError as e:
                     raise self._unreadable("GET pods", str(e)) from None

@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator, Mapping
 from fracctl.adapters.kube.crud import Crud
 from fracctl.adapters.kube.transport import Obj, connection_reason, protocol_errors, status_error
 from fracctl.core.clock import Backoff, Clock
-from fracctl.core.resources import ResourceRef
+from fracctl.core.kube.resources import ResourceRef
 from fracctl.errors import ApiError, ExternalError, Unreachable
 
 

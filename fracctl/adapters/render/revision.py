@@ -27,7 +27,7 @@ from fracctl.adapters.render.helm import render_helm
 from fracctl.adapters.render.kustomize import render_kustomize
 from fracctl.adapters.render.plain import KUSTOMIZATION_FILES, render_plain
 from fracctl.core.drift import Location
-from fracctl.core.manifests import check_unique
+from fracctl.core.gitops.manifests import check_unique
 from fracctl.errors import ExternalError, UsageError
 
 RENDERERS = ("auto", "plain", "kustomize", "helm")

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from fracctl.core.doctor.helpers import container_troubles, listing, name_of, ns_name, pod_ready
 from fracctl.core.doctor.model import DoctorSettings, Obj, Signature, Snapshot, check
-from fracctl.core.fractional import AnnotationMatcher
-from fracctl.core.nodes import labels_of, matches
-from fracctl.core.podspec import items, mapping, pod_template, unpinned
+from fracctl.core.fractions.fractional import AnnotationMatcher
+from fracctl.core.kube.nodes import labels_of, matches
+from fracctl.core.kube.podspec import items, mapping, pod_template, unpinned
 
 
 @check("image-tags", "node-agent and scheduler images are pinned", reads=("workloads",))

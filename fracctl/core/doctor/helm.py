@@ -13,7 +13,7 @@ sync does the same. Flux's helm-controller runs hooks on every upgrade unless
 ``spec.upgrade.disableHooks`` (fluxcd/helm-controller ``docs/spec/v2/helmreleases.md``).
 
 The release that owns the hook is read from Helm's own records (``sh.helm.release.v1.*``
-Secrets, :mod:`fracctl.core.helm_release`), not guessed from a label: reading them needs
+Secrets, :mod:`fracctl.core.gitops.helm_release`), not guessed from a label: reading them needs
 ``list`` on Secrets in the release's namespace.
 """
 
@@ -21,8 +21,8 @@ from __future__ import annotations
 
 from fracctl.core.doctor.helpers import without_target
 from fracctl.core.doctor.model import DoctorSettings, Signature, Snapshot, check
-from fracctl.core.fractional import AnnotationMatcher
-from fracctl.core.helm_release import (
+from fracctl.core.fractions.fractional import AnnotationMatcher
+from fracctl.core.gitops.helm_release import (
     FAILED,
     Release,
     argocd_app,
@@ -123,6 +123,25 @@ def _guarded_way(s: DoctorSettings) -> str:
     )
 
 
+def _no_release(snap: Snapshot, s: DoctorSettings) -> tuple[str, str]:
+    """Why no release names the hook (its records unreadable, or none), and the fix."""
+    if snap.helm_unreadable:
+        return (
+            f"Helm's release records could not be read: {snap.helm_unreadable}",
+            "grant the doctor role list on secrets in the release's namespace (fracctl "
+            "rbac print --role doctor) and rerun fracctl doctor",
+        )
+    where = snap.helm_read or "no namespace"
+    kind = f"{s.target.kind}/{s.target.name}"
+    return (
+        f"no sh.helm.release.v1.* record in {where} has a hook for {kind}: its release "
+        "was uninstalled (hooks outlive helm uninstall) or lives elsewhere",
+        "if no tool runs the chart any more, take the object over from git: remove "
+        f"its hook annotations (kubectl annotate {s.target.plural}.{s.target.group} "
+        f"{s.target.name} helm.sh/hook- helm.sh/hook-weight-); see {RUNBOOK}",
+    )
+
+
 @check(
     "config-hook",
     "the fractioning config is not a chart's hook (recreated by every upgrade or sync)",
@@ -172,24 +191,10 @@ def config_hook(snap: Snapshot, s: DoctorSettings, m: AnnotationMatcher) -> list
         if not any(f.startswith("finish it: ") for f in fixes):  # that way is the guarded one
             fixes.append(_guarded_way(s))
     else:
-        where = snap.helm_read or "no namespace"
         recreators.append("no Helm release record found that names it")
-        if snap.helm_unreadable:
-            evidence.append(f"Helm's release records could not be read: {snap.helm_unreadable}")
-            fixes.append(
-                "grant the doctor role list on secrets in the release's namespace (fracctl "
-                "rbac print --role doctor) and rerun fracctl doctor"
-            )
-        else:
-            evidence.append(
-                f"no sh.helm.release.v1.* record in {where} has a hook for {kind}: its release "
-                "was uninstalled (hooks outlive helm uninstall) or lives elsewhere"
-            )
-            fixes.append(
-                "if no tool runs the chart any more, take the object over from git: remove "
-                f"its hook annotations (kubectl annotate {s.target.plural}.{s.target.group} "
-                f"{s.target.name} helm.sh/hook- helm.sh/hook-weight-); see {RUNBOOK}"
-            )
+        said, fix = _no_release(snap, s)
+        evidence.append(said)
+        fixes.append(fix)
     return [
         Signature(
             f"{kind} is a hook ({when}): {'; '.join(recreators)} deletes it and creates it "

@@ -11,10 +11,10 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from fracctl.core.doctor.model import GPU_MEMORY_LABEL, DoctorSettings, Obj, Snapshot
-from fracctl.core.fractional import AnnotationMatcher, Fractions, PodKind, classify
-from fracctl.core.nodes import labels_of
-from fracctl.core.podspec import is_gpu_resource, items, mapping
-from fracctl.core.policy import is_gpu_node
+from fracctl.core.fractions.fractional import AnnotationMatcher, Fractions, PodKind, classify
+from fracctl.core.fractions.policy import is_gpu_node
+from fracctl.core.kube.nodes import labels_of
+from fracctl.core.kube.podspec import is_gpu_resource, items, mapping
 
 _FAILING = {
     "CrashLoopBackOff",

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from fracctl.core.doctor.helpers import gpu_nodes, listing, name_of
 from fracctl.core.doctor.model import GPU_MEMORY_LABEL, DoctorSettings, Signature, Snapshot, check
-from fracctl.core.fractional import AnnotationMatcher
-from fracctl.core.nodes import labels_of
-from fracctl.core.policy import GPU_PRESENT
+from fracctl.core.fractions.fractional import AnnotationMatcher
+from fracctl.core.fractions.policy import GPU_PRESENT
+from fracctl.core.kube.nodes import labels_of
 
 
 @check("gpu-memory-label", "GPU nodes carry nvidia.com/gpu.memory", reads=("nodes",))

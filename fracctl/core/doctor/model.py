@@ -13,12 +13,12 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from fracctl.core import resources
-from fracctl.core.fractional import AnnotationMatcher
-from fracctl.core.helm_release import Release
-from fracctl.core.policy import LabelPolicy
+from fracctl.core.fractions.fractional import AnnotationMatcher
+from fracctl.core.fractions.policy import LabelPolicy
+from fracctl.core.gitops.helm_release import Release
+from fracctl.core.kube import resources
+from fracctl.core.kube.resources import ResourceRef
 from fracctl.core.procedures.model import Unfinished
-from fracctl.core.resources import ResourceRef
 from fracctl.core.settings import ClusterSettings, PodsSettings, TargetSettings
 
 Obj = dict[str, Any]

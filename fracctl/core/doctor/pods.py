@@ -18,9 +18,10 @@ from fracctl.core.doctor.helpers import (
 )
 from fracctl.core.doctor.model import GPU_MEMORY_LABEL, DoctorSettings, Signature, Snapshot, check
 from fracctl.core.drain import FENCE_REASON
-from fracctl.core.fractional import AnnotationMatcher, agent_prefixes, unread_memory_keys
-from fracctl.core.nodes import labels_of, matches
-from fracctl.core.podspec import items, mapping, root_problems
+from fracctl.core.fractions.fractional import AnnotationMatcher, agent_prefixes
+from fracctl.core.fractions.memory import unread_memory_keys
+from fracctl.core.kube.nodes import labels_of, matches
+from fracctl.core.kube.podspec import items, mapping, root_problems
 
 
 def _pending_messages(

@@ -16,8 +16,8 @@ from fracctl.core.doctor.model import (
     Snapshot,
     check,
 )
-from fracctl.core.fractional import AnnotationMatcher
-from fracctl.core.podspec import mapping
+from fracctl.core.fractions.fractional import AnnotationMatcher
+from fracctl.core.kube.podspec import mapping
 
 
 @check("reservation-pods", "KAI's reservation pods run", reads=("pods",))

@@ -22,8 +22,8 @@ from fracctl.core.doctor.helpers import (
     taint_not_required,
 )
 from fracctl.core.doctor.model import DoctorSettings, Signature, Snapshot, check
-from fracctl.core.fractional import AnnotationMatcher
-from fracctl.core.podspec import gpu_requests, items, mapping, tolerates
+from fracctl.core.fractions.fractional import AnnotationMatcher
+from fracctl.core.kube.podspec import gpu_requests, items, mapping, tolerates
 
 
 def _tainted(node: Mapping[str, Any], key: str) -> bool:

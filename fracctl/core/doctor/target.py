@@ -11,8 +11,9 @@ from __future__ import annotations
 from fracctl.core.doctor.helpers import listing, name_of, target_selector, without_target
 from fracctl.core.doctor.model import DoctorSettings, Signature, Snapshot, check
 from fracctl.core.drain import FENCE_REASON, fence_run
-from fracctl.core.fractional import AnnotationMatcher
-from fracctl.core.nodes import (
+from fracctl.core.fractions.fractional import AnnotationMatcher
+from fracctl.core.fractions.policy import is_denied
+from fracctl.core.kube.nodes import (
     condition,
     describe_condition,
     is_ready,
@@ -20,9 +21,12 @@ from fracctl.core.nodes import (
     matches,
     selector_string,
 )
-from fracctl.core.operator import DRIVER_UPGRADE_CONDITION, DRIVER_UPGRADE_LABEL, driver_upgrades
-from fracctl.core.podspec import items, mapping
-from fracctl.core.policy import is_denied
+from fracctl.core.kube.podspec import items, mapping
+from fracctl.core.recreate.operator import (
+    DRIVER_UPGRADE_CONDITION,
+    DRIVER_UPGRADE_LABEL,
+    driver_upgrades,
+)
 
 
 @check(

@@ -14,10 +14,10 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
-from fracctl.core.fractional import AnnotationMatcher, Prefix
-from fracctl.core.podspec import ContainerRef, PodTemplate, gpu_requests, mapping, path_string
-from fracctl.core.policy import LabelPolicy
-from fracctl.core.resources import split_api_version
+from fracctl.core.fractions.fractional import AnnotationMatcher, Prefix
+from fracctl.core.fractions.policy import LabelPolicy
+from fracctl.core.kube.podspec import ContainerRef, PodTemplate, gpu_requests, mapping, path_string
+from fracctl.core.kube.resources import split_api_version
 from fracctl.core.settings import ClusterSettings, LintOptions, PodsSettings, TargetSettings
 
 IGNORE_ANNOTATION = "fracctl.io/ignore"

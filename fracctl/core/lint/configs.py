@@ -10,11 +10,11 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-from fracctl.core.helm_release import hook_use
+from fracctl.core.fractions.policy import product_matches
+from fracctl.core.gitops.helm_release import hook_use
+from fracctl.core.kube.podspec import dig, mapping
 from fracctl.core.lint.base import ERROR, Hit, LintSettings, Manifest, PlacedHit, object_name
 from fracctl.core.lint.registry import rule, rule_across
-from fracctl.core.podspec import dig, mapping
-from fracctl.core.policy import product_matches
 
 
 @rule("FL009", "fractioning-config-name", ERROR, "the fractioning config is not named default")

@@ -14,11 +14,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from fracctl.core.fractional import Fractions, PrefixError
+from fracctl.core.fractions.fractional import Fractions, PrefixError
+from fracctl.core.kube.podspec import PodTemplate, pod_templates
 from fracctl.core.lint.base import Finding, LintRule, LintSettings, Manifest
 from fracctl.core.lint.registry import rule_named, rules
 from fracctl.core.lint.suppression import suppressions
-from fracctl.core.podspec import PodTemplate, pod_templates
 
 
 def target_in(objects: Sequence[Any], settings: LintSettings) -> Mapping[str, Any] | None:

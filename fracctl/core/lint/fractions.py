@@ -20,15 +20,13 @@ import math
 import re
 from collections.abc import Iterator
 
-from fracctl.core.fractional import (
+from fracctl.core.fractions.fractional import (
     agent_prefixes,
-    memory_key_container,
-    quantity_bytes,
-    unread_memory_keys,
 )
+from fracctl.core.fractions.memory import memory_key_container, quantity_bytes, unread_memory_keys
+from fracctl.core.kube.podspec import containers, items, mapping
 from fracctl.core.lint.base import ERROR, Hit, Manifest
 from fracctl.core.lint.registry import rule
-from fracctl.core.podspec import containers, items, mapping
 
 _FRACTION = "gpu-fraction"
 _MEMORY = "gpu-memory"

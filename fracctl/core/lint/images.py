@@ -10,9 +10,9 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from fracctl.core.kube.podspec import containers, path_string, unpinned
 from fracctl.core.lint.base import ERROR, Hit, Manifest
 from fracctl.core.lint.registry import rule
-from fracctl.core.podspec import containers, path_string, unpinned
 
 _IMAGE_FIX = (
     "a forgotten tag override deploys the chart's default build, not yours; pin the tag "

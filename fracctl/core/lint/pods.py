@@ -3,7 +3,7 @@
 Each reads the pod templates of a Pod or a workload (Deployment, Job, CronJob, an
 operator's own kind with ``spec.template``, and the ML workload kinds: Kubeflow's
 replica specs, Ray's head and worker groups, JobSet's replicated jobs; see
-:func:`fracctl.core.podspec.pod_templates`); a manifest without one is not judged.
+:func:`fracctl.core.kube.podspec.pod_templates`); a manifest without one is not judged.
 """
 
 from __future__ import annotations
@@ -11,6 +11,15 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from fracctl.core.kube.podspec import (
+    dig,
+    gpu_requests,
+    items,
+    mapping,
+    path_string,
+    root_problems,
+    tolerates,
+)
 from fracctl.core.lint.base import (
     ERROR,
     MULTI_VENDOR_ANNOTATION,
@@ -20,15 +29,6 @@ from fracctl.core.lint.base import (
     Manifest,
 )
 from fracctl.core.lint.registry import rule
-from fracctl.core.podspec import (
-    dig,
-    gpu_requests,
-    items,
-    mapping,
-    path_string,
-    root_problems,
-    tolerates,
-)
 
 
 def _gpu_affinity_keys(spec: Mapping[str, Any], s: LintSettings) -> list[str]:

@@ -152,7 +152,7 @@ def _is_stream(file: str) -> bool:
 
 def to_github(report: LintReport) -> str:
     """One ``::error``/``::warning`` workflow command per active finding, then a notice."""
-    from fracctl.core.drift_report import annotation
+    from fracctl.core.drift.report import annotation
 
     lines = [
         annotation(

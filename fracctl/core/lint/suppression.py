@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from fracctl.core.kube.podspec import PodTemplate, mapping
 from fracctl.core.lint.base import ERROR, IGNORE_ANNOTATION, Hit, Manifest
 from fracctl.core.lint.registry import rule, rule_named
-from fracctl.core.podspec import PodTemplate, mapping
 
 
 def suppressions(

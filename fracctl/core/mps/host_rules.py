@@ -11,7 +11,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from fracctl.core.policy import product_matches
+from fracctl.core.fractions.policy import product_matches
 
 PROTOCOL3_DRIVER = 615  # first driver branch with MPS protocol 3 (namespaces)
 CONTAINERD_MIN = (2, 0)

@@ -31,7 +31,7 @@ from fracctl.core.procedures.model import (
     Refusal,
     leaves,
 )
-from fracctl.core.rehearsal import owners
+from fracctl.core.recreate.rehearsal import owners
 
 __all__ = [
     "BRIDGE",

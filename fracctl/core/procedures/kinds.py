@@ -15,8 +15,8 @@ from collections.abc import Callable
 from typing import Any
 
 from fracctl.core.drift import ObjectDrift
-from fracctl.core.fractional import quantity_bytes
-from fracctl.core.labels import selector_matches
+from fracctl.core.fractions.memory import quantity_bytes
+from fracctl.core.kube.labels import selector_matches
 from fracctl.core.procedures.model import (
     BRIDGE,
     NEW_IP,

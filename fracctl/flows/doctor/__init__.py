@@ -15,8 +15,8 @@ from fracctl.core.doctor import (
     diagnose,
 )
 from fracctl.core.doctor.helpers import fractions_of
-from fracctl.core.fractional import PodKind, PrefixError, classify
-from fracctl.core.resources import EVENTS, NODES, ResourceRef
+from fracctl.core.fractions.fractional import PodKind, PrefixError, classify
+from fracctl.core.kube.resources import EVENTS, NODES, ResourceRef
 from fracctl.errors import ConfigError, Forbidden, FracctlError, NotFound
 from fracctl.flows.context import Context
 from fracctl.flows.doctor.pods import namespace_pods, read_pods
@@ -24,7 +24,7 @@ from fracctl.flows.doctor.pods import namespace_pods, read_pods
 
 def settings(ctx: Context) -> DoctorSettings:
     """The checks' settings: the configuration's sections, passed whole."""
-    from fracctl.core.helm_release import release_of
+    from fracctl.core.gitops.helm_release import release_of
 
     c = ctx.config
     guarded = None
@@ -51,8 +51,8 @@ def _guard(ctx: Context, snap: Snapshot) -> None:
     """What keeps the guard policy from holding deletes of the target; who holds the lock."""
     from datetime import datetime, timezone
 
-    from fracctl.core.lock import HELD, judge_lease
-    from fracctl.core.resources import LEASES
+    from fracctl.core.kube.resources import LEASES
+    from fracctl.core.recreate.lock import HELD, judge_lease
     from fracctl.flows.policy import problems
 
     r = ctx.config.recreate
@@ -84,8 +84,8 @@ def _helm(ctx: Context, snap: Snapshot) -> None:
     taken for "no release". Only the decoded records are kept: a Secret's data never
     reaches the report.
     """
-    from fracctl.core.helm_release import OWNER_SELECTOR, Release, hook_use, latest
-    from fracctl.core.resources import SECRETS
+    from fracctl.core.gitops.helm_release import OWNER_SELECTOR, Release, hook_use, latest
+    from fracctl.core.kube.resources import SECRETS
 
     if snap.target is None or hook_use(snap.target) is None:
         return
@@ -181,20 +181,20 @@ def _release_left(ctx: Context, snap: Snapshot) -> None:
     the release is not; nothing in the cluster alone shows that. Unread when git or helm
     cannot be read: the other checks do not depend on it.
     """
-    from fracctl.core.helm_release import hook_use
-    from fracctl.flows import backends
+    from fracctl.core.gitops.helm_release import hook_use
+    from fracctl.flows import engines
     from fracctl.flows.render import render_desired
 
     t = ctx.config.target
     if snap.target is None or hook_use(snap.target) is None:
         return
     try:
-        backend = backends.for_config(ctx, ctx.config.recreate.backend)
-        if not isinstance(backend, backends.CarriesHook):
+        hook = engines.select(ctx).config(ctx).hook()
+        if hook is None:
             return
         desired = next((o for o in render_desired(ctx) if t.matches(o)), None)
         if desired is not None:
-            snap.release_left = backend.left(ctx, desired)[0]
+            snap.release_left = hook.left(ctx, desired)[0]
     except FracctlError:
         return
 

@@ -31,8 +31,8 @@ from fracctl.core.doctor.taints import (
     unexpected_on_gpu_node,
     unscheduled_gpu_pod,
 )
-from fracctl.core.fractional import AnnotationMatcher, unfinished_selector
-from fracctl.core.podspec import gpu_name_fragments
+from fracctl.core.fractions.fractional import AnnotationMatcher, unfinished_selector
+from fracctl.core.kube.podspec import gpu_name_fragments
 from fracctl.flows.context import Context
 
 #: What every pod is read for first: enough to tell a fractional pod, and a pod on a GPU

@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from fracctl.core.drain import DELETING, EVICTED, FENCED, DrainPlan
-from fracctl.core.nodes import condition
+from fracctl.core.kube.nodes import condition
 from fracctl.errors import Refused
 from fracctl.flows.context import Context
 from fracctl.flows.drain import fence as fences

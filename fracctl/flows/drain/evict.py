@@ -172,8 +172,8 @@ def _finish_admitted(ctx: Context, pod: DrainPod) -> str | None:
     None (nothing done) when no budget's record of it is fresh enough any more.
     """
     from fracctl.core.drain import DELETION_TIMEOUT
-    from fracctl.core.lock import parse_time
-    from fracctl.core.resources import PDBS, PODS
+    from fracctl.core.kube.resources import PDBS, PODS
+    from fracctl.core.recreate.lock import parse_time
     from fracctl.errors import Conflict, NotFound
 
     now = ctx.clock.now()
@@ -205,7 +205,7 @@ def wait_fractions_gone(
         TimedOut: naming the pods still there.
         Refused: a bare pod was placed while a fence was overwritten, and not ``force``.
     """
-    from fracctl.flows.guards.preflight import scan_fractional_pods
+    from fracctl.flows.guards.scan import scan_fractional_pods
 
     fenced = set(journal.nodes)
     last = ""
@@ -242,7 +242,7 @@ def _evict_newcomers(
     The rest of its group went already; a budget that refuses it now is asked again on
     the next look. A bare pod is not evicted without ``force``: nothing would recreate it.
     """
-    from fracctl.core.resources import PODS
+    from fracctl.core.kube.resources import PODS
 
     for ns, name in placed:
         # A list by name: the role lists pods everywhere and gets none.

@@ -13,8 +13,8 @@ from typing import Any
 
 from fracctl.core.clock import utc_timestamp
 from fracctl.core.drain import fence_condition, fence_run
-from fracctl.core.nodes import condition
-from fracctl.core.resources import NODES
+from fracctl.core.kube.nodes import condition
+from fracctl.core.kube.resources import NODES
 from fracctl.flows.context import Context
 from fracctl.flows.drain.journal import Journal
 
@@ -107,7 +107,7 @@ def lift_outside(ctx: Context, journal: Journal, selector: dict[str, str]) -> li
     a fence it left (a node it no longer targeted) would keep claiming a reason nobody
     acts on. Nodes the new config selects get the operator's own word.
     """
-    from fracctl.core.nodes import labels_of, matches
+    from fracctl.core.kube.nodes import labels_of, matches
 
     cond_type = ctx.config.condition
     lifted = []

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fracctl.core.drain import journal_name as core_journal_name
-from fracctl.core.resources import CONFIGMAPS
+from fracctl.core.kube.resources import CONFIGMAPS
 from fracctl.errors import Conflict, NotFound
 from fracctl.flows.context import Context
 

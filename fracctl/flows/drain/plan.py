@@ -20,9 +20,9 @@ from fracctl.core.drain import (
     budgets_for,
     groups_of,
 )
-from fracctl.core.fractional import unfinished_selector
-from fracctl.core.nodes import condition, labels_of, matches, selector_of
-from fracctl.core.resources import NODES, PDBS, PODS
+from fracctl.core.fractions.fractional import unfinished_selector
+from fracctl.core.kube.nodes import condition, labels_of, matches, selector_of
+from fracctl.core.kube.resources import NODES, PDBS, PODS
 from fracctl.errors import NotFound
 from fracctl.flows.context import Context
 from fracctl.flows.drain.journal import Journal
@@ -58,7 +58,7 @@ def plan(ctx: Context, *, live: Obj | None, desired: Obj, force: bool, journal: 
     ``journal`` is that of a drain this run resumes (its run id is kept); ``run_id`` names
     a new one (the lock's, so that the Lease, the fence and the journal name one run).
     """
-    from fracctl.flows.guards.preflight import fractions, scan_fractional_pods
+    from fracctl.flows.guards.scan import fractions, scan_fractional_pods
 
     cond_type = ctx.config.condition
     refusals: list[str] = []
@@ -199,7 +199,7 @@ def _admitted(
     where the identity may delete pods, a delete of that incarnation finishes it at once.
     """
     from fracctl.core.drain import DELETION_TIMEOUT, FINISH_MARGIN
-    from fracctl.core.lock import parse_time
+    from fracctl.core.recreate.lock import parse_time
 
     planned = {p.key for p in pods}
     now = ctx.clock.now()
@@ -226,7 +226,7 @@ def _admitted_after(key: str, full: Mapping[str, Obj], pdbs: list[Obj]) -> bool:
 
     A record is keyed by name: it could be an older pod's of the same name.
     """
-    from fracctl.core.lock import parse_time
+    from fracctl.core.recreate.lock import parse_time
 
     ns, name = key.split("/", 1)
     created = parse_time((full.get(key) or {}).get("metadata", {}).get("creationTimestamp"))

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from fracctl.core import drift as d
-from fracctl.core.resources import split_api_version
+from fracctl.core.kube.resources import split_api_version
 from fracctl.flows.context import Context
 from fracctl.flows.drift.items import Item, Obj, items_from
 from fracctl.flows.drift.judge import judge_all

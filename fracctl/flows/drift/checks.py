@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from fracctl.core import drift as d
-from fracctl.core.manifests import check_unique_keys
+from fracctl.core.gitops.manifests import check_unique_keys
 from fracctl.flows.context import Context
 from fracctl.flows.drift.items import Item, Obj, add_field_lines, items_from, origin
 from fracctl.flows.drift.judge import Judge, judge_all
@@ -115,7 +115,7 @@ def target_report(
     if index is not None:
         item.desired = objects[index]
         if desired_objects is None and helmrelease_hook(ctx):
-            from fracctl.flows.backends.flux_helmrelease import HelmReleaseHookBackend
+            from fracctl.flows.engines.flux.helmrelease import HelmReleaseHookBackend
 
             item.desired = HelmReleaseHookBackend().as_rendered(ctx, item.desired)
         if desired is not None and desired_objects is None:

@@ -47,7 +47,7 @@ def run(
     Returns:
         The report; with Argo CD configured, also what Argo CD claims.
     """
-    from fracctl.flows.render import render, select
+    from fracctl.flows.render import render
 
     if app:
         if any(v is not None for v in (repo, path, renderer)):
@@ -66,13 +66,7 @@ def run(
         revision, path, flux_source = _from_flux(ctx)
     desired = render(ctx, repo=repo, revision=revision, path=path, renderer=renderer)
     if all_objects:
-        keep = select(desired.objects, kind=kind, name=name)
-        chosen = Desired(
-            objects=[desired.objects[i] for i in keep],
-            locations=[desired.location_of(i) for i in keep],
-            texts=[desired.text_of(i) for i in keep],
-            source=desired.source,
-        )
+        chosen = _only(desired, kind=kind, name=name)
         report = check_objects(ctx, chosen.objects, desired=chosen)
     else:
         report = target_report(ctx, desired=desired)
@@ -84,11 +78,24 @@ def run(
     return report
 
 
+def _only(desired: Desired, *, kind: str | None, name: str | None) -> Desired:
+    """The rendered objects of ``kind`` and ``name`` (each where given), with their places."""
+    from fracctl.flows.render import select
+
+    keep = select(desired.objects, kind=kind, name=name)
+    return Desired(
+        objects=[desired.objects[i] for i in keep],
+        locations=[desired.location_of(i) for i in keep],
+        texts=[desired.text_of(i) for i in keep],
+        source=desired.source,
+    )
+
+
 def _from_flux(ctx: Context) -> tuple[str, str, dict[str, str]]:
     """The commit and path Flux would apply, and what to say of them in the report."""
     from fracctl.adapters.flux import commit_of
-    from fracctl.core.nodes import condition
-    from fracctl.flows.backends import flux
+    from fracctl.core.kube.nodes import condition
+    from fracctl.flows.engines.flux import backend as flux
 
     if not ctx.config.flux.kustomization:
         raise UsageError(

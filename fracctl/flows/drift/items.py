@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from fracctl.core import drift as d
-from fracctl.core.manifests import Identity, check_unique_keys
-from fracctl.core.resources import ResourceRef, split_api_version
+from fracctl.core.gitops.manifests import Identity, check_unique_keys
+from fracctl.core.kube.resources import ResourceRef, split_api_version
 from fracctl.errors import UsageError
 from fracctl.flows.render import Desired
 

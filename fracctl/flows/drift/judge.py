@@ -22,15 +22,16 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from fracctl.core import drift as d
-from fracctl.core import helm_release, rejection
-from fracctl.core.helm_release import hook_of
-from fracctl.core.immutability import (
+from fracctl.core.drift import rejection
+from fracctl.core.drift.immutability import (
     FieldRule,
     builtin_rules,
     is_builtin_group,
     rules_from_crd,
 )
-from fracctl.core.resources import ResourceRef
+from fracctl.core.gitops import helm_release
+from fracctl.core.gitops.helm_release import hook_of
+from fracctl.core.kube.resources import ResourceRef
 from fracctl.errors import ApiError, Conflict, Forbidden, NotFound
 from fracctl.flows.context import Context
 from fracctl.flows.drift.items import Item, Obj, check_unique
@@ -223,18 +224,18 @@ class Judge:
         rendering creates git's object, the API server admits the object.
         """
         from fracctl.errors import FracctlError
-        from fracctl.flows import backends
+        from fracctl.flows import engines
 
         config = self.ctx.config
         try:
-            backend = backends.for_config(self.ctx, config.recreate.backend)
-            if not isinstance(backend, backends.CarriesHook):
+            hook = engines.select(self.ctx).config(self.ctx).hook()
+            if hook is None:
                 return "", f"recreate.backend {config.recreate.backend} runs no chart", ""
-            _evidence, creates = backend.carries(self.ctx, it.desired or {})
-            backends.dry_run_create(self.ctx, creates)
-            left, stopped = backend.left(self.ctx, it.desired or {})
+            _evidence, creates = hook.carries(self.ctx, it.desired or {})
+            engines.dry_run_create(self.ctx, creates)
+            left, stopped = hook.left(self.ctx, it.desired or {})
         except FracctlError as e:
-            cause = e.cause if isinstance(e, backends.BackendCheckFailed) else e
+            cause = e.cause if isinstance(e, engines.BackendCheckFailed) else e
             return "", f"fracctl recreate would refuse: {cause.message}", cause.hint or ""
         if config.recreate.backend == "flux":
             f = config.flux

@@ -100,7 +100,7 @@ class MemberNodes:
 
     def show(self, nodes: dict[str, Any]) -> None:
         """Show how many of the member's ``nodes`` are ready."""
-        from fracctl.core.nodes import is_ready
+        from fracctl.core.kube.nodes import is_ready
 
         ready = sum(1 for o in nodes.values() if is_ready(o, self.condition))
         self.progress.update(self.cluster, nodes=(ready, len(nodes)))

@@ -11,22 +11,23 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from fracctl.core.fractional import PodKind, classify_pod, unfinished_selector
-from fracctl.core.nodes import describe_condition, labels_of, matches, node_name_problems
-from fracctl.core.policy import (
+from fracctl.core.fractions.findings import node_findings
+from fracctl.core.fractions.fractional import PodKind, classify_pod, unfinished_selector
+from fracctl.core.fractions.policy import (
     Finding,
     LabelPolicy,
     NodeStanding,
     Verdict,
     label_decision,
-    node_findings,
     opted_in,
     standings,
 )
-from fracctl.core.resources import NODES
+from fracctl.core.kube.nodes import describe_condition, labels_of, matches, node_name_problems
+from fracctl.core.kube.resources import NODES
 from fracctl.errors import Conflict, Refused, UsageError
 from fracctl.flows.context import Context
-from fracctl.flows.guards.preflight import fractions, live_selector
+from fracctl.flows.guards.preflight import live_selector
+from fracctl.flows.guards.scan import fractions
 
 
 @dataclass(frozen=True)

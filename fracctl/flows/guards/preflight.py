@@ -5,7 +5,7 @@
   namespace that reads each pod's annotations and node and nothing more, so a cluster
   of 100k pods is never held in memory. A pod is fractional by KAI's annotations and
   by the agents' keys under the annotation prefix of the live config, of git's, and
-  of each generation's default (:class:`~fracctl.core.fractional.Fractions`);
+  of each generation's default (:class:`~fracctl.core.fractions.fractional.Fractions`);
 * no driver upgrade moves the agents now (the operator's own state);
 * the node opt-in label follows the policy (allowed classes carry it, denied nodes
   never, a node being denied by its class label or by its GPU product label), and no
@@ -17,25 +17,24 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import Any, Final
+from dataclasses import dataclass
+from typing import Any
 
-from fracctl.core.blast import BlastRadius, PodRef, blast_radius
-from fracctl.core.fractional import (
-    FINISHED_PHASES,
-    Fractions,
-    PodKind,
-    PrefixError,
-    classify_pod,
-    unfinished_selector,
+from fracctl.config import LabelsConfig
+from fracctl.core.drift.immutability import get_path
+from fracctl.core.fractions.findings import node_findings, selector_findings
+from fracctl.core.fractions.policy import (
+    PolicyRule,
+    is_denied,
+    standings,
 )
-from fracctl.core.immutability import get_path
-from fracctl.core.nodes import matches, selector_string
-from fracctl.core.operator import driver_upgrades
-from fracctl.core.policy import PolicyRule, is_denied, node_findings, selector_findings, standings
-from fracctl.core.resources import NODES
-from fracctl.errors import ConfigError, FracctlError
+from fracctl.core.kube.nodes import matches, selector_string
+from fracctl.core.kube.resources import NODES
+from fracctl.core.recreate.blast import BlastRadius, blast_radius
+from fracctl.core.recreate.operator import driver_upgrades
+from fracctl.errors import FracctlError
 from fracctl.flows.context import Context
+from fracctl.flows.guards.scan import READ, FractionalScan, fractions, scan_fractional_pods
 
 
 @dataclass(frozen=True)
@@ -50,59 +49,6 @@ class GuardCheck:
     def to_dict(self) -> dict[str, Any]:
         """Plain data for ``-o json``."""
         return {"name": self.name, "ok": self.ok, "evidence": self.evidence, "fix": self.fix}
-
-
-@dataclass(frozen=True)
-class ScannedPod:
-    """A fractional or reservation pod found by the scan."""
-
-    namespace: str
-    name: str
-    node: str | None
-    keys: tuple[str, ...]
-
-    @property
-    def ref(self) -> PodRef:
-        """``namespace/name``."""
-        return PodRef(self.namespace, self.name)
-
-    def to_dict(self) -> dict[str, Any]:
-        """Plain data for ``-o json``."""
-        return {
-            "namespace": self.namespace,
-            "name": self.name,
-            "node": self.node,
-            "keys": list(self.keys),
-        }
-
-
-@dataclass
-class FractionalScan:
-    """The result of the cluster-wide scan."""
-
-    pods: list[ScannedPod] = field(default_factory=list)  # fractional workloads
-    reservations: list[ScannedPod] = field(default_factory=list)  # KAI's own placeholders
-    scanned: int = 0  # unfinished pods looked at
-    pages: int = 0
-    fractions: Fractions | None = None  # how a pod was judged fractional
-
-    def by_node(self) -> dict[str, list[PodRef]]:
-        """Fractional pods grouped by the node they run on."""
-        out: dict[str, list[PodRef]] = {}
-        for p in self.pods:
-            if p.node:
-                out.setdefault(p.node, []).append(p.ref)
-        return out
-
-    def to_dict(self) -> dict[str, Any]:
-        """Plain data for ``-o json``."""
-        return {
-            "scanned": self.scanned,
-            "pages": self.pages,
-            "fractional": [p.to_dict() for p in self.pods],
-            "reservations": [p.to_dict() for p in self.reservations],
-            "prefixes": [p.to_dict() for p in self.fractions.prefixes] if self.fractions else [],
-        }
 
 
 @dataclass
@@ -135,76 +81,6 @@ class PreflightReport:
             "blast_radius": self.blast_radius.to_dict(),
             "pods": self.scan.to_dict(),
         }
-
-
-# --- the fractional-pod scan ----------------------------------------------------------
-
-
-#: ``live=READ``: read the live config for its annotation prefix.
-READ: Final[Any] = object()
-
-
-def fractions(
-    ctx: Context, *, live: Mapping[str, Any] | None = READ, desired: Mapping[str, Any] | None = None
-) -> Fractions:
-    """How fractional pods are recognised here.
-
-    KAI's annotations, the agents' keys under the live config's and git's annotation
-    prefix and each default, and the additions.
-
-    Args:
-        ctx: the I/O context.
-        live: the live config (``READ``: read it now; ``None``: there is none).
-        desired: git's config, when known.
-
-    Raises:
-        ConfigError: a pattern in ``pods.fraction_annotations`` or a config's prefix is
-            unusable (exit 2).
-    """
-    t = ctx.config.target
-    if live is READ:
-        live = ctx.kube.get_or_none(t.ref, t.name)
-    try:
-        return Fractions.of(
-            ctx.config.pods.fraction_annotations,
-            t.naming,
-            live=live,
-            desired=desired,
-            kind=f"{t.kind}/{t.name}",
-        )
-    except PrefixError as e:
-        raise ConfigError(str(e)) from None
-    except ValueError as e:
-        raise ConfigError(f"pods.fraction_annotations: {e}") from None
-
-
-def scan_fractional_pods(ctx: Context, fr: Fractions | None = None) -> FractionalScan:
-    """Find every unfinished fractional pod in the cluster, and KAI's reservation pods.
-
-    One paged list of the pods of every namespace (``pods.page_size`` a page), finished
-    pods left out by a field selector. Each pod is read only for its name, namespace,
-    annotations and node (:meth:`Kube.pod_pages`), so the scan needs no request per
-    matching pod and keeps up with the API server. ``fr`` says which pods are
-    fractional (:func:`fractions` of the live config when not given).
-    """
-    fr = fr or fractions(ctx)
-    m = fr.matcher
-    reservation_ns = ctx.config.pods.reservation_namespace
-    scan = FractionalScan(fractions=fr)
-    for page in ctx.kube.pod_pages(
-        field_selector=unfinished_selector(), limit=ctx.config.pods.page_size
-    ):
-        scan.pages += 1
-        scan.scanned += len(page.pods)
-        for pod in page.pods:
-            verdict = classify_pod(
-                pod.namespace, pod.annotations, m, reservation_namespace=reservation_ns
-            )
-            if verdict.kind is PodKind.OTHER or pod.phase in FINISHED_PHASES:
-                continue
-            found = ScannedPod(pod.namespace, pod.name, pod.node or None, verdict.keys)
-            (scan.pods if verdict.kind is PodKind.FRACTIONAL else scan.reservations).append(found)
-    return scan
 
 
 # --- the guards -----------------------------------------------------------------------
@@ -307,23 +183,11 @@ def run_guards(
     scan = scan_fractional_pods(ctx, fractions(ctx, live=live, desired=desired))
     nodes = node_labels(ctx)
     policy = ctx.config.labels
-    label = policy.opt_in
     checks = [
         fractional_pods_check(ctx, scan),
         _upgrade_check(live, nodes, live_selector, desired_selector),
+        *_label_checks(nodes, policy, desired_selector),
     ]
-
-    findings = dict(node_findings(nodes, policy))
-    if desired_selector is not None:
-        findings.update(selector_findings(desired_selector, nodes, policy))
-    opted = sum(1 for s in standings(nodes, policy) if s.opted_in and not s.denied)
-    sel = (selector_string(desired_selector) or "{}") if desired_selector is not None else ""
-    for rule, finding in findings.items():
-        name, passing = _PASSING[rule]
-        if finding is None:
-            checks.append(GuardCheck(name, True, passing.format(label=label, sel=sel, n=opted)))
-        else:
-            checks.append(GuardCheck(name, False, finding.message, finding.fix))
     if desired_selector is None:
         checks.append(
             GuardCheck(
@@ -343,6 +207,26 @@ def run_guards(
     )
     checks.append(GuardCheck("blast-radius", True, radius.summary()))
     return PreflightReport(checks, radius, scan, desired_selector, live_selector)
+
+
+def _label_checks(
+    nodes: dict[str, dict[str, str]], policy: LabelsConfig, desired: dict[str, str] | None
+) -> list[GuardCheck]:
+    """The opt-in policy's checks of the nodes, and of git's selector where it is known."""
+    findings = dict(node_findings(nodes, policy))
+    if desired is not None:
+        findings.update(selector_findings(desired, nodes, policy))
+    opted = sum(1 for s in standings(nodes, policy) if s.opted_in and not s.denied)
+    sel = (selector_string(desired) or "{}") if desired is not None else ""
+    checks = []
+    for rule, finding in findings.items():
+        name, passing = _PASSING[rule]
+        if finding is None:
+            said = passing.format(label=policy.opt_in, sel=sel, n=opted)
+            checks.append(GuardCheck(name, True, said))
+        else:
+            checks.append(GuardCheck(name, False, finding.message, finding.fix))
+    return checks
 
 
 def _upgrade_check(

@@ -17,10 +17,11 @@ from fracctl.core.clock import utc_timestamp
 from fracctl.core.outcome import Outcome
 from fracctl.errors import ExternalError, Refused, UsageError
 from fracctl.flows.context import Context
-from fracctl.flows.kinds import journal as journals
+from fracctl.flows.engines import journal as journals
+from fracctl.flows.engines import select
+from fracctl.flows.engines.steps import Creator
 from fracctl.flows.kinds.plan import Planned, find_desired, plan, prove
 from fracctl.flows.kinds.result import ObjectResult
-from fracctl.flows.kinds.steps import Creator
 from fracctl.flows.recreate.lock import LeaseLock, NoLock
 from fracctl.flows.recreate.state import audit_entry, record
 from fracctl.flows.signals import interrupt_on_sigterm
@@ -51,7 +52,7 @@ def recreate_object(
         UsageError: a bad ``spec``, or no confirmation.
         Refused: the kind's rules refuse this change (nothing changed).
     """
-    from fracctl.core.backends import object_names
+    from fracctl.core.gitops.backends import object_names
     from fracctl.flows.recreate import require_confirmation
     from fracctl.flows.render import render_desired
 
@@ -92,24 +93,28 @@ def recreate_object(
 def _creator(ctx: Context, backend: str, p: Planned) -> Creator:
     """The backend's creator, its target the object and the immutable fields git changes.
 
-    The registry entry's ``objects`` makes it (:data:`fracctl.core.backends.REGISTRY`);
-    with ``flux``, an object a HelmRelease installs goes through that HelmRelease.
+    The engine's second half makes it (:func:`fracctl.flows.engines.select`); with
+    ``flux``, an object a HelmRelease installs goes through that HelmRelease.
     """
-    from fracctl.core.backends import entry, load
     from fracctl.core.procedures import ORPHAN_ADOPT
-    from fracctl.core.sync_target import SyncTarget
+    from fracctl.core.recreate.sync_target import SyncTarget
 
     fields = tuple(f.path for f in p.drift.fields)
     desired = p.drift.desired or {}
     target = SyncTarget.of_object(desired, p.ref, fields, p.drift.message)
     holds = p.procedure is not None and p.procedure.name == ORPHAN_ADOPT
     suspended = bool(p.journal and p.journal.suspended)
-    found = entry(backend)
-    if found is None or not found.objects:  # checked before anything was read
-        raise UsageError(f"backend {backend!r} has no creator for recreate KIND/NAME")
-    make = load(found.objects)
-    creator: Creator = make(ctx, target, holds=holds, suspended=suspended, live=p.live)
-    return creator
+    engine = select(ctx, backend)
+    return engine.objects(ctx, target, live=p.live, holds=holds, suspended=suspended, stuck=stuck)
+
+
+def stuck(ctx: Context, objects: list[Obj], namespace: str) -> list[str]:
+    """The keys of ``objects`` that git changes on an immutable field, as drift judges them."""
+    from fracctl.core import drift as d
+    from fracctl.flows.drift import check_objects
+
+    report = check_objects(ctx, objects, default_namespace=namespace)
+    return [o.key for o in report.objects if o.verdict == d.NEEDS_RECREATE]
 
 
 def _verify(ctx: Context, p: Planned, result: ObjectResult) -> None:

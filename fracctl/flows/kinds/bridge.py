@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from fracctl.core.kube.resources import ResourceRef
 from fracctl.core.procedures.kinds import BRIDGE_SUFFIX, RBAC
-from fracctl.core.resources import ResourceRef
 from fracctl.errors import Conflict, ExternalError, NotFound
-from fracctl.flows.kinds.steps import Work
+from fracctl.flows.engines.steps import Work
 
 Obj = dict[str, Any]
 BRIDGE_LABEL = "fracctl.io/bridge-for"

@@ -75,7 +75,7 @@ def recreate_every(
         FracctlError: an object's procedure failed (the objects after it did not start).
     """
     from fracctl.flows.drift import check_objects
-    from fracctl.flows.kinds import journal as journals
+    from fracctl.flows.engines import journal as journals
     from fracctl.flows.kinds import recreate_object
     from fracctl.flows.render import render_desired
 

@@ -6,18 +6,18 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fracctl.core import drift as d
+from fracctl.core.kube.resources import PVCS, REPLICASETS, ResourceRef
 from fracctl.core.outcome import Outcome
 from fracctl.core.procedures import BRIDGE, ORPHAN_ADOPT, SURGE, Facts, Procedure, Refusal
-from fracctl.core.resources import PVCS, REPLICASETS, ResourceRef
 from fracctl.errors import Conflict, UsageError
-from fracctl.flows.backends import clean_desired
-from fracctl.flows.backends.access import require
 from fracctl.flows.context import Context
-from fracctl.flows.kinds import journal as journals
+from fracctl.flows.engines import clean_desired
+from fracctl.flows.engines import journal as journals
+from fracctl.flows.engines.access import require
+from fracctl.flows.engines.apply.objects import ApplyCreator
+from fracctl.flows.engines.journal import ObjectJournal
+from fracctl.flows.engines.steps import Creator
 from fracctl.flows.kinds.bridge import bridge_body
-from fracctl.flows.kinds.creators import ApplyCreator
-from fracctl.flows.kinds.journal import ObjectJournal
-from fracctl.flows.kinds.steps import Creator
 
 Obj = dict[str, Any]
 SARS = ResourceRef("authorization.k8s.io", "v1", "subjectaccessreviews", "", namespaced=False)
@@ -98,7 +98,7 @@ def _kinds(ctx: Context, word: str) -> list[tuple[str, str]]:
     """The kinds ``word`` names through discovery; a usage error naming it when none."""
     import difflib
 
-    from fracctl.core.resources import kinds_named
+    from fracctl.core.kube.resources import kinds_named
 
     served = ctx.kube.served()
     kinds = kinds_named(word, served)

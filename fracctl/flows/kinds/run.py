@@ -5,15 +5,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from fracctl.core.kube.resources import PVCS, REPLICASETS
 from fracctl.core.procedures import BRIDGE, NEW_IP, ORPHAN_ADOPT, RERUN, SURGE
-from fracctl.core.resources import PVCS, REPLICASETS
 from fracctl.errors import ExternalError
 from fracctl.flows.context import Context
-from fracctl.flows.kinds import journal as journals
-from fracctl.flows.kinds.bridge import bridge_down, bridge_up, prove_access
-from fracctl.flows.kinds.journal import ObjectJournal
-from fracctl.flows.kinds.plan import Planned
-from fracctl.flows.kinds.steps import (
+from fracctl.flows.engines import journal as journals
+from fracctl.flows.engines.journal import ObjectJournal
+from fracctl.flows.engines.steps import (
     Work,
     delete_original,
     expand_claims,
@@ -24,6 +22,8 @@ from fracctl.flows.kinds.steps import (
     wait_available,
     wait_job,
 )
+from fracctl.flows.kinds.bridge import bridge_down, bridge_up, prove_access
+from fracctl.flows.kinds.plan import Planned
 from fracctl.flows.recreate.lock import LeaseLock, NoLock
 from fracctl.flows.recreate.state import backup
 

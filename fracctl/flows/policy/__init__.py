@@ -1,11 +1,11 @@
-"""``fracctl policy``: print, apply and check the guard policy (core.guard_policy)."""
+"""``fracctl policy``: print, apply and check the guard policy (core.recreate.guard_policy)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from fracctl.core import guard_policy
-from fracctl.core.resources import BINDINGS, LEASES, POLICIES
+from fracctl.core.kube.resources import BINDINGS, LEASES, POLICIES
+from fracctl.core.recreate import guard_policy
 from fracctl.flows.context import Context
 
 Obj = dict[str, Any]

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from fracctl.config import Config
-from fracctl.core import rbac, rbac_yaml
+from fracctl.core import rbac
+from fracctl.core.rbac import render as rbac_yaml
 from fracctl.flows.context import Context
 
 
@@ -11,7 +12,7 @@ def params(config: Config, *, backend: str | None = None) -> rbac.Params:
     """The role parameters: the configuration's sections, and the backend chosen."""
     c = config
     chosen = backend or c.recreate.backend
-    from fracctl.core.helm_release import release_of
+    from fracctl.core.gitops.helm_release import release_of
 
     return rbac.Params(
         c.target, c.cluster, c.recreate, c.flux, chosen, sections=c.backends,

@@ -1,6 +1,6 @@
 """``fracctl recreate``: guarded, resumable delete → sync → wait.
 
-Every run decides from the cluster as observed now (see :mod:`fracctl.core.recreate_plan`),
+Every run decides from the cluster as observed now (see :mod:`fracctl.core.recreate.plan`),
 so a rerun after any partial failure converges: an object already deleted is not
 deleted again, an object already terminating is waited for, an object already
 recreated is only verified and waited on. The only thing kept locally is the backup of
@@ -13,21 +13,21 @@ import contextlib
 from collections.abc import Callable
 from typing import Any
 
-from fracctl.core import recreate_plan
 from fracctl.core.clock import utc_timestamp
 from fracctl.core.drift import HOOK, IN_SYNC, MISSING_DESIRED, REJECTED
-from fracctl.core.nodes import selector_of
+from fracctl.core.kube.nodes import selector_of
 from fracctl.core.outcome import Outcome
-from fracctl.core.recreate_plan import Plan
+from fracctl.core.recreate import plan as recreate_plan
+from fracctl.core.recreate.plan import Plan
 from fracctl.errors import (
     FracctlError,
     Refused,
     UsageError,
 )
-from fracctl.flows import backends
-from fracctl.flows.backends import Backend
+from fracctl.flows import engines
 from fracctl.flows.context import Context
 from fracctl.flows.drain import steps as drain_steps
+from fracctl.flows.engines import Backend
 from fracctl.flows.recreate.live_object import unready_nodes
 from fracctl.flows.recreate.lock import LeaseLock, NoLock
 from fracctl.flows.recreate.pipeline import (
@@ -46,6 +46,7 @@ from fracctl.flows.recreate.state import (
     state_after_failure,
     way_back,
 )
+from fracctl.flows.recreate.window import expected
 from fracctl.flows.signals import interrupt_on_sigterm
 
 __all__ = [
@@ -85,7 +86,7 @@ def initial_outcome(plan: Plan) -> Outcome:
 
 def check_backend(ctx: Context, backend: str) -> Backend:
     """The backend called ``backend``, its configuration checked (exit 2) before any I/O."""
-    return backends.for_config(ctx, backend)
+    return engines.select(ctx, backend).config(ctx)
 
 
 def recreate(
@@ -102,7 +103,7 @@ def recreate(
 ) -> RecreateResult:
     """Run (or plan) the guarded delete → recreate → wait.
 
-    The plan (:func:`fracctl.core.recreate_plan.decide`) names the steps still needed; each
+    The plan (:func:`fracctl.core.recreate.plan.decide`) names the steps still needed; each
     runs from :data:`PIPELINE`. Every read-only step (the backend's proofs, the guards)
     runs before the first change, and ``--dry-run`` runs them too and fails the same way.
 
@@ -111,8 +112,7 @@ def recreate(
         dry_run: print the plan and change nothing (no lock either).
         yes: do not ask for confirmation.
         backend: a name from the backend registry (default from config).
-        confirm: shown the planned result, says whether to go on; required when not
-            ``yes`` on a terminal.
+        confirm: shown the plan, says whether to go on (needed without ``yes`` on a tty).
         boundary: called with each step boundary name (fault injection in tests).
         desired_objects: rendered manifests (default: render ``ctx.config.git``).
         drain: fence fractional scheduling and evict the fractional pods first
@@ -132,37 +132,58 @@ def recreate(
     with interrupt_on_sigterm(), lock:
         at("locked")
         run = _plan(ctx, objects, chosen, entry, dry_run=dry_run)
-        run.lock = lock
-        run.announce = yes and not dry_run  # otherwise the plan shown lists the proofs
+        run.lock, run.announce = lock, yes and not dry_run  # else the plan lists the proofs
         if drain:
-            from fracctl.flows.drain import journal as journals
-
-            run.drain, run.force, run.journal = True, force, journals.read(ctx)
-            if run.journal is not None:
-                ctx.info(f"resuming the drain of run {run.journal.run_id} ({run.journal.phase})")
+            _drain_first(run, force=force)
         at("planned")
         result = run.result
         if recreate_plan.DELETE in result.plan.steps:
-            from fracctl.flows.recreate.window import expected
-
             result.expected_window = expected(backend, drain=drain)
         steps = [STEPS[name] for name in result.plan.steps]
-        for step in (s for s in steps if not s.acts):
-            step.run(run)
-            if result.outcome is Outcome.REFUSED:
-                return result
-            at(step.boundary)
+        if not _read_only(run, steps, at):
+            return result
         if not steps:
             if run.journal is not None and not dry_run:  # done but for the journal
                 drain_steps.finish(run)
             return result
-        if dry_run:
-            result.outcome = Outcome.DRY_RUN
-            return result
-        if not yes and confirm is not None and not confirm(result):
-            raise Refused("not confirmed; nothing changed")
-        _act(run, [s for s in steps if s.acts], lock, at)
+        if go_on(result, dry_run=dry_run, yes=yes, confirm=confirm):
+            _act(run, [s for s in steps if s.acts], lock, at)
         return result
+
+
+def _drain_first(run: Run, *, force: bool) -> None:
+    """Drain before the delete; a drain a journal says did not finish is resumed."""
+    from fracctl.flows.drain import journal as journals
+
+    run.drain, run.force, run.journal = True, force, journals.read(run.ctx)
+    if run.journal is not None:
+        run.ctx.info(f"resuming the drain of run {run.journal.run_id} ({run.journal.phase})")
+
+
+def go_on(
+    result: RecreateResult,
+    *,
+    dry_run: bool,
+    yes: bool,
+    confirm: Callable[[RecreateResult], bool] | None,
+) -> bool:
+    """Whether to act: not on a dry run (its outcome says so); refused when not confirmed."""
+    if dry_run:
+        result.outcome = Outcome.DRY_RUN
+        return False
+    if not yes and confirm is not None and not confirm(result):
+        raise Refused("not confirmed; nothing changed")
+    return True
+
+
+def _read_only(run: Run, steps: list[Step], at: Boundary) -> bool:
+    """The plan's read-only steps (proofs, guards), in order; False once one refuses."""
+    for step in (s for s in steps if not s.acts):
+        step.run(run)
+        if run.result.outcome is Outcome.REFUSED:
+            return False
+        at(step.boundary)
+    return True
 
 
 def _plan(ctx: Context, objects: list[Obj], chosen: Backend, entry: dict[str, Any], *,

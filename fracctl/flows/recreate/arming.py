@@ -47,7 +47,7 @@ def armed_dry_run_delete(ctx: Context, uid: str) -> FracctlError | None:
     Admission reads the Lease from its own cache, so the guard policy sees the armed Lease
     a moment after it was written: its refusal is retried for :data:`ARMED_WITHIN`.
     """
-    from fracctl.core.guard_policy import refused_by_guard
+    from fracctl.core.recreate.guard_policy import refused_by_guard
 
     t = ctx.config.target
     deadline = ctx.clock.monotonic() + ARMED_WITHIN

@@ -6,11 +6,11 @@ selector, and say which selected nodes are not ready yet.
 
 from __future__ import annotations
 
-from fracctl.core.nodes import is_ready, selector_of, selector_string
-from fracctl.core.resources import NODES
+from fracctl.core.kube.nodes import is_ready, selector_of, selector_string
+from fracctl.core.kube.resources import NODES
 from fracctl.errors import Conflict, ExternalError, NotFound, TimedOut
-from fracctl.flows.backends import Backend, Obj
 from fracctl.flows.context import Context
+from fracctl.flows.engines import Backend, Obj
 
 
 def unready_nodes(ctx: Context, selector: dict[str, str] | None) -> list[str]:

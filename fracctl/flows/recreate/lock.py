@@ -10,9 +10,9 @@ import threading
 from datetime import datetime, timezone
 from types import TracebackType
 
-from fracctl.core.guard_policy import DELEGATE, PARAM_LABEL, REQUESTER
-from fracctl.core.lock import HELD, STALE, judge_lease, lease_spec, run_of
-from fracctl.core.resources import LEASES
+from fracctl.core.kube.resources import LEASES
+from fracctl.core.recreate.guard_policy import DELEGATE, PARAM_LABEL, REQUESTER
+from fracctl.core.recreate.lock import HELD, STALE, judge_lease, lease_spec, run_of
 from fracctl.errors import Conflict, FracctlError, NotFound, Unsafe
 from fracctl.flows.context import Context
 
@@ -133,7 +133,7 @@ class LeaseLock:
     def arm(self, delegate: str = "") -> str:
         """Name this run's identity on the Lease as the one that may delete the target now.
 
-        The guard policy (:mod:`fracctl.core.guard_policy`) lets a DELETE of the target
+        The guard policy (:mod:`fracctl.core.recreate.guard_policy`) lets a DELETE of the target
         through only for the username armed here, and for ``delegate``: the identity of
         a controller whose own run deletes it for this recreate (helm-controller running
         a chart's hook). Called after the proofs and guards, right before the delete.

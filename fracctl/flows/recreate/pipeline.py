@@ -11,16 +11,16 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from fracctl.core import recreate_plan
 from fracctl.core.clock import utc_timestamp
-from fracctl.core.nodes import selector_of
+from fracctl.core.kube.nodes import selector_of
 from fracctl.core.outcome import Outcome
-from fracctl.core.recreate_plan import Plan
+from fracctl.core.recreate import plan as recreate_plan
+from fracctl.core.recreate.plan import Plan
 from fracctl.errors import Refused
-from fracctl.flows import backends
-from fracctl.flows.backends import Backend
+from fracctl.flows import engines
 from fracctl.flows.context import Context
 from fracctl.flows.drain import steps as drain_steps
+from fracctl.flows.engines import Backend
 from fracctl.flows.recreate.arming import arm
 from fracctl.flows.recreate.live_object import delete, verify, wait_gone
 from fracctl.flows.recreate.lock import LeaseLock, NoLock
@@ -100,7 +100,7 @@ class Run:
 
 def _prove(run: Run) -> None:
     deletes = recreate_plan.DELETE in run.result.plan.steps
-    proof = backends.prove(run.ctx, run.backend, run.desired, deletes=deletes, live=run.live)
+    proof = engines.prove(run.ctx, run.backend, run.desired, deletes=deletes, live=run.live)
     run.result.proofs = proof.evidence
     run.desired = proof.creates  # verify holds the live object to what was proven
     for line in run.result.proofs if run.announce else ():
@@ -136,7 +136,7 @@ def _backup(run: Run) -> None:
 
 def _delete(run: Run) -> None:
     if run.live is not None:
-        from fracctl.flows.backends.rehearse import guard_again
+        from fracctl.flows.engines.rehearse import guard_again
 
         t = run.ctx.config.target
         run.ctx.info(guard_again(run.ctx, run.live, run.desired, on_nodes_only=run.drain))
@@ -154,7 +154,7 @@ def _delete(run: Run) -> None:
 
 def _upgrade(run: Run) -> None:
     """The backend's own run deletes and recreates the object: guard, arm, then run it."""
-    from fracctl.flows.backends.rehearse import guard_again
+    from fracctl.flows.engines.rehearse import guard_again
 
     run.ctx.info(guard_again(run.ctx, run.live, run.desired, on_nodes_only=run.drain))
     if run.live is not None:  # the policy lets the backend's delete through, as ours

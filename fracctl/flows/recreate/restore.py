@@ -13,15 +13,15 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from fracctl.core import recreate_plan
 from fracctl.core.clock import utc_timestamp
-from fracctl.core.nodes import field_at, selector_of
+from fracctl.core.kube.nodes import field_at, selector_of
 from fracctl.core.outcome import Outcome
-from fracctl.core.recreate_plan import Plan
+from fracctl.core.recreate import plan as recreate_plan
+from fracctl.core.recreate.plan import Plan
 from fracctl.errors import ConfigError, FracctlError, Refused, UsageError
-from fracctl.flows import backends
+from fracctl.flows import engines
 from fracctl.flows.context import Context
-from fracctl.flows.recreate import RecreateResult, initial_outcome, require_confirmation
+from fracctl.flows.recreate import RecreateResult, go_on, initial_outcome, require_confirmation
 from fracctl.flows.recreate.live_object import verify, wait_gone
 from fracctl.flows.recreate.lock import LeaseLock, NoLock
 from fracctl.flows.recreate.state import audit_entry, record
@@ -72,7 +72,7 @@ def read_backup(ctx: Context, path: str) -> Obj:
 
 def _restorable(obj: Obj) -> Obj:
     """The backup without what the server or the operator sets again."""
-    body = backends.clean_desired(obj)
+    body = engines.clean_desired(obj)
     meta = dict(body["metadata"])
     meta.pop("finalizers", None)  # the operator adds its own finalizer to what it manages
     meta.pop("ownerReferences", None)
@@ -141,31 +141,43 @@ def restore(
         result = RecreateResult(
             plan=plan, outcome=initial_outcome(plan), backend="apply", backup=path
         )
-        applier = backends.get("apply")
-        result.proofs = backends.prove(ctx, applier, _restorable(obj), deletes=False).evidence
-        if dry_run:
-            result.outcome = Outcome.DRY_RUN
-            return result
-        if not yes and confirm is not None and not confirm(result):
-            raise Refused("not confirmed; nothing changed")
-        try:
-            if terminating and live is not None:
-                wait_gone(ctx, live["metadata"]["uid"])
-            said = applier.recreate(ctx, _restorable(obj))
-            restored = f"restored from {path}: {said}"
-            result.notes.append(restored)
-            ctx.info(restored)
-            verify(ctx, want, applier, said)
-            result.ready = wait_ready(ctx, selector=want)
-        except (FracctlError, KeyboardInterrupt) as e:
-            entry.update(
-                time=utc_timestamp(),
-                outcome=f"{Outcome.FAILED}: {e}" if str(e) else Outcome.INTERRUPTED,
-            )
-            with contextlib.suppress(Exception):
-                record(ctx, live=None, entry=entry)
-            raise
-        result.outcome = Outcome.RESTORED
-        final = ctx.kube.get_or_none(t.ref, t.name)
-        result.audit_file = record(ctx, live=final, entry={**entry, "outcome": Outcome.RESTORED})
+        applier = engines.select(ctx, "apply").config(ctx)
+        result.proofs = engines.prove(ctx, applier, _restorable(obj), deletes=False).evidence
+        if go_on(result, dry_run=dry_run, yes=yes, confirm=confirm):
+            gone = live["metadata"]["uid"] if terminating and live is not None else ""
+            _put_back(ctx, result, _restorable(obj), gone=gone, applier=applier, entry=entry)
         return result
+
+
+def _put_back(
+    ctx: Context,
+    result: RecreateResult,
+    obj: Obj,
+    *,
+    gone: str,
+    applier: engines.Backend,
+    entry: dict[str, Any],
+) -> None:
+    """Wait for the terminating one (uid ``gone``) to go, create ``obj``, verify, wait."""
+    want = result.plan.after or {}
+    try:
+        if gone:
+            wait_gone(ctx, gone)
+        said = applier.recreate(ctx, obj)
+        restored = f"restored from {result.backup}: {said}"
+        result.notes.append(restored)
+        ctx.info(restored)
+        verify(ctx, want, applier, said)
+        result.ready = wait_ready(ctx, selector=want)
+    except (FracctlError, KeyboardInterrupt) as e:
+        entry.update(
+            time=utc_timestamp(),
+            outcome=f"{Outcome.FAILED}: {e}" if str(e) else Outcome.INTERRUPTED,
+        )
+        with contextlib.suppress(Exception):
+            record(ctx, live=None, entry=entry)
+        raise
+    result.outcome = Outcome.RESTORED
+    t = ctx.config.target
+    final = ctx.kube.get_or_none(t.ref, t.name)
+    result.audit_file = record(ctx, live=final, entry={**entry, "outcome": Outcome.RESTORED})

@@ -15,9 +15,9 @@ from typing import Any
 
 from fracctl.adapters.files import write_whole
 from fracctl.core.clock import utc_timestamp
-from fracctl.core.nodes import selector_of
+from fracctl.core.kube.nodes import selector_of
+from fracctl.core.kube.resources import EVENTS, EVENTS_NAMESPACE
 from fracctl.core.outcome import Outcome
-from fracctl.core.resources import EVENTS, EVENTS_NAMESPACE
 from fracctl.errors import ExternalError, FracctlError
 from fracctl.flows.context import Context
 

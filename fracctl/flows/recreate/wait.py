@@ -11,8 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from fracctl.core.nodes import describe_condition, is_ready, selector_of, selector_string
-from fracctl.core.resources import NODES
+from fracctl.core.kube.nodes import describe_condition, is_ready, selector_of, selector_string
+from fracctl.core.kube.resources import NODES
 from fracctl.errors import Refused, TimedOut
 from fracctl.flows.context import Context
 

@@ -153,7 +153,7 @@ def check_argocd_unique(
 
     Argo CD itself only warns (``RepeatedResourceWarning``) and applies one of them.
     """
-    from fracctl.core.manifests import check_unique
+    from fracctl.core.gitops.manifests import check_unique
 
     check_unique(
         objects,

@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 from fracctl.adapters.kube import Kube
-from fracctl.core.resources import ResourceRef
+from fracctl.core.kube.resources import ResourceRef
 from fracctl.errors import Conflict, NotFound, TimedOut
 from fracctl.sandbox.argocd_local.names import (
     APPLICATIONS,

@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 from fracctl.adapters.kube import Kube
-from fracctl.core.resources import NAMESPACES
+from fracctl.core.kube.resources import NAMESPACES
 from fracctl.errors import UsageError
 from fracctl.sandbox import controlplane
 from fracctl.sandbox.argocd_local.accounts import mint_tokens, write_secret_file, write_settings

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from fracctl.core.resources import ResourceRef
+from fracctl.core.kube.resources import ResourceRef
 
 VERSION = "v3.2.11"
 NAMESPACE = "argocd"

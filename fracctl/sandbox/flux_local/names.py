@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from fracctl.core.resources import HELMCHARTS as HELMCHARTS
-from fracctl.core.resources import HELMRELEASES as HELMRELEASES
-from fracctl.core.resources import ResourceRef
+from fracctl.core.kube.resources import HELMCHARTS as HELMCHARTS
+from fracctl.core.kube.resources import HELMRELEASES as HELMRELEASES
+from fracctl.core.kube.resources import ResourceRef
 
 SOURCE_VERSION = "v1.9.0"  # source-controller (scripts/build-flux.sh)
 KUSTOMIZE_VERSION = "v1.9.6"  # kustomize-controller

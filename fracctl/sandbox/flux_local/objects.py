@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from fracctl.adapters.kube import Kube
-from fracctl.core.resources import NAMESPACES, ResourceRef
+from fracctl.core.kube.resources import NAMESPACES, ResourceRef
 from fracctl.errors import Conflict, NotFound
 from fracctl.sandbox.crds import install_crd_files
 from fracctl.sandbox.flux_local.names import (

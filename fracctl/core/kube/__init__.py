@@ -1,0 +1,1 @@
+"""Kubernetes objects as plain data: resource references, nodes, label selectors, pod specs."""

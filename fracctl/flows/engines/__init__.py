@@ -1,0 +1,314 @@
+"""The ways ``recreate`` can bring the object back, each proven read-only before a delete.
+
+A backend has a name, a :meth:`~Backend.validate` of its configuration, a
+:meth:`~Backend.check` that proves with read-only calls that it can recreate the object
+(the same credentials, permissions and objects the recreate will use),
+:meth:`~Backend.recreate`, and the claim its success makes about the live object (which
+:func:`fracctl.flows.recreate.verify` never trusts). Adding a GitOps engine is one package
+here (its config backend, its object creator, its proofs) and one entry in
+:data:`fracctl.core.gitops.backends.REGISTRY`; :func:`select` is how every flow finds it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+from fracctl.core.gitops.backends import BackendEntry, choices, entry, load
+from fracctl.core.kube.resources import ResourceRef
+from fracctl.core.recreate.plan import ReleaseState
+from fracctl.errors import Conflict, FracctlError, UsageError
+from fracctl.flows.context import Context
+from fracctl.flows.engines.desired import clean_desired as clean_desired
+
+if TYPE_CHECKING:
+    from fracctl.core.recreate.sync_target import SyncTarget
+    from fracctl.flows.engines.steps import Creator
+
+Obj = dict[str, Any]
+
+
+class Backend(Protocol):
+    """What ``recreate`` needs from a way of creating the object.
+
+    Every member, none optional: :class:`BackendBase` holds the defaults a backend keeps.
+    """
+
+    name: str
+    claim: str  # what the backend's success says, for "… but the live object differs"
+
+    def for_config(self, ctx: Context) -> Backend:
+        """The backend this configuration runs (Flux: a HelmRelease's, when one is named)."""
+        ...
+
+    def rendering(self, ctx: Context, objects: list[Obj]) -> list[Obj]:
+        """Git's objects as this backend renders them (the plan judges the live one by it)."""
+        ...
+
+    def hook(self) -> HookCarrier | None:
+        """The chart's upgrade that recreates the config (its hook); None: it runs none."""
+        ...
+
+    def release_state(self, ctx: Context, desired: Obj) -> ReleaseState | None:
+        """The release the backend's own run upgrades, for the plan; None: no release."""
+        ...
+
+    def before_delete(self, ctx: Context) -> list[str]:
+        """What it must do after the guards and any confirmation, right before the delete.
+
+        Argo CD stops its own failing automated sync, then dry-runs the sync; the lines
+        are said as done.
+        """
+        ...
+
+    def deletes_as(self, ctx: Context) -> str:
+        """The identity whose delete the lock is armed for beside fracctl's ("" none)."""
+        ...
+
+    def validate(self, ctx: Context) -> None:
+        """Check the configuration alone (no I/O); a usage error when it cannot work."""
+        ...
+
+    def check(self, ctx: Context, desired: Obj) -> Proof:
+        """Rehearse :meth:`recreate` read-only: the evidence, and what it will create.
+
+        What it will create is the backend's own rendering where it has one (Argo CD's
+        manifests at the application's revision, Flux's source artifact), so that
+        ``verify`` holds the live object to what was proven, not to a local render.
+
+        Raises:
+            Refused: the backend would create something other than git's object, or
+                would not run now (a sync window, a suspended Kustomization).
+            FracctlError: it cannot (wrong token, missing permission, missing object).
+        """
+        ...
+
+    def recreate(self, ctx: Context, desired: Obj) -> str:
+        """Have the object created; returns a one-line account of what was said."""
+        ...
+
+
+class BackendBase:
+    """The defaults of :class:`Backend`'s members that most backends keep."""
+
+    def for_config(self, ctx: Context) -> Backend:
+        """This backend itself."""
+        return self  # type: ignore[return-value]
+
+    def rendering(self, ctx: Context, objects: list[Obj]) -> list[Obj]:
+        """Git's objects, as git renders them."""
+        return objects
+
+    def hook(self) -> HookCarrier | None:
+        """No chart: the backend creates the object itself."""
+        return None
+
+    def release_state(self, ctx: Context, desired: Obj) -> ReleaseState | None:
+        """No release: the backend creates the object itself."""
+        return None
+
+    def before_delete(self, ctx: Context) -> list[str]:
+        """Nothing to do before the delete."""
+        return []
+
+    def deletes_as(self, ctx: Context) -> str:
+        """Only fracctl deletes."""
+        return ""
+
+
+@dataclass(frozen=True)
+class Proof:
+    """What a rehearsal showed: the evidence, and the object the backend will create."""
+
+    evidence: list[str]
+    creates: Obj
+
+
+class BackendCheckFailed(FracctlError):
+    """A backend's read-only proof failed; nothing was changed. Keeps the cause's exit code."""
+
+    def __init__(self, backend: str, cause: FracctlError, *, what: str = "") -> None:
+        what = what or f"the {backend} backend cannot recreate the object"
+        super().__init__(
+            f"{what}, so nothing was deleted or changed: {cause.message}", hint=cause.hint
+        )
+        self.exit_code = cause.exit_code
+        self.cause = cause
+
+
+def dry_run_create(ctx: Context, obj: Obj, *, ref: ResourceRef | None = None) -> None:
+    """The API server would admit ``obj`` as the target (or in ``ref``): a dry-run create.
+
+    Authorisation, admission and validation all run before the existence check, so
+    ``AlreadyExists`` (the live object is still there) means it passed them.
+    """
+    try:
+        ctx.kube.create(ref or ctx.config.target.ref, clean_desired(obj), dry_run=True)
+    except Conflict as e:
+        if e.status.reason != "AlreadyExists":
+            raise
+
+
+class HookCarrier(Protocol):
+    """A backend that recreates the config by running its chart's upgrade (the hook)."""
+
+    def carries(self, ctx: Context, desired: Obj) -> tuple[list[str], Obj]:
+        """The proofs that the upgrade recreates git's object, whoever runs it.
+
+        Returns the evidence and the object the hook creates; raises what recreate's
+        proofs raise.
+        """
+        ...
+
+    def left(self, ctx: Context, desired: Obj) -> tuple[str, bool]:
+        """What of the release the upgrade still has to do, and whether it stopped.
+
+        "" when it is settled; stopped: an upgrade began and its newest revision is not
+        deployed.
+        """
+        ...
+
+
+class Stuck(Protocol):
+    """The keys of ``objects`` that git changes on an immutable field (drift's judgement)."""
+
+    def __call__(self, ctx: Context, objects: list[Obj], namespace: str) -> list[str]:
+        """Judge ``objects`` (their namespace when they name none) against the cluster."""
+        ...
+
+
+class Engine(Protocol):
+    """One way of bringing objects back, both halves; every member required.
+
+    :meth:`config` is the backend that recreates the fractioning config, for this
+    configuration; :meth:`objects` the creator that ``recreate KIND/NAME`` uses for one
+    object. An engine without the second half refuses it (exit 2) before anything is read.
+    """
+
+    @property
+    def name(self) -> str:
+        """The engine's name (``--backend``, ``recreate.backend``)."""
+        ...
+
+    def config(self, ctx: Context) -> Backend:
+        """The config's backend for this configuration, its settings checked (exit 2).
+
+        An engine may hand the run to another backend for this configuration (Flux: a
+        HelmRelease's upgrade, when ``flux.helmrelease`` names one).
+        """
+        ...
+
+    def objects(
+        self,
+        ctx: Context,
+        target: SyncTarget,
+        *,
+        live: Obj | None,
+        holds: bool,
+        suspended: bool,
+        stuck: Stuck,
+    ) -> Creator:
+        """The creator for one object.
+
+        ``live`` is the object as found; ``holds``: its procedure creates it held;
+        ``suspended``: a journal says an earlier run suspended the engine's reconciler;
+        ``stuck``: drift's judgement of other objects (a release's).
+        """
+        ...
+
+
+@dataclass(frozen=True)
+class RegisteredEngine:
+    """An engine as its registry entry in :mod:`fracctl.core.gitops.backends` declares it."""
+
+    entry: BackendEntry
+
+    @property
+    def name(self) -> str:
+        """The backend's name in the registry."""
+        return self.entry.name
+
+    def config(self, ctx: Context) -> Backend:
+        """The entry's backend (its module imported now), handed on and checked."""
+        factory: Callable[[], Backend] = load(self.entry.implementation)
+        chosen = factory().for_config(ctx)
+        chosen.validate(ctx)
+        return chosen
+
+    def objects(
+        self,
+        ctx: Context,
+        target: SyncTarget,
+        *,
+        live: Obj | None,
+        holds: bool,
+        suspended: bool,
+        stuck: Stuck,
+    ) -> Creator:
+        """The entry's creator; a usage error where it declares none."""
+        if not self.entry.objects:
+            raise UsageError(f"backend {self.name!r} has no creator for recreate KIND/NAME")
+        make = load(self.entry.objects)
+        creator: Creator = make(
+            ctx, target, live=live, holds=holds, suspended=suspended, stuck=stuck
+        )
+        return creator
+
+
+def select(ctx: Context, name: str = "") -> Engine:
+    """The engine called ``name`` (default ``recreate.backend``); a usage error if unknown.
+
+    drift, doctor, ``recreate`` and ``recreate KIND/NAME`` all ask this one function.
+    """
+    name = name or ctx.config.recreate.backend
+    found = entry(name)
+    if found is None:
+        raise UsageError(f"unknown backend {name!r} (use {choices()})")
+    return RegisteredEngine(found)
+
+
+def prove(
+    ctx: Context, backend: Backend, desired: Obj, *, deletes: bool, live: Obj | None = None
+) -> Proof:
+    """Every read-only proof a recreate needs before it changes anything.
+
+    Args:
+        ctx: the context.
+        backend: the chosen backend.
+        desired: git's object.
+        deletes: whether the plan deletes the live object (then the delete is rehearsed).
+        live: the live object the plan deletes.
+
+    Returns:
+        The evidence, and the object the backend was proven to create.
+
+    Raises:
+        BackendCheckFailed: a proof failed; the message says nothing was changed.
+    """
+    from fracctl.flows.engines.rehearse import check_owners, check_wait
+
+    evidence: list[str] = []
+    try:
+        if deletes:
+            from fracctl.flows.engines.delete_rehearsal import check_delete
+
+            evidence = check_delete(ctx, live)
+            evidence += check_owners(ctx, backend.name, live)
+    except UsageError:
+        raise
+    except FracctlError as e:
+        what = "the rehearsed delete would not complete"
+        raise BackendCheckFailed(backend.name, e, what=what) from e
+    try:
+        proof = backend.check(ctx, desired)
+    except UsageError:
+        raise
+    except FracctlError as e:
+        raise BackendCheckFailed(backend.name, e) from e
+    try:
+        waits = check_wait(ctx, live, proof.creates)
+    except FracctlError as e:
+        what = "the wait that follows the recreate could not end"
+        raise BackendCheckFailed(backend.name, e, what=what) from e
+    return Proof(evidence + proof.evidence + waits, proof.creates)

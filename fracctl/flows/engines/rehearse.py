@@ -1,0 +1,172 @@
+"""Rehearsing what follows the delete: who else owns the object, and what the wait needs.
+
+Read-only proofs beside the backend's own (:mod:`fracctl.flows.engines`), judged by
+:mod:`fracctl.core.recreate.rehearsal`:
+
+* no GitOps owner other than the configured backend marks the live object;
+* the readiness condition fracctl waits for is the one the operator writes on the nodes
+  the live object selects, and every node of git's selection can run the agents;
+* right before the delete, after any confirmation, no fractional pod runs (a pod
+  scheduled while a person read the plan is seen).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fracctl.core.kube.nodes import matches, selector_of
+from fracctl.core.kube.resources import DAEMONSETS, NODES
+from fracctl.core.recreate.rehearsal import (
+    Owner,
+    cannot_run_agents,
+    condition_written,
+    foreign_owners,
+)
+from fracctl.errors import Refused
+from fracctl.flows.context import Context
+
+Obj = dict[str, Any]
+
+
+def expected_owner(ctx: Context, backend: str) -> Owner | None:
+    """The GitOps owner the configured backend is (None for a direct apply)."""
+    c = ctx.config
+    if backend == "flux":
+        return Owner("flux", c.flux.kustomization, c.flux.namespace)
+    if backend == "argocd" and c.argocd.app:
+        return Owner("argocd", c.argocd.app.rpartition("/")[2])
+    return None
+
+
+def check_owners(ctx: Context, backend: str, live: Obj | None) -> list[str]:
+    """Refuse when the live object names another GitOps owner than ``backend``'s.
+
+    A direct apply configures no owner: whoever marks the object, the operator chose to
+    apply it (the marks are reported in the evidence).
+    """
+    if live is None:
+        return []
+    t = ctx.config.target
+    expected = expected_owner(ctx, backend)
+    if expected is None:
+        marked = ", ".join(map(str, foreign_owners(live, None))) or "no GitOps owner"
+        return [f"a direct apply: the live object names {marked}"]
+    others = foreign_owners(live, expected)
+    if others:
+        mine = f"the configured {expected}"
+        raise Refused(
+            f"{t.kind}/{t.name} is marked as managed by {', '.join(map(str, others))}, not "
+            f"{mine}: two owners would undo each other's object after the recreate",
+            hint="recreate through the owner that manages it (recreate.backend and its "
+            "section in fracctl.yaml), or remove the other's management first",
+        )
+    return [f"the live object names no other GitOps owner than {expected or 'none'}"]
+
+
+def _agent_tolerations(ctx: Context, desired: Obj) -> tuple[list[Obj], str]:
+    """The tolerations every agent DaemonSet has, and where they were read."""
+    k = ctx.config.cluster
+    found = [
+        ds
+        for name in k.agent_daemonsets
+        if (ds := ctx.kube.get_or_none(DAEMONSETS, name, k.agent_namespace)) is not None
+    ]
+    if not found:
+        spec = desired.get("spec") or {}
+        return list(spec.get("tolerations") or []), "git's config (no agent DaemonSet yet)"
+    per = [
+        (((ds.get("spec") or {}).get("template") or {}).get("spec") or {}).get("tolerations") or []
+        for ds in found
+    ]
+    # A taint must be tolerated by every agent: keep the tolerations all of them have.
+    common = [t for t in per[0] if all(t in other for other in per[1:])]
+    names = ", ".join(f"{k.agent_namespace}/{ds['metadata']['name']}" for ds in found)
+    return common, f"the agents' DaemonSets {names}"
+
+
+def check_wait(ctx: Context, live: Obj | None, desired: Obj) -> list[str]:
+    """Prove the wait has something to wait for.
+
+    The readiness condition is written by the operator on the nodes the live object
+    selects (when it selects any), and each node git's selector selects can run the
+    agents: its kubelet reports Ready, and the agents tolerate its taints.
+    """
+    t = ctx.config.target
+    cond = ctx.config.condition
+    nodes = ctx.kube.list(NODES)
+    evidence: list[str] = []
+    steady = live is not None and not (live.get("metadata") or {}).get("deletionTimestamp")
+    live_sel = selector_of(live, t.selector_field) if steady else None
+    now = [n for n in nodes if live_sel is not None and matches(live_sel, _labels(n))]
+    if now:
+        written, similar = condition_written(now, cond)
+        if not written and not (similar or _reports_ready(live)):
+            evidence.append(
+                f"{cond} is not written on the nodes the live object selects yet (the "
+                "operator has not reported the config Ready)"
+            )
+        elif not written:
+            seen = f"; they carry {', '.join(similar)}" if similar else ""
+            raise Refused(
+                f"no node the live {t.kind}/{t.name} selects carries the readiness condition "
+                f"{cond}{seen}: the wait would wait for a condition nobody writes",
+                hint="set readiness.condition (or target.naming) in fracctl.yaml to the "
+                "condition the operator writes, then rerun",
+            )
+        else:
+            evidence.append(f"the operator writes {cond} on the nodes the live object selects")
+    desired_sel = selector_of(desired, t.selector_field) or {}
+    chosen = [n for n in nodes if matches(desired_sel, _labels(n))]
+    tolerations, where = _agent_tolerations(ctx, desired)
+    blocked = {
+        n["metadata"]["name"]: why for n in chosen if (why := cannot_run_agents(n, tolerations))
+    }
+    if blocked:
+        listed = "; ".join(f"{name}: {', '.join(why)}" for name, why in sorted(blocked.items()))
+        raise Refused(
+            f"the agents cannot run on every node git's selector selects, so the wait could "
+            f"not end: {listed} (tolerations from {where})",
+            hint="make the node Ready, or add the toleration to the agents (the config's "
+            "tolerations), or leave the node out of the selection, then rerun",
+        )
+    evidence.append(
+        f"all {len(chosen)} node(s) git's selector selects are Ready and their taints are "
+        f"tolerated by the agents (tolerations from {where})"
+    )
+    return evidence
+
+
+def _reports_ready(obj: Obj | None) -> bool:
+    """Whether the operator reports the config Ready (it writes each node's condition)."""
+    conds = ((obj or {}).get("status") or {}).get("conditions") or []
+    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conds)
+
+
+def _labels(node: Obj) -> dict[str, str]:
+    return dict((node.get("metadata") or {}).get("labels") or {})
+
+
+def guard_again(
+    ctx: Context, live: Obj | None, desired: Obj, *, on_nodes_only: bool = False
+) -> str:
+    """The fractional-pod guard, once more, right before the delete.
+
+    ``on_nodes_only`` (after a drain): pods waiting unscheduled do not count; they hold no
+    CUDA context, and are the evicted pods' replacements.
+
+    Raises:
+        Refused: a fractional pod runs now; nothing was deleted.
+    """
+    from fracctl.flows.guards.preflight import fractional_pods_check
+    from fracctl.flows.guards.scan import fractions, scan_fractional_pods
+
+    scan = scan_fractional_pods(ctx, fractions(ctx, live=live, desired=desired))
+    if on_nodes_only:
+        scan.pods = [p for p in scan.pods if p.node]
+    check = fractional_pods_check(ctx, scan)
+    if not check.ok:
+        raise Refused(
+            f"fractional pods appeared since the guards ran: {check.evidence}; nothing was deleted",
+            hint=check.fix,
+        )
+    return f"right before the delete: {check.evidence}"
