@@ -163,35 +163,9 @@ class Flux:
         while True:
             obj = self.get()
             status = obj.get("status") or {}
-            ready = _ready(status)
-            handled = status.get("lastHandledReconcileAt") == requested_at
-            generation = (obj.get("metadata") or {}).get("generation")
-            # kustomize-controller moves status.observedGeneration only on success (it
-            # stays -1 while every try failed); each condition carries its own.
-            observed = (ready or {}).get("observedGeneration", status.get("observedGeneration"))
-            current = generation is None or observed is None or observed >= generation
-            stalled = (condition({"status": status}, "Stalled") or {}).get("status") == "True"
-            transient = ready is not None and ready.get("reason") in TRANSIENT and not stalled
-            if handled and current and ready is not None and not transient:
-                if ready.get("status") == "False":
-                    raise FluxReconcileFailed(
-                        f"{who} is not Ready: {ready.get('reason') or 'no reason'}: "
-                        f"{_clip(str(ready.get('message') or 'no message'))}",
-                        status=status,
-                        hint=f"see `flux get kustomizations -n {self.namespace}` and the "
-                        "kustomize-controller logs",
-                    )
-                if ready.get("status") == "True":
-                    applied = str(status.get("lastAppliedRevision") or "")
-                    if revision and not revision_matches(applied, revision):
-                        raise FluxReconcileFailed(
-                            f"{who} applied revision {applied or '(none)'}, not {revision}",
-                            status=status,
-                            hint="its source has not fetched the new commit yet: reconcile "
-                            "the source (flux reconcile kustomization "
-                            f"{self.name} -n {self.namespace} --with-source) and run again",
-                        )
-                    return status
+            ready = _settled(obj, requested_at)
+            if ready is not None and self._verdict(status, ready, revision):
+                return status
             left = deadline - clock.monotonic()
             if left <= 0:
                 raise TimedOut(
@@ -200,6 +174,56 @@ class Flux:
                     f"see `flux get kustomizations -n {self.namespace}`",
                 )
             clock.sleep(min(backoff.next(), left))
+
+    def _verdict(self, status: Obj, ready: Obj, revision: str | None) -> bool:
+        """Whether a settled ``Ready`` is a success; False while it is neither True nor False.
+
+        Raises:
+            FluxReconcileFailed: ``Ready=False``, or ``Ready=True`` at another revision.
+        """
+        who = f"Flux Kustomization {self.namespace}/{self.name}"
+        if ready.get("status") == "False":
+            raise FluxReconcileFailed(
+                f"{who} is not Ready: {ready.get('reason') or 'no reason'}: "
+                f"{_clip(str(ready.get('message') or 'no message'))}",
+                status=status,
+                hint=f"see `flux get kustomizations -n {self.namespace}` and the "
+                "kustomize-controller logs",
+            )
+        if ready.get("status") != "True":
+            return False
+        applied = str(status.get("lastAppliedRevision") or "")
+        if revision and not revision_matches(applied, revision):
+            raise FluxReconcileFailed(
+                f"{who} applied revision {applied or '(none)'}, not {revision}",
+                status=status,
+                hint="its source has not fetched the new commit yet: reconcile "
+                "the source (flux reconcile kustomization "
+                f"{self.name} -n {self.namespace} --with-source) and run again",
+            )
+        return True
+
+
+def _settled(obj: Obj, requested_at: str) -> Obj | None:
+    """The Kustomization's ``Ready`` condition once it settled on ``requested_at``, else None.
+
+    Settled: the controller handled that request, at the object's current generation,
+    and ``Ready`` is not a reason Flux retries by itself (:data:`TRANSIENT`) unless the
+    Kustomization is also Stalled.
+    """
+    status = obj.get("status") or {}
+    ready = _ready(status)
+    handled = status.get("lastHandledReconcileAt") == requested_at
+    generation = (obj.get("metadata") or {}).get("generation")
+    # kustomize-controller moves status.observedGeneration only on success (it
+    # stays -1 while every try failed); each condition carries its own.
+    observed = (ready or {}).get("observedGeneration", status.get("observedGeneration"))
+    current = generation is None or observed is None or observed >= generation
+    stalled = (condition({"status": status}, "Stalled") or {}).get("status") == "True"
+    transient = ready is not None and ready.get("reason") in TRANSIENT and not stalled
+    if handled and current and ready is not None and not transient:
+        return ready
+    return None
 
 
 def _unsettled(status: Obj, requested_at: str) -> str:

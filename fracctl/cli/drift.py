@@ -95,6 +95,61 @@ MetricsOption = Annotated[
 ]
 
 
+#: ``fracctl drift --help``, given to typer at :func:`register` (the command takes many
+#: options: its signature and this text are kept apart).
+HELP = """Compare the live cluster with git on immutable fields; ask the API server to judge.
+
+By default checks the configured object (target.kind/target.name); --all checks
+every rendered object, --app every resource of an Argo CD application, --flux
+what Flux would apply (its source's commit at its Kustomization's path). Every
+desired object is first validated by the API server as a whole object (a dry-run
+create, dryRun=All: nothing changes); where live and desired differ, it is then sent
+as a server-side dry-run apply. The API server's answers are the verdict:
+
+  in-sync            live matches git
+  needs-recreate     refused as immutable: only a delete + recreate applies it
+  applies-in-place   differs, and a sync would apply it
+  missing-live       in git, not in the cluster
+  missing-desired    in the cluster (or configured), not in git
+  hook               a chart's hook live, not rendered: never prune it
+  rejected           the API server rejects the desired object (a missing
+                     required field, a schema or CEL rule): nothing applies it
+
+With argocd.app configured, also shows what Argo CD claims and flags
+"Argo CD reports Synced but the live object differs".
+
+-o prometheus prints metrics in the Prometheus text format (objects per
+verdict, each object's verdict and differing immutable fields, the run's
+timestamp); --metrics-file writes them beside any other format
+(runbooks/drift-check-in-ci.md).
+
+Two documents in git (or in Argo CD's manifests) for one object are refused,
+naming both places.
+
+Exits 0 when in sync, 1 on any drift, 2 for bad options or two documents for one
+object, 3 when the cluster, git or Argo CD cannot be read.
+
+Over a fleet (--context more than once, --all-contexts, or fleet: in
+fracctl.yaml) every cluster is checked at once (--parallel at a time):
+one summary row per cluster, -o json keyed by cluster, one JUnit test
+suite per cluster, GitHub annotations naming the cluster. The exit code
+is the worst cluster's; a cluster that cannot be reached is reported as
+unreachable (3) beside the others' results.
+
+Examples:
+    fracctl drift
+    fracctl drift --all -o junit > drift.xml
+    fracctl drift --all --junit-file drift.xml
+    fracctl drift --all -o prometheus
+    fracctl drift --metrics-file textfile/fracctl_drift.prom
+    fracctl drift --all --kind Deployment -o github
+    fracctl drift --app gpu-fractioning -o json
+    fracctl drift --flux
+    fracctl --context eu-1 --context us-1 --context ap-1 drift -o json
+    fracctl --all-contexts drift --parallel 8 --junit-file drift.xml
+"""
+
+
 def command(
     ctx: typer.Context,
     all_objects: AllOption = False,
@@ -111,57 +166,7 @@ def command(
     metrics_file: MetricsOption = None,
     parallel: fleet_cli.Parallel = None,
 ) -> None:
-    """Compare the live cluster with git on immutable fields; ask the API server to judge.
-
-    By default checks the configured object (target.kind/target.name); --all checks
-    every rendered object, --app every resource of an Argo CD application, --flux
-    what Flux would apply (its source's commit at its Kustomization's path). Every
-    desired object is first validated by the API server as a whole object (a dry-run
-    create, dryRun=All: nothing changes); where live and desired differ, it is then sent
-    as a server-side dry-run apply. The API server's answers are the verdict:
-
-      in-sync            live matches git
-      needs-recreate     refused as immutable: only a delete + recreate applies it
-      applies-in-place   differs, and a sync would apply it
-      missing-live       in git, not in the cluster
-      missing-desired    in the cluster (or configured), not in git
-      hook               a chart's hook live, not rendered: never prune it
-      rejected           the API server rejects the desired object (a missing
-                         required field, a schema or CEL rule): nothing applies it
-
-    With argocd.app configured, also shows what Argo CD claims and flags
-    "Argo CD reports Synced but the live object differs".
-
-    -o prometheus prints metrics in the Prometheus text format (objects per
-    verdict, each object's verdict and differing immutable fields, the run's
-    timestamp); --metrics-file writes them beside any other format
-    (runbooks/drift-check-in-ci.md).
-
-    Two documents in git (or in Argo CD's manifests) for one object are refused,
-    naming both places.
-
-    Exits 0 when in sync, 1 on any drift, 2 for bad options or two documents for one
-    object, 3 when the cluster, git or Argo CD cannot be read.
-
-    Over a fleet (--context more than once, --all-contexts, or fleet: in
-    fracctl.yaml) every cluster is checked at once (--parallel at a time):
-    one summary row per cluster, -o json keyed by cluster, one JUnit test
-    suite per cluster, GitHub annotations naming the cluster. The exit code
-    is the worst cluster's; a cluster that cannot be reached is reported as
-    unreachable (3) beside the others' results.
-
-    Examples:
-        fracctl drift
-        fracctl drift --all -o junit > drift.xml
-        fracctl drift --all --junit-file drift.xml
-        fracctl drift --all -o prometheus
-        fracctl drift --metrics-file textfile/fracctl_drift.prom
-        fracctl drift --all --kind Deployment -o github
-        fracctl drift --app gpu-fractioning -o json
-        fracctl drift --flux
-        fracctl --context eu-1 --context us-1 --context ap-1 drift -o json
-        fracctl --all-contexts drift --parallel 8 --junit-file drift.xml
-    """
+    """Compare the live cluster with git on immutable fields (the help: :data:`HELP`)."""
     what: dict[str, Any] = {
         "all_objects": all_objects,
         "app": app,
@@ -342,4 +347,4 @@ def _rows(report: DriftReport) -> list[tuple[Text, ...]]:
 
 def register(root: typer.Typer) -> None:
     """Attach to the root app."""
-    root.command("drift")(command)
+    root.command("drift", help=HELP)(command)

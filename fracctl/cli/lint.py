@@ -18,23 +18,26 @@ if TYPE_CHECKING:
 LintFormat = Literal["table", "json", "sarif", "github"]
 
 
+PathsArgument = Annotated[
+    list[str] | None,
+    typer.Argument(
+        metavar="PATH",
+        help="Manifest files or folders (read recursively); '-' reads standard input.",
+        show_default=False,
+    ),
+]
+OutputOption = Annotated[
+    LintFormat,
+    typer.Option("-o", "--output", help=_app.OUTPUT_HELP, parser=_app.one_of(LintFormat)),
+]
+ListRulesOption = Annotated[bool, typer.Option("--list-rules", help="List the rules and exit.")]
+
+
 def command(
     ctx: typer.Context,
-    paths: Annotated[
-        list[str] | None,
-        typer.Argument(
-            metavar="PATH",
-            help="Manifest files or folders (read recursively); '-' reads standard input.",
-            show_default=False,
-        ),
-    ] = None,
-    output: Annotated[
-        LintFormat,
-        typer.Option("-o", "--output", help=_app.OUTPUT_HELP, parser=_app.one_of(LintFormat)),
-    ] = "table",
-    list_rules: Annotated[
-        bool, typer.Option("--list-rules", help="List the rules and exit.")
-    ] = False,
+    paths: PathsArgument = None,
+    output: OutputOption = "table",
+    list_rules: ListRulesOption = False,
 ) -> None:
     """Check rendered manifests for GPU scheduling mistakes, offline.
 
@@ -58,14 +61,8 @@ def command(
         fracctl lint -o sarif deploy/ > fracctl.sarif
         fracctl lint --list-rules
     """
-    from fracctl.core.lint import rules
-
     if list_rules:
-        if output == "json":
-            _app.emit_json([r.to_dict() for r in rules()])
-        else:
-            for r in rules():
-                sys.stdout.write(f"{r.id}  {r.severity:<7}  {r.name}: {r.summary}\n")
+        _list_rules(output)
         return
     if not paths:
         raise UsageError("give one or more PATHs, or '-' to read standard input")
@@ -82,6 +79,23 @@ def command(
             hint="when a renderer's output is piped in (helm template, kustomize build), "
             "check that it ran: its error is above, on its standard error",
         )
+    _emit(c.out, report, output)
+    raise typer.Exit(ExitCode.OK if report.ok else ExitCode.FINDING)
+
+
+def _list_rules(output: LintFormat) -> None:
+    """``--list-rules``: every rule, as JSON or one line each."""
+    from fracctl.core.lint import rules
+
+    if output == "json":
+        _app.emit_json([r.to_dict() for r in rules()])
+    else:
+        for r in rules():
+            sys.stdout.write(f"{r.id}  {r.severity:<7}  {r.name}: {r.summary}\n")
+
+
+def _emit(out: Console, report: LintReport, output: LintFormat) -> None:
+    """The report in the ``output`` format, on standard output."""
     if output == "json":
         _app.emit_json(report.to_dict())
     elif output == "sarif":
@@ -94,8 +108,7 @@ def command(
 
         sys.stdout.write(to_github(report))
     else:
-        render(c.out, report)
-    raise typer.Exit(ExitCode.OK if report.ok else ExitCode.FINDING)
+        render(out, report)
 
 
 def render(out: Console, report: LintReport) -> None:

@@ -11,6 +11,7 @@ from fracctl.errors import ExitCode, UsageError
 
 if TYPE_CHECKING:
     from fracctl.flows.context import Context
+    from fracctl.flows.guards.node_checks import MemoryProbeReport
     from fracctl.flows.node_agent import InstallResult, MPSStatus
 
 app = typer.Typer(
@@ -278,21 +279,24 @@ def uninstall(
         c.out.print(f"kept {path}", markup=False, soft_wrap=True)
 
 
+LimitOption = Annotated[
+    str | None,
+    typer.Option(
+        help="Pinned limit, e.g. 4096M (default: the configured one).",
+        show_default=False,
+        callback=_app.checked(_mib),
+    ),
+]
+StepOption = Annotated[str, typer.Option(help="Allocation step.", callback=_app.checked(_mib))]
+DeviceOption = Annotated[int, typer.Option(help="CUDA device ordinal.")]
+
+
 @app.command("probe-memory")
 def probe_memory(
     ctx: typer.Context,
-    limit: Annotated[
-        str | None,
-        typer.Option(
-            help="Pinned limit, e.g. 4096M (default: the configured one).",
-            show_default=False,
-            callback=_app.checked(_mib),
-        ),
-    ] = None,
-    step: Annotated[
-        str, typer.Option(help="Allocation step.", callback=_app.checked(_mib))
-    ] = "256M",
-    device: Annotated[int, typer.Option(help="CUDA device ordinal.")] = 0,
+    limit: LimitOption = None,
+    step: StepOption = "256M",
+    device: DeviceOption = 0,
     output: _app.Output = "table",
 ) -> None:
     """Allocate device memory in steps under a pinned limit; report what fits.
@@ -313,41 +317,46 @@ def probe_memory(
     step_mib = _mib(step)
     c = _app.context(ctx)
     res = node_checks.probe_memory(c, limit_mib=limit_mib, step_mib=step_mib, device=device)
-    r, info = res.result, res.device
     if output == "json":
         _app.emit_json(
             {
-                **r.to_dict(),
-                "device_name": info.name,
-                "driver_version": info.driver_version,
-                "free_mib_at_start": info.free_mib,
-                "total_mib": info.total_mib,
+                **res.result.to_dict(),
+                "device_name": res.device.name,
+                "driver_version": res.device.driver_version,
+                "free_mib_at_start": res.device.free_mib,
+                "total_mib": res.device.total_mib,
                 "mps_client": res.mps_client,
             }
         )
     else:
-        p = c.out.print
-        p(f"device {r.device}: {info.name} (CUDA driver {info.driver_version})", markup=False)
-        p(f"  driver reports:   {info.free_mib} MiB free of {info.total_mib} MiB", markup=False)
-        p(f"  MPS client:       {'yes' if res.mps_client else 'no'}", markup=False)
-        p(f"  limit:            {r.limit_mib} MiB in steps of {r.step_mib} MiB", markup=False)
-        p(f"  usable:           {r.usable_mib} MiB (last successful total)", markup=False)
-        if r.failed_step is not None:
-            p(
-                f"  failing step:     #{r.failed_step}, to {r.failed_at_mib} MiB ({r.error})",
-                markup=False,
-                soft_wrap=True,
-            )
-        if r.enforced:
-            p(f"  context overhead: {r.overhead_mib} MiB (limit minus usable)", markup=False)
-        else:
-            p(
-                f"  limit NOT enforced: {r.usable_mib} MiB allocated under a {r.limit_mib} MiB "
-                "limit (is this process an MPS client of a daemon with that limit?)",
-                markup=False,
-                soft_wrap=True,
-            )
-    raise typer.Exit(ExitCode.OK if r.enforced else ExitCode.FINDING)
+        _show_probe(c, res)
+    raise typer.Exit(ExitCode.OK if res.result.enforced else ExitCode.FINDING)
+
+
+def _show_probe(c: Context, res: MemoryProbeReport) -> None:
+    """The memory probe's report, one line each: the device, the limit, what fit."""
+    r, info = res.result, res.device
+    p = c.out.print
+    p(f"device {r.device}: {info.name} (CUDA driver {info.driver_version})", markup=False)
+    p(f"  driver reports:   {info.free_mib} MiB free of {info.total_mib} MiB", markup=False)
+    p(f"  MPS client:       {'yes' if res.mps_client else 'no'}", markup=False)
+    p(f"  limit:            {r.limit_mib} MiB in steps of {r.step_mib} MiB", markup=False)
+    p(f"  usable:           {r.usable_mib} MiB (last successful total)", markup=False)
+    if r.failed_step is not None:
+        p(
+            f"  failing step:     #{r.failed_step}, to {r.failed_at_mib} MiB ({r.error})",
+            markup=False,
+            soft_wrap=True,
+        )
+    if r.enforced:
+        p(f"  context overhead: {r.overhead_mib} MiB (limit minus usable)", markup=False)
+    else:
+        p(
+            f"  limit NOT enforced: {r.usable_mib} MiB allocated under a {r.limit_mib} MiB "
+            "limit (is this process an MPS client of a daemon with that limit?)",
+            markup=False,
+            soft_wrap=True,
+        )
 
 
 def register(root: typer.Typer) -> None:

@@ -134,6 +134,55 @@ AllowNewIpOption = Annotated[
 ]
 
 
+#: ``fracctl recreate --help``, given to typer at :func:`register` (the command takes many
+#: options: its signature and this text are kept apart).
+HELP = """Delete and recreate the fractioning config (or a built-in object) from git, guarded.
+
+Takes a Lease lock, runs every preflight guard, renders git, backs up the live
+object, deletes it and waits until it is really gone, recreates it through Argo CD,
+Flux or a server-side apply, verifies the live object equals git (whatever the
+backend reported), waits until every selected node reports ready, and records an
+Event and an audit line. A rerun after any failure resumes from what the cluster
+shows. Before anything changes it rehearses, read-only, what follows (a dry-run
+delete, the operator that releases the finalizer, the backend's own rendering and
+dry run); --dry-run runs the same rehearsal.
+
+If a step fails after the delete, the error names the backup; --restore-from puts it
+back (server-side apply) when the object is missing.
+
+On a busy cluster, --drain first fences fractional scheduling on every node where
+KAI would place a fraction, evicts every fractional pod (whole PodGroups, within
+their PodDisruptionBudgets), and waits until none is on a node; the plan refuses,
+before any change, where the drain could not finish. A failure or Ctrl-C before
+the delete lifts the fence; a rerun resumes a drain the cluster journaled;
+--abort undoes one that has not reached the delete (runbooks/drain.md).
+
+Over a fleet (--context more than once, --all-contexts, or fleet: in fracctl.yaml)
+clusters go wave by wave, lowest first (wave 0 is the canary), one at a time within
+a wave (--parallel N), each with its own lock, guards, backup and audit line. The
+first cluster refused or failed stops the rollout (--continue-on-failure goes on);
+the summary names the clusters done, those not started, and the command that
+resumes. Clusters already done plan nothing-to-do on the rerun.
+
+KIND/NAME (or --all: each object drift --all finds) recreates a built-in object by its
+kind's safe procedure instead, or refuses with the fix (runbooks/recreate-kinds.md).
+KIND is spelled as kubectl takes it (sts, statefulsets.apps); --path,
+--revision, --repo and --renderer say where git's objects are, as for
+render and drift.
+
+Examples:
+    fracctl recreate --dry-run
+    fracctl recreate StatefulSet/db -n shop --backend apply --dry-run
+    fracctl recreate sts/db -n shop --path shop --backend apply --dry-run
+    fracctl recreate --all --backend apply --dry-run
+    fracctl recreate --yes --backend argocd
+    fracctl recreate --restore-from ~/.local/state/fracctl/backups/FILE --yes
+    fracctl --context eu-1 --context us-1 recreate --dry-run
+    fracctl recreate --drain --yes
+    fracctl recreate --abort
+"""
+
+
 def recreate(
     ctx: typer.Context,
     obj: ObjectArgument = None,
@@ -156,51 +205,7 @@ def recreate(
     force: ForceOption = False,
     abort: AbortOption = False,
 ) -> None:
-    """Delete and recreate the fractioning config (or a built-in object) from git, guarded.
-
-    Takes a Lease lock, runs every preflight guard, renders git, backs up the live
-    object, deletes it and waits until it is really gone, recreates it through Argo CD,
-    Flux or a server-side apply, verifies the live object equals git (whatever the
-    backend reported), waits until every selected node reports ready, and records an
-    Event and an audit line. A rerun after any failure resumes from what the cluster
-    shows. Before anything changes it rehearses, read-only, what follows (a dry-run
-    delete, the operator that releases the finalizer, the backend's own rendering and
-    dry run); --dry-run runs the same rehearsal.
-
-    If a step fails after the delete, the error names the backup; --restore-from puts it
-    back (server-side apply) when the object is missing.
-
-    On a busy cluster, --drain first fences fractional scheduling on every node where
-    KAI would place a fraction, evicts every fractional pod (whole PodGroups, within
-    their PodDisruptionBudgets), and waits until none is on a node; the plan refuses,
-    before any change, where the drain could not finish. A failure or Ctrl-C before
-    the delete lifts the fence; a rerun resumes a drain the cluster journaled;
-    --abort undoes one that has not reached the delete (runbooks/drain.md).
-
-    Over a fleet (--context more than once, --all-contexts, or fleet: in fracctl.yaml)
-    clusters go wave by wave, lowest first (wave 0 is the canary), one at a time within
-    a wave (--parallel N), each with its own lock, guards, backup and audit line. The
-    first cluster refused or failed stops the rollout (--continue-on-failure goes on);
-    the summary names the clusters done, those not started, and the command that
-    resumes. Clusters already done plan nothing-to-do on the rerun.
-
-    KIND/NAME (or --all: each object drift --all finds) recreates a built-in object by its
-    kind's safe procedure instead, or refuses with the fix (runbooks/recreate-kinds.md).
-    KIND is spelled as kubectl takes it (sts, statefulsets.apps); --path,
-    --revision, --repo and --renderer say where git's objects are, as for
-    render and drift.
-
-    Examples:
-        fracctl recreate --dry-run
-        fracctl recreate StatefulSet/db -n shop --backend apply --dry-run
-        fracctl recreate sts/db -n shop --path shop --backend apply --dry-run
-        fracctl recreate --all --backend apply --dry-run
-        fracctl recreate --yes --backend argocd
-        fracctl recreate --restore-from ~/.local/state/fracctl/backups/FILE --yes
-        fracctl --context eu-1 --context us-1 recreate --dry-run
-        fracctl recreate --drain --yes
-        fracctl recreate --abort
-    """
+    """Delete and recreate the fractioning config or an object, guarded (:data:`HELP`)."""
     source = {"repo": repo, "revision": revision, "path": path, "renderer": renderer}
     if _objects(ctx, obj, namespace, all_objects, allow_active, allow_new_ip, yes=yes,
                 dry_run=dry_run, backend=backend, source=source, output=output,
@@ -390,4 +395,4 @@ def _fleet(
 
 def register(root: typer.Typer) -> None:
     """Attach to the root app."""
-    root.command("recreate")(recreate)
+    root.command("recreate", help=HELP)(recreate)

@@ -66,38 +66,40 @@ def source_context(ctx: typer.Context, **given: str | None) -> Context:
     return c
 
 
+FromArgocdOption = Annotated[
+    str | None,
+    typer.Option(
+        "--from-argocd",
+        metavar="APP",
+        help="Ask Argo CD for APP's rendered manifests instead of rendering git.",
+        show_default=False,
+        callback=_app.not_blank,
+    ),
+]
+KindOption = Annotated[
+    str | None,
+    typer.Option(help="Only objects of this kind.", show_default=False, callback=_app.not_blank),
+]
+NameOption = Annotated[
+    str | None,
+    typer.Option(help="Only objects of this name.", show_default=False, callback=_app.not_blank),
+]
+OutputOption = Annotated[
+    ManifestFormat,
+    typer.Option("-o", "--output", help=_app.OUTPUT_HELP, parser=_app.one_of(ManifestFormat)),
+]
+
+
 def command(
     ctx: typer.Context,
     repo: RepoOption = None,
     revision: RevisionOption = None,
     path: PathOption = None,
     renderer: RendererOption = None,
-    from_argocd: Annotated[
-        str | None,
-        typer.Option(
-            "--from-argocd",
-            metavar="APP",
-            help="Ask Argo CD for APP's rendered manifests instead of rendering git.",
-            show_default=False,
-            callback=_app.not_blank,
-        ),
-    ] = None,
-    kind: Annotated[
-        str | None,
-        typer.Option(
-            help="Only objects of this kind.", show_default=False, callback=_app.not_blank
-        ),
-    ] = None,
-    name: Annotated[
-        str | None,
-        typer.Option(
-            help="Only objects of this name.", show_default=False, callback=_app.not_blank
-        ),
-    ] = None,
-    output: Annotated[
-        ManifestFormat,
-        typer.Option("-o", "--output", help=_app.OUTPUT_HELP, parser=_app.one_of(ManifestFormat)),
-    ] = "yaml",
+    from_argocd: FromArgocdOption = None,
+    kind: KindOption = None,
+    name: NameOption = None,
+    output: OutputOption = "yaml",
 ) -> None:
     """Render the desired manifests of a git revision, without touching any checkout.
 

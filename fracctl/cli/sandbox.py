@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -60,31 +60,36 @@ def _context(ctx: typer.Context, state_dir: Path | None) -> Context:
     return c
 
 
+ScenarioOption = Annotated[
+    Path | None, typer.Option(help="Scenario YAML (default: the incident).", show_default=False)
+]
+ArgocdOption = Annotated[
+    bool,
+    typer.Option(
+        "--argocd",
+        help="Also run a real Argo CD (v3.2.11, built on first use) that owns the "
+        "target; recreate then syncs through it. Needs git.",
+    ),
+]
+FluxOption = Annotated[
+    bool,
+    typer.Option(
+        "--flux",
+        help="Also run a real Flux (source-, kustomize- and helm-controller, built on "
+        "first use) whose Kustomization owns the target; recreate then reconciles "
+        "through it. With a scenario that installs a chart (operator_chart, "
+        "helm_release), a HelmRelease installs it instead.",
+    ),
+]
+
+
 @app.command()
 def up(
     ctx: typer.Context,
-    scenario: Annotated[
-        Path | None, typer.Option(help="Scenario YAML (default: the incident).", show_default=False)
-    ] = None,
+    scenario: ScenarioOption = None,
     state_dir: StateDir = None,
-    argocd: Annotated[
-        bool,
-        typer.Option(
-            "--argocd",
-            help="Also run a real Argo CD (v3.2.11, built on first use) that owns the "
-            "target; recreate then syncs through it. Needs git.",
-        ),
-    ] = False,
-    flux: Annotated[
-        bool,
-        typer.Option(
-            "--flux",
-            help="Also run a real Flux (source-, kustomize- and helm-controller, built on "
-            "first use) whose Kustomization owns the target; recreate then reconciles "
-            "through it. With a scenario that installs a chart (operator_chart, "
-            "helm_release), a HelmRelease installs it instead.",
-        ),
-    ] = False,
+    argocd: ArgocdOption = False,
+    flux: FluxOption = False,
 ) -> None:
     """Start a local cluster in the background and seed the scenario.
 
@@ -109,6 +114,11 @@ def up(
         argocd=argocd,
         flux=flux,
     )
+    _show_up(c, st)
+
+
+def _show_up(c: Context, st: dict[str, Any]) -> None:
+    """Where the sandbox runs, its files, Argo CD's or Flux's owner, and what to run next."""
     verb = "already running" if st.get("already_running") else "up"
     c.out.print(f"sandbox {verb}: {st['server']}", markup=False, soft_wrap=True)
     c.out.print(f"  kubeconfig: {st['kubeconfig']}", markup=False, soft_wrap=True)

@@ -202,62 +202,15 @@ def start(state_dir: str | Path, *, binaries: Path, detach: bool = False) -> Con
         (state / sub).mkdir(parents=True, exist_ok=True)
     etcd_port, peer_port, api_port = free_port(), free_port(), free_port()
     admin_token, viewer_token = secrets.token_hex(24), secrets.token_hex(24)
-
-    tokens = state / "tokens.csv"
-    fd = os.open(tokens, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w") as f:
-        f.write(f'{admin_token},{ADMIN_USER},uid-admin,"system:masters"\n')
-        f.write(f"{viewer_token},{VIEWER_USER},uid-viewer\n")
+    tokens = _write_tokens(state / "tokens.csv", admin_token, viewer_token)
     sa_key = state / "certs" / "sa.key"
     if not sa_key.is_file():
         _openssl_key(sa_key)
-
     with open(state / "logs" / "etcd.log", "ab") as etcd_log:
-        etcd = spawn(
-            [
-                str(binaries / "etcd"),
-                "--name=default",
-                f"--data-dir={state / 'etcd'}",
-                f"--listen-client-urls=http://127.0.0.1:{etcd_port}",
-                f"--advertise-client-urls=http://127.0.0.1:{etcd_port}",
-                f"--listen-peer-urls=http://127.0.0.1:{peer_port}",
-                f"--initial-advertise-peer-urls=http://127.0.0.1:{peer_port}",
-                f"--initial-cluster=default=http://127.0.0.1:{peer_port}",
-                "--unsafe-no-fsync=true",
-                "--quota-backend-bytes=8589934592",
-                "--log-level=warn",
-            ],
-            etcd_log,
-            detach,
-        )
+        etcd = spawn(_etcd_argv(binaries, state, etcd_port, peer_port), etcd_log, detach)
+    argv = _apiserver_argv(binaries, state, etcd_port, api_port, tokens=tokens, sa_key=sa_key)
     with open(state / "logs" / "kube-apiserver.log", "ab") as api_log:
-        apiserver = spawn(
-            [
-                str(binaries / "kube-apiserver"),
-                f"--etcd-servers=http://127.0.0.1:{etcd_port}",
-                "--bind-address=127.0.0.1",
-                "--advertise-address=127.0.0.1",
-                f"--secure-port={api_port}",
-                f"--cert-dir={state / 'certs'}",
-                f"--token-auth-file={tokens}",
-                "--authorization-mode=RBAC",
-                "--service-cluster-ip-range=10.0.0.0/24",
-                "--allow-privileged=true",
-                "--disable-admission-plugins=ServiceAccount",
-                f"--service-account-key-file={sa_key}",
-                f"--service-account-signing-key-file={sa_key}",
-                "--service-account-issuer=https://fracctl.sandbox.local",
-                "--enable-priority-and-fairness=false",
-                "--max-requests-inflight=1000",
-                "--storage-media-type=application/json",
-                # ConfigMaps are watched straight from etcd, not from the watch cache, so
-                # that compacting etcd makes a real 410 Gone for a watch (tests rely on it).
-                "--watch-cache-sizes=configmaps#0",
-                "--v=0",
-            ],
-            api_log,
-            detach,
-        )
+        apiserver = spawn(argv, api_log, detach)
     cp = ControlPlane(
         str(state), etcd.pid, apiserver.pid, api_port, admin_token, viewer_token, etcd_port
     )
@@ -270,6 +223,61 @@ def start(state_dir: str | Path, *, binaries: Path, detach: bool = False) -> Con
         cp.stop()
         raise
     return cp
+
+
+def _write_tokens(path: Path, admin_token: str, viewer_token: str) -> Path:
+    """The API server's static token file (mode 0600): the admin and the viewer."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as f:
+        f.write(f'{admin_token},{ADMIN_USER},uid-admin,"system:masters"\n')
+        f.write(f"{viewer_token},{VIEWER_USER},uid-viewer\n")
+    return path
+
+
+def _etcd_argv(binaries: Path, state: Path, port: int, peer_port: int) -> list[str]:
+    """The argv of etcd on loopback, its data under ``state``, without fsync (thrown away)."""
+    return [
+        str(binaries / "etcd"),
+        "--name=default",
+        f"--data-dir={state / 'etcd'}",
+        f"--listen-client-urls=http://127.0.0.1:{port}",
+        f"--advertise-client-urls=http://127.0.0.1:{port}",
+        f"--listen-peer-urls=http://127.0.0.1:{peer_port}",
+        f"--initial-advertise-peer-urls=http://127.0.0.1:{peer_port}",
+        f"--initial-cluster=default=http://127.0.0.1:{peer_port}",
+        "--unsafe-no-fsync=true",
+        "--quota-backend-bytes=8589934592",
+        "--log-level=warn",
+    ]
+
+
+def _apiserver_argv(
+    binaries: Path, state: Path, etcd_port: int, port: int, *, tokens: Path, sa_key: Path
+) -> list[str]:
+    """The argv of kube-apiserver on loopback: RBAC, the static ``tokens``, its own cert."""
+    return [
+        str(binaries / "kube-apiserver"),
+        f"--etcd-servers=http://127.0.0.1:{etcd_port}",
+        "--bind-address=127.0.0.1",
+        "--advertise-address=127.0.0.1",
+        f"--secure-port={port}",
+        f"--cert-dir={state / 'certs'}",
+        f"--token-auth-file={tokens}",
+        "--authorization-mode=RBAC",
+        "--service-cluster-ip-range=10.0.0.0/24",
+        "--allow-privileged=true",
+        "--disable-admission-plugins=ServiceAccount",
+        f"--service-account-key-file={sa_key}",
+        f"--service-account-signing-key-file={sa_key}",
+        "--service-account-issuer=https://fracctl.sandbox.local",
+        "--enable-priority-and-fairness=false",
+        "--max-requests-inflight=1000",
+        "--storage-media-type=application/json",
+        # ConfigMaps are watched straight from etcd, not from the watch cache, so
+        # that compacting etcd makes a real 410 Gone for a watch (tests rely on it).
+        "--watch-cache-sizes=configmaps#0",
+        "--v=0",
+    ]
 
 
 # Children started by this process, kept so they can be reaped (a detached sandbox's

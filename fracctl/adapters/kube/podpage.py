@@ -192,8 +192,12 @@ def _compile(tree: Mapping[str, Any], table: Table, where: str) -> Pick:
     return Pick(proto, keys)
 
 
-def _signed(value: int) -> int:
-    return value - (1 << 64) if value >= 1 << 63 else value
+def _number(buf: bytes, i: int, kind: str) -> tuple[bool | int, int]:
+    """The picked varint at ``buf[i]``, a bool or a signed integer: (value, index after it)."""
+    value, i = varint(buf, i)
+    if kind == BOOL:
+        return bool(value), i
+    return (value - (1 << 64) if value >= 1 << 63 else value), i
 
 
 def _qmap_entry(buf: bytes, i: int, end: int) -> tuple[str, str]:
@@ -265,14 +269,13 @@ def _message(buf: bytes, i: int, end: int, pick: Pick) -> dict[str, Any]:
             i = stop
         elif t & 7 == VARINT:
             found = wanted[number]
-            if found is None or found[1] not in _NUMBERS:
+            if found is not None and found[1] in _NUMBERS:
+                key, kind, _ = found
+                out[key], i = _number(buf, i, kind)
+            else:
                 while buf[i] & 0x80:  # stepped over by its bytes, not decoded
                     i += 1
                 i += 1
-                continue
-            value, i = varint(buf, i)
-            key, kind, _ = found
-            out[key] = bool(value) if kind == BOOL else _signed(value)
         else:
             i = skip(buf, i, t & 7)
     if i != end:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import queue
 import threading
-from collections.abc import Generator, Iterator
+from collections.abc import Callable, Generator, Iterator
 from contextlib import closing
 from typing import Any
 
@@ -89,7 +89,6 @@ class PodPager(Transport):
         The next page is fetched by a second thread meanwhile; closing the iterator
         stops that thread.
         """
-        path = PODS.path(namespace=namespace)
         pages: queue.Queue[tuple[str, Any] | BaseException | None] = queue.Queue(maxsize=1)
         stop = threading.Event()
 
@@ -101,38 +100,13 @@ class PodPager(Transport):
                 except queue.Full:
                     continue
 
-        def fetch() -> None:
-            token: str | None = None
-            try:
-                while not stop.is_set():
-                    self._count("GET pods")
-                    resp = self._send(
-                        "GET",
-                        path,
-                        query={
-                            "labelSelector": label_selector,
-                            "fieldSelector": field_selector,
-                            "limit": limit,
-                            "continue": token,
-                        },
-                        accept=POD_LIST,
-                    )
-                    kind, page = self._pod_list_body(resp)
-                    token = (
-                        podpage.continue_token(page)
-                        if kind == "proto"
-                        else str((page.get("metadata") or {}).get("continue") or "")
-                    )
-                    hand_over((kind, page))
-                    if not token:
-                        break
-                hand_over(None)
-            except ProtoError as e:
-                hand_over(self._unreadable("GET pods", str(e)))
-            except BaseException as e:  # noqa: BLE001 - handed to the consumer, raised there
-                hand_over(e)
-
-        fetcher = threading.Thread(target=fetch, name="fracctl-pod-pages", daemon=True)
+        query = {"labelSelector": label_selector, "fieldSelector": field_selector, "limit": limit}
+        fetcher = threading.Thread(
+            target=self._fetch_pod_bodies,
+            args=(PODS.path(namespace=namespace), query, hand_over, stop),
+            name="fracctl-pod-pages",
+            daemon=True,
+        )
         fetcher.start()
         try:
             while True:
@@ -144,6 +118,34 @@ class PodPager(Transport):
                 yield item
         finally:
             stop.set()
+
+    def _fetch_pod_bodies(
+        self,
+        path: str,
+        query: dict[str, Any],
+        hand_over: Callable[[tuple[str, Any] | BaseException | None], None],
+        stop: threading.Event,
+    ) -> None:
+        """The second thread: hand over each page's body, then None, or the error met."""
+        token: str | None = None
+        try:
+            while not stop.is_set():
+                self._count("GET pods")
+                resp = self._send("GET", path, query={**query, "continue": token}, accept=POD_LIST)
+                kind, page = self._pod_list_body(resp)
+                token = (
+                    podpage.continue_token(page)
+                    if kind == "proto"
+                    else str((page.get("metadata") or {}).get("continue") or "")
+                )
+                hand_over((kind, page))
+                if not token:
+                    break
+            hand_over(None)
+        except ProtoError as e:
+            hand_over(self._unreadable("GET pods", str(e)))
+        except BaseException as e:  # noqa: BLE001 - handed to the consumer, raised there
+            hand_over(e)
 
     def _pod_list_body(self, resp: Any) -> tuple[str, Any]:
         """("proto", bytes) or ("json", decoded dict) by the response's Content-Type."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
 
 from fracctl.adapters.kube.crud import Crud
 from fracctl.adapters.kube.transport import Obj, connection_reason, protocol_errors, status_error
@@ -106,59 +107,72 @@ class Watcher(Crud):
             ApiError: an error other than 410 Gone.
             Unreachable: the server could not be reached to list.
         """
-        view: dict[str, Obj] = {}
         selectors = {
             "namespace": namespace,
             "label_selector": label_selector,
             "field_selector": field_selector,
         }
-        rv = self._relist(ref, view, selectors, on_change)
-        backoff = Backoff(first=0.2, factor=2.0, cap=5.0)
-        while not done(view):
+        w = _Watching(ref, selectors, done, on_change, deadline, clock)
+        self._relist(w)
+        while not done(w.view):
             remaining = deadline - clock.monotonic()
             if remaining <= 0:
-                return view, False
-            try:
-                for kind, obj in self.watch(
-                    ref,
-                    resource_version=rv,
-                    timeout_seconds=max(1, min(int(remaining + 0.999), max_watch_seconds)),
-                    **selectors,
-                ):
-                    rv = (obj.get("metadata") or {}).get("resourceVersion") or rv
-                    if kind == "BOOKMARK":
-                        continue
-                    _apply_event(view, kind, obj)
-                    backoff.reset()
-                    if on_change:
-                        on_change(view)
-                    if done(view) or clock.monotonic() >= deadline:
-                        break
-            except ApiError as e:
-                if e.status.code != 410:
-                    raise
-                rv = self._relist(ref, view, selectors, on_change)
-            except Unreachable:
-                clock.sleep(min(backoff.next(), max(0.0, deadline - clock.monotonic())))
-        return view, True
+                return w.view, False
+            self._resume(w, timeout=max(1, min(int(remaining + 0.999), max_watch_seconds)))
+        return w.view, True
 
-    def _relist(
-        self,
-        ref: ResourceRef,
-        view: dict[str, Obj],
-        selectors: Mapping[str, str | None],
-        on_change: Callable[[dict[str, Obj]], None] | None,
-    ) -> str:
-        """Fill ``view`` afresh from a LIST; the list's resourceVersion, to watch from."""
-        view.clear()
+    def _resume(self, w: _Watching, *, timeout: int) -> None:
+        """One WATCH from the last resourceVersion seen, the view kept current meanwhile.
+
+        It ends when ``done`` holds, the deadline passes or the server closes it. A 410
+        Gone lists afresh; a dropped connection pauses (backing off) before the next one.
+        """
+        try:
+            for kind, obj in self.watch(
+                w.ref, resource_version=w.version, timeout_seconds=timeout, **w.selectors
+            ):
+                w.version = (obj.get("metadata") or {}).get("resourceVersion") or w.version
+                if kind == "BOOKMARK":
+                    continue
+                _apply_event(w.view, kind, obj)
+                w.backoff.reset()
+                if w.on_change:
+                    w.on_change(w.view)
+                if w.done(w.view) or w.clock.monotonic() >= w.deadline:
+                    break
+        except ApiError as e:
+            if e.status.code != 410:
+                raise
+            self._relist(w)
+        except Unreachable:
+            w.clock.sleep(min(w.backoff.next(), max(0.0, w.deadline - w.clock.monotonic())))
+
+    def _relist(self, w: _Watching) -> None:
+        """Fill the view afresh from a LIST; watch from the list's resourceVersion."""
+        w.view.clear()
         version = ""
-        for page in self.list_pages(ref, **selectors):  # type: ignore[arg-type]
+        for page in self.list_pages(w.ref, **w.selectors):  # type: ignore[arg-type]
             version = (page.get("metadata") or {}).get("resourceVersion", "") or version
             for item in page.get("items") or []:
-                view[_key(item)] = item
-        if on_change:
-            on_change(view)
-        return version
+                w.view[_key(item)] = item
+        w.version = version
+        if w.on_change:
+            w.on_change(w.view)
+
+
+@dataclass
+class _Watching:
+    """One :meth:`Watcher.watch_until`: what it watches for, and its view so far."""
+
+    ref: ResourceRef
+    selectors: Mapping[str, str | None]
+    done: Callable[[dict[str, Obj]], bool]
+    on_change: Callable[[dict[str, Obj]], None] | None
+    deadline: float
+    clock: Clock
+    view: dict[str, Obj] = field(default_factory=dict)
+    version: str = ""  # the last resourceVersion seen: where the next watch resumes
+    backoff: Backoff = field(default_factory=lambda: Backoff(first=0.2, factor=2.0, cap=5.0))
 
 
 def _key(obj: Obj) -> str:

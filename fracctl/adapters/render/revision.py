@@ -102,31 +102,34 @@ def render_git(
     if renderer not in RENDERERS:
         raise UsageError(f"renderer must be one of {', '.join(RENDERERS)}, got {renderer!r}")
     rel = normalise_path(path)
+    helm = _Helm(helm_release, helm_namespace, helm_values, helm_binary)
     with contextlib.ExitStack() as stack:
-        if tree is None:
-            tree, chosen = _export(stack, repo, revision, rel, renderer)
-        else:
-            chosen = _choose_renderer(
-                renderer, tree.gitdir, tree.commit, rel, revision=revision, repo=repo
-            )
-        commit, export = tree.commit, tree.root
-        docs = _render_export(
-            chosen,
-            export,
-            rel,
-            timeout,
-            release=helm_release,
-            namespace=helm_namespace,
-            values=helm_values,
-            helm=helm_binary,
-        )
+        tree, chosen = _tree(stack, tree, repo, revision, rel, renderer)
+        docs = _render_export(chosen, tree.root, rel, timeout, helm)
     check_unique(
         [d.obj for d in docs],
         [d.origin for d in docs],
-        source=f"the manifests under {rel or '.'} at {revision} (commit {commit[:12]})",
+        source=f"the manifests under {rel or '.'} at {revision} (commit {tree.commit[:12]})",
         default_namespace=default_namespace,
         cluster_scoped=cluster_scoped,
     )
+    return _rendered(docs, repo, revision, tree.commit, rel, chosen)
+
+
+@dataclass(frozen=True)
+class _Helm:
+    """How ``helm template`` renders a chart (:func:`render_git`'s ``helm_*`` arguments)."""
+
+    release: str
+    namespace: str
+    values: Sequence[str]
+    binary: str
+
+
+def _rendered(
+    docs: list[Document], repo: str, revision: str, commit: str, rel: str, chosen: str
+) -> Rendered:
+    """The documents rendered from ``rel`` at ``commit``, with their git locations."""
     return Rendered(
         objects=[d.obj for d in docs],
         locations=[Location(d.file, d.line) if d.file else None for d in docs],
@@ -138,6 +141,21 @@ def render_git(
         path=rel or ".",
         renderer=chosen,
     )
+
+
+def _tree(
+    stack: contextlib.ExitStack,
+    tree: Export | None,
+    repo: str,
+    revision: str,
+    rel: str,
+    renderer: str,
+) -> tuple[Export, str]:
+    """The export to render (``tree``, or a scratch one removed with ``stack``); the renderer."""
+    if tree is None:
+        return _export(stack, repo, revision, rel, renderer)
+    chosen = _choose_renderer(renderer, tree.gitdir, tree.commit, rel, revision=revision, repo=repo)
+    return tree, chosen
 
 
 def _export(
@@ -181,15 +199,7 @@ def _choose_renderer(
 
 
 def _render_export(
-    chosen: str,
-    export: Path,
-    rel: str,
-    timeout: float,
-    *,
-    release: str,
-    namespace: str,
-    values: Sequence[str],
-    helm: str = "helm",
+    chosen: str, export: Path, rel: str, timeout: float, helm: _Helm
 ) -> list[Document]:
     """The documents the ``chosen`` renderer makes of ``rel`` in the export."""
     if chosen == "plain":
@@ -197,7 +207,13 @@ def _render_export(
     if chosen == "kustomize":
         return render_kustomize(export, rel, timeout)
     return render_helm(
-        export, rel, timeout, release=release, namespace=namespace, values=values, binary=helm
+        export,
+        rel,
+        timeout,
+        release=helm.release,
+        namespace=helm.namespace,
+        values=helm.values,
+        binary=helm.binary,
     )
 
 

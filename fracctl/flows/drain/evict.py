@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from fracctl.adapters.kube.evictions import BLOCKED, EVICTED, GONE, MULTIPLE_BUDGETS
 from fracctl.core.drain import DrainPlan, DrainPod, Group
 from fracctl.errors import FracctlError, Refused, TimedOut
-from fracctl.flows.context import Context
+from fracctl.flows.context import Context, DrainProgress
 from fracctl.flows.drain import fence as fences
 from fracctl.flows.drain import journal as journals
 from fracctl.flows.drain.journal import Journal
@@ -83,51 +83,24 @@ def evict_groups(ctx: Context, plan: DrainPlan, journal: Journal, *, deadline: f
         TimedOut: a budget still forbade an eviction at ``deadline``.
     """
     progress = Progress(groups=len(plan.groups), pods=len(plan.pods))
-    done = set(journal.evicted)
-    left: dict[int, int] = {}
-    table = ctx.drain_progress(ctx) if ctx.drain_progress else None
-
-    def report(index: int) -> None:  # a group is gone
-        progress.groups_done += 1
-        if table is None:
-            ctx.info(progress.line(plan.groups[index]))
-
-    def redraw() -> None:
-        if table is not None:
-            going = [i for i in range(len(plan.groups)) if left[i]]
-            rows = [(plan.groups[i].label, len(plan.groups[i].pods),
-                     len(plan.groups[i].pods) - left[i]) for i in going[:TABLE_ROWS]]  # fmt: skip
-            table.show(rows, max(0, len(going) - TABLE_ROWS), progress.totals())
-
+    board = _Board(ctx, plan, progress, ctx.drain_progress(ctx) if ctx.drain_progress else None)
     stop = threading.Event()
     pool = ThreadPoolExecutor(max_workers=WORKERS, thread_name_prefix="evict")
-    running: dict[Future[str], tuple[int, DrainPod]] = {}
     try:
-        for index, group in enumerate(plan.groups):
-            left[index] = 0
-            for pod in group.pods:
-                if pod.key in done:
-                    progress.evicted += 1
-                    continue
-                left[index] += 1
-                finish = pod.key in plan.finish
-                running[pool.submit(_evict_one, ctx, pod, deadline, stop, finish)] = (index, pod)
+        running = _submit(ctx, plan, journal, board, pool, deadline, stop)
         for index in range(len(plan.groups)):
-            if not left[index]:
-                report(index)
+            if not board.left[index]:
+                board.gone(index)
         written = ctx.clock.monotonic()
-        redraw()
+        board.redraw()
         while running:
             finished, _ = wait(running, timeout=WATCH_EVERY, return_when=FIRST_COMPLETED)
             for future in finished:
                 index, pod = running.pop(future)
                 if future.result() == EVICTED:  # raises what the eviction raised
                     journal.evicted.append(pod.key)
-                progress.evicted += 1
-                left[index] -= 1
-                if not left[index]:
-                    report(index)
-            redraw()
+                board.evicted(index)
+            board.redraw()
             if ctx.clock.monotonic() - written >= JOURNAL_EVERY:
                 journals.write(ctx, journal)
                 written = ctx.clock.monotonic()
@@ -135,12 +108,76 @@ def evict_groups(ctx: Context, plan: DrainPlan, journal: Journal, *, deadline: f
     finally:
         stop.set()
         pool.shutdown(wait=True, cancel_futures=True)
-        if table is not None:
-            table.stop()
-            ctx.info(progress.totals())
+        board.close()
         with contextlib.suppress(FracctlError):  # an error on the way out says more
             journals.write(ctx, journal)
     return progress
+
+
+@dataclass
+class _Board:
+    """The pods each planned group still has to lose, and the table (or lines) showing it."""
+
+    ctx: Context
+    plan: DrainPlan
+    progress: Progress
+    table: DrainProgress | None
+    left: dict[int, int] = field(default_factory=dict)
+
+    def gone(self, index: int) -> None:
+        """The group at ``index`` is gone."""
+        self.progress.groups_done += 1
+        if self.table is None:
+            self.ctx.info(self.progress.line(self.plan.groups[index]))
+
+    def evicted(self, index: int) -> None:
+        """One pod of the group at ``index`` went (evicted, or gone already)."""
+        self.progress.evicted += 1
+        self.left[index] -= 1
+        if not self.left[index]:
+            self.gone(index)
+
+    def redraw(self) -> None:
+        """Show the groups still going on the live table, if there is one."""
+        if self.table is not None:
+            groups = self.plan.groups
+            going = [i for i in range(len(groups)) if self.left[i]]
+            rows = [(groups[i].label, len(groups[i].pods),
+                     len(groups[i].pods) - self.left[i]) for i in going[:TABLE_ROWS]]  # fmt: skip
+            self.table.show(rows, max(0, len(going) - TABLE_ROWS), self.progress.totals())
+
+    def close(self) -> None:
+        """Stop the live table and leave the totals in a line."""
+        if self.table is not None:
+            self.table.stop()
+            self.ctx.info(self.progress.totals())
+
+
+def _submit(
+    ctx: Context,
+    plan: DrainPlan,
+    journal: Journal,
+    board: _Board,
+    pool: ThreadPoolExecutor,
+    deadline: float,
+    stop: threading.Event,
+) -> dict[Future[str], tuple[int, DrainPod]]:
+    """Start every planned eviction not journaled yet, in the plan's order.
+
+    Returns the evictions in flight, each with its group's index and its pod.
+    """
+    done = set(journal.evicted)
+    running: dict[Future[str], tuple[int, DrainPod]] = {}
+    for index, group in enumerate(plan.groups):
+        board.left[index] = 0
+        for pod in group.pods:
+            if pod.key in done:
+                board.progress.evicted += 1
+                continue
+            board.left[index] += 1
+            finish = pod.key in plan.finish
+            running[pool.submit(_evict_one, ctx, pod, deadline, stop, finish)] = (index, pod)
+    return running
 
 
 def _evict_one(

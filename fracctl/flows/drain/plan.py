@@ -60,34 +60,17 @@ def plan(ctx: Context, *, live: Obj | None, desired: Obj, force: bool, journal: 
     """
     from fracctl.flows.guards.scan import fractions, scan_fractional_pods
 
-    cond_type = ctx.config.condition
     refusals: list[str] = []
     if (why := kai_mode(ctx)) is not None:
         refusals.append(why)
     nodes = ctx.kube.list(NODES)
-    by_name = {n["metadata"]["name"]: n for n in nodes}
     fence = _fence(ctx, nodes, live, journal, refusals)
 
     scan = scan_fractional_pods(ctx, fractions(ctx, live=live, desired=desired))
     bound = [p for p in scan.pods if p.node]
-    unfenced = sorted(
-        {
-            n
-            for p in bound
-            if (n := p.node or "") in by_name and not condition(by_name[n], cond_type)
-        }
-    )
-    if unfenced:
-        refusals.append(
-            f"fractional pods run on {', '.join(unfenced)}, which carry no {cond_type} "
-            "condition: KAI gates them on another condition, which the drain would not fence"
-        )
-    fractional = {f"{p.namespace}/{p.name}" for p in bound}
-    full: dict[str, Obj] = {}
-    for ns in sorted({p.namespace for p in bound}):
-        for pod in ctx.kube.list(PODS, namespace=ns, field_selector=unfinished_selector()):
-            full[f"{ns}/{pod['metadata']['name']}"] = pod
-    pods, labels, grace = _to_evict(full, fractional)
+    refusals += _unfenced(ctx.config.condition, nodes, [p.node or "" for p in bound])
+    full = _unfinished_pods(ctx, {p.namespace for p in bound})
+    pods, labels, grace = _to_evict(full, {f"{p.namespace}/{p.name}" for p in bound})
     bare = [p.key for p in pods if not p.owner]
     if bare and not force:
         refusals.append(
@@ -117,6 +100,30 @@ def plan(ctx: Context, *, live: Obj | None, desired: Obj, force: bool, journal: 
         resumed=journal is not None,
         grace=grace or 30,
     )
+
+
+def _unfenced(cond_type: str, nodes: list[Obj], placed: list[str]) -> list[str]:
+    """A refusal when fractional pods run on nodes (of ``placed``) without the condition.
+
+    The drain fences that condition only: KAI gates such pods on another one.
+    """
+    by_name = {n["metadata"]["name"]: n for n in nodes}
+    unfenced = sorted({n for n in placed if n in by_name and not condition(by_name[n], cond_type)})
+    if not unfenced:
+        return []
+    return [
+        f"fractional pods run on {', '.join(unfenced)}, which carry no {cond_type} "
+        "condition: KAI gates them on another condition, which the drain would not fence"
+    ]
+
+
+def _unfinished_pods(ctx: Context, namespaces: set[str]) -> dict[str, Obj]:
+    """Every unfinished pod of these namespaces, by ``namespace/name``."""
+    full: dict[str, Obj] = {}
+    for ns in sorted(namespaces):
+        for pod in ctx.kube.list(PODS, namespace=ns, field_selector=unfinished_selector()):
+            full[f"{ns}/{pod['metadata']['name']}"] = pod
+    return full
 
 
 def _to_evict(

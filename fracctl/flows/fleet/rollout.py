@@ -13,6 +13,7 @@ import shlex
 import threading
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
@@ -33,6 +34,15 @@ def waves(fleet: Sequence[Member]) -> list[tuple[int, list[Member]]]:
     for m in fleet:
         grouped.setdefault(m.wave, []).append(m)
     return sorted(grouped.items())
+
+
+@dataclass(frozen=True)
+class _Options:
+    """The options of a rollout that its waves follow and its resume command repeats."""
+
+    backend: str | None
+    parallel: int
+    continue_on_failure: bool
 
 
 def recreate(
@@ -75,43 +85,65 @@ def recreate(
 
     flow.require_confirmation(base, "recreate", dry_run=dry_run, yes=yes, confirm=confirm)
 
+    how = _Options(backend, parallel, continue_on_failure)
     job = partial(_job, backend=backend, boundary=boundary)
     shown = progress_for(base, progress)
     runner = MemberRunner(base, shown)
     start = time.monotonic()
     out = FleetResult("recreate")
     try:
-        for m in fleet:  # every cluster's kubeconfig entry is checked before anything runs
-            runner.connect(m).kube  # noqa: B018
-        # Every cluster is planned first, --yes or not: its backend proven and its guards
-        # run read-only, so that a later wave's wrong token stops the rollout before the
-        # canary is touched.
-        shown.start(fleet)
-        out.results = runner.each(fleet, job(True), parallel=max(parallel, parallelism(base, None)))
+        out.results = _plan_every(base, runner, shown, fleet, job(True), parallel)
         if dry_run:
             return out
-        done: dict[str, ClusterResult] = {}
-        to_run: Sequence[Member] = fleet
-        if out.exit_code != 0 and not continue_on_failure:
-            # Nothing starts: the clusters whose plan failed say why, the rest wait.
-            done = {r.name: r for r in out.results if r.exit_code != 0}
-            to_run = []
-        else:
-            shown.stop()
-            if not yes and (confirm is None or not confirm(out)):
-                raise Refused("not confirmed; nothing changed")
-            shown.start(fleet)
-        _waves(base, runner, to_run, job(False), done, parallel, continue_on_failure)
-        out.results = [done.get(m.name) or ClusterResult(m, Outcome.NOT_STARTED) for m in fleet]
+        done, to_run = _go_ahead(out, shown, fleet, yes, confirm, continue_on_failure)
+        out.results = _waves(base, runner, fleet, to_run, job(False), done, how)
     finally:
         shown.stop()
         runner.close()
         out.seconds = time.monotonic() - start
-    _summarise(out, resume_args, backend, parallel, continue_on_failure)
-    # Stopped by Ctrl-C or SIGTERM, maybe between two clusters: the run exits 130.
-    out.interrupted = runner.cancel.is_set()
+    _summarise(out, resume_args, how, interrupted=runner.cancel.is_set())
     out.audit_file = _audit(base, out)
     return out
+
+
+def _plan_every(
+    base: Context,
+    runner: MemberRunner,
+    shown: FleetProgress,
+    fleet: Sequence[Member],
+    job: Job,
+    parallel: int,
+) -> list[ClusterResult]:
+    """Every cluster planned, read-only, after its kubeconfig entry is checked.
+
+    The plans run ``parallel`` at a time, or as many as the configuration allows.
+    """
+    for m in fleet:  # every cluster's kubeconfig entry is checked before anything runs
+        runner.connect(m).kube  # noqa: B018
+    # Every cluster is planned first, --yes or not: its backend proven and its guards
+    # run read-only, so that a later wave's wrong token stops the rollout before the
+    # canary is touched.
+    shown.start(fleet)
+    return runner.each(fleet, job, parallel=max(parallel, parallelism(base, None)))
+
+
+def _go_ahead(
+    out: FleetResult,
+    shown: FleetProgress,
+    fleet: Sequence[Member],
+    yes: bool,
+    confirm: Callable[[FleetResult], bool] | None,
+    continue_on_failure: bool,
+) -> tuple[dict[str, ClusterResult], Sequence[Member]]:
+    """After the plans: the results already final, and the clusters to run (confirmed)."""
+    if out.exit_code != 0 and not continue_on_failure:
+        # Nothing starts: the clusters whose plan failed say why, the rest wait.
+        return {r.name: r for r in out.results if r.exit_code != 0}, []
+    shown.stop()
+    if not yes and (confirm is None or not confirm(out)):
+        raise Refused("not confirmed; nothing changed")
+    shown.start(fleet)
+    return {}, fleet
 
 
 def _job(dry: bool, *, backend: str | None, boundary: Callable[[str, str], None] | None) -> Job:
@@ -133,14 +165,18 @@ def _job(dry: bool, *, backend: str | None, boundary: Callable[[str, str], None]
 def _waves(
     base: Context,
     runner: MemberRunner,
+    fleet: Sequence[Member],
     to_run: Sequence[Member],
     job: Job,
     done: dict[str, ClusterResult],
-    parallel: int,
-    continue_on_failure: bool,
-) -> None:
-    """Run the clusters wave by wave into ``done``; stop at the first failure unless told."""
-    stop = None if continue_on_failure else threading.Event()
+    how: _Options,
+) -> list[ClusterResult]:
+    """Run ``to_run`` wave by wave; stop at the first failure unless told.
+
+    Returns every cluster's result in fleet order: ``done``'s, those of the clusters
+    run, and not-started for the rest.
+    """
+    stop = None if how.continue_on_failure else threading.Event()
     # SIGTERM (a cancelled CI job) between two clusters stops the rollout as Ctrl-C
     # does: no further cluster starts, and the summary and audit line still come.
     with interrupt_on_sigterm():
@@ -149,20 +185,20 @@ def _waves(
                 continue
             base.info(f"wave {wave}: {', '.join(m.name for m in group)}")
             try:
-                for r in runner.each(group, job, parallel=parallel, stop=stop):
+                for r in runner.each(group, job, parallel=how.parallel, stop=stop):
                     done[r.name] = r
             except KeyboardInterrupt:
                 runner.cancel.set()
+    return [done.get(m.name) or ClusterResult(m, Outcome.NOT_STARTED) for m in fleet]
 
 
 def _summarise(
-    out: FleetResult,
-    resume_args: Sequence[str],
-    backend: str | None,
-    parallel: int,
-    continue_on_failure: bool,
+    out: FleetResult, resume_args: Sequence[str], how: _Options, *, interrupted: bool
 ) -> None:
-    """Where the rollout stopped, and the command that resumes it."""
+    """Where the rollout stopped, and the command that resumes it.
+
+    ``interrupted``: Ctrl-C or SIGTERM stopped it, maybe between two clusters.
+    """
     failed = [r for r in out.results if r.exit_code != 0]
     waiting = [r for r in out.results if r.state is Outcome.NOT_STARTED]
     if failed or waiting:
@@ -172,10 +208,12 @@ def _summarise(
         )
         out.resume = resume_command(
             resume_args,
-            backend=backend,
-            parallel=parallel,
-            continue_on_failure=continue_on_failure,
+            backend=how.backend,
+            parallel=how.parallel,
+            continue_on_failure=how.continue_on_failure,
         )
+    # Stopped by Ctrl-C or SIGTERM, maybe between two clusters: the run exits 130.
+    out.interrupted = interrupted
 
 
 def resume_command(

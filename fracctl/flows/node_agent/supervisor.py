@@ -181,25 +181,7 @@ def _supervise(run: _Run, limits: dict[int, int]) -> str:
         run.log(f"started pid {daemon.pid} (run {number}): {' '.join(argv)}")
         why = _wait_ready(run, daemon, started)
         if why is None:
-            run.log(f"control socket {run.control.socket} ready in {run.now() - started:.1f}s")
-            refused = _apply_defaults(run, commands)
-            if refused is not None and not _answers(run, daemon):
-                # Not a refusal: the daemon died or stopped answering meanwhile.
-                why = (
-                    f"daemon pid {daemon.pid} failed while the defaults were applied "
-                    f"({refused.describe()})"
-                )
-            elif refused is not None:
-                run.log(f"the daemon refused a default: {refused.describe()}")
-                _stop(run, daemon, reason="defaults refused")
-                raise ExternalError(
-                    f"the MPS daemon refused {refused.describe()}; stopped it so that no "
-                    "client runs without the configured limits",
-                    hint="check mps.default_active_thread_percentage and "
-                    "mps.pinned_mem_limits against the driver",
-                )
-            else:
-                why = _watch(run, daemon, started, policy)
+            why = _run_ready(run, daemon, started, commands, policy)
         if run.stop.is_set():
             return _stop(run, daemon, reason=", ".join(run.signals) or "stop requested")
         killed = [p for p in daemon.kill_group() if p != daemon.pid]
@@ -220,6 +202,33 @@ def _supervise(run: _Run, limits: dict[int, int]) -> str:
         if run.stop.wait(decision.delay):
             run.log("stop requested while waiting to restart: exiting, no daemon running")
             return "stopped: no daemon was running"
+
+
+def _run_ready(
+    run: _Run, daemon: Daemon, started: float, commands: list[str], policy: RestartPolicy
+) -> str:
+    """Apply the defaults to a ready daemon, then watch it; why it must be restarted.
+
+    Raises:
+        ExternalError: the daemon refused a default; it was stopped (exit 3).
+    """
+    run.log(f"control socket {run.control.socket} ready in {run.now() - started:.1f}s")
+    refused = _apply_defaults(run, commands)
+    if refused is None:
+        return _watch(run, daemon, started, policy)
+    if not _answers(run, daemon):
+        # Not a refusal: the daemon died or stopped answering meanwhile.
+        return (
+            f"daemon pid {daemon.pid} failed while the defaults were applied ({refused.describe()})"
+        )
+    run.log(f"the daemon refused a default: {refused.describe()}")
+    _stop(run, daemon, reason="defaults refused")
+    raise ExternalError(
+        f"the MPS daemon refused {refused.describe()}; stopped it so that no "
+        "client runs without the configured limits",
+        hint="check mps.default_active_thread_percentage and "
+        "mps.pinned_mem_limits against the driver",
+    )
 
 
 def _wait_ready(run: _Run, daemon: Daemon, started: float) -> str | None:

@@ -115,13 +115,7 @@ def install_systemd(ctx: Context, *, dry_run: bool = False) -> InstallResult:
     files = render_systemd_files(ctx)
     unit = cfg.unit_name
     if dry_run:
-        planned = [f"write {p}" for p in files]
-        planned += [
-            "systemctl daemon-reload",
-            f"systemctl enable {unit}",
-            f"systemctl start {unit}",
-        ]
-        return InstallResult(files, planned, changed=False, notes=[], dry_run=True)
+        return _planned(files, unit)
     host = host_files(ctx)
     systemd = Systemd(host, timeout=float(cfg.command_timeout) + 20)
     if not systemd.available():
@@ -134,21 +128,11 @@ def install_systemd(ctx: Context, *, dry_run: bool = False) -> InstallResult:
     changed = _changed_files(host, manifest, files)
     if not changed:
         return _ensure_running(systemd, unit, files)
-    unit_path = f"{UNIT_DIR}/{unit}"
-    checked = systemd.verify_text(unit, files[unit_path])
-    if checked is not None and not checked.ok:
-        detail = " ".join((checked.stderr + checked.stdout).split())[:400]
-        raise ExternalError(f"systemd-analyze verify rejected the unit, nothing written: {detail}")
+    _verify_unit(systemd, unit, files[f"{UNIT_DIR}/{unit}"])
     was_active = systemd.is_active(unit) == "active"
     manifest.unit = unit
-    actions: list[str] = []
     notes: list[str] = []
-    for path in changed:
-        for d in host.write_text(path, files[path]):
-            if d not in manifest.dirs:
-                manifest.dirs.append(d)
-        manifest.files[path] = host.sha256(path) or ""
-        actions.append(f"wrote {host.path(path)}")
+    actions = _write_files(host, manifest, {path: files[path] for path in changed})
     manifest.save(host, mpath)
     systemd.daemon_reload()
     actions.append("systemctl daemon-reload")
@@ -163,6 +147,44 @@ def install_systemd(ctx: Context, *, dry_run: bool = False) -> InstallResult:
         systemd.start(unit)
         actions.append(f"systemctl start {unit}")
     return InstallResult(files, actions, changed=True, notes=notes)
+
+
+def _planned(files: dict[str, str], unit: str) -> InstallResult:
+    """What install would do (``dry_run``): write the files, reload, enable and start."""
+    planned = [f"write {p}" for p in files]
+    planned += [
+        "systemctl daemon-reload",
+        f"systemctl enable {unit}",
+        f"systemctl start {unit}",
+    ]
+    return InstallResult(files, planned, changed=False, notes=[], dry_run=True)
+
+
+def _verify_unit(systemd: Systemd, unit: str, text: str) -> None:
+    """Refuse a unit that ``systemd-analyze verify`` rejects (where it can be run).
+
+    Raises:
+        ExternalError: the unit was rejected; nothing is written (exit 3).
+    """
+    checked = systemd.verify_text(unit, text)
+    if checked is not None and not checked.ok:
+        detail = " ".join((checked.stderr + checked.stdout).split())[:400]
+        raise ExternalError(f"systemd-analyze verify rejected the unit, nothing written: {detail}")
+
+
+def _write_files(host: Host, manifest: Manifest, files: dict[str, str]) -> list[str]:
+    """Write the files, recording them and the folders made for them in ``manifest``.
+
+    Returns the actions done, one per file.
+    """
+    actions: list[str] = []
+    for path, text in files.items():
+        for d in host.write_text(path, text):
+            if d not in manifest.dirs:
+                manifest.dirs.append(d)
+        manifest.files[path] = host.sha256(path) or ""
+        actions.append(f"wrote {host.path(path)}")
+    return actions
 
 
 def _changed_files(host: Host, manifest: Manifest, files: dict[str, str]) -> list[str]:

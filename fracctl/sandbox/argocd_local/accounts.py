@@ -14,6 +14,7 @@ import secrets
 import subprocess
 import time
 from pathlib import Path
+from typing import Any
 
 from fracctl.adapters.kube import Kube
 from fracctl.core.clock import utc_timestamp
@@ -35,66 +36,74 @@ from fracctl.sandbox.argocd_local.rest import api
 
 def write_settings(kube: Kube, exe: Path, password: str, project: str) -> None:
     """argocd-cm (accounts), argocd-rbac-cm (their rights), argocd-secret (admin)."""
-    bcrypt = subprocess.run(
+    bcrypt = _bcrypt(exe, password)
+    meta = {"namespace": NAMESPACE, "labels": dict(PART_OF)}
+    put_object(kube, CONFIGMAPS, _accounts_configmap(meta))
+    put_object(kube, CONFIGMAPS, _rbac_configmap(meta, project))
+    put_object(kube, SECRETS, _admin_secret(meta, bcrypt))
+
+
+def _bcrypt(exe: Path, password: str) -> str:
+    """The bcrypt hash of ``password``, as ``argocd account bcrypt`` prints it."""
+    return subprocess.run(
         [str(exe), "account", "bcrypt", "--password", password],
         check=True,
         capture_output=True,
         text=True,
         env={k: v for k, v in os.environ.items() if k != "ARGOCD_BINARY_NAME"},
     ).stdout.strip()
-    meta = {"namespace": NAMESPACE, "labels": dict(PART_OF)}
-    put_object(
-        kube,
-        CONFIGMAPS,
-        {
-            "apiVersion": "v1",
-            "kind": "ConfigMap",
-            "metadata": {"name": "argocd-cm", **meta},
-            "data": {
-                f"accounts.{CI_ACCOUNT}": "apiKey",
-                f"accounts.{VIEWER_ACCOUNT}": "apiKey",
-                "admin.enabled": "true",
-                "timeout.reconciliation": "180s",
-            },
+
+
+def _accounts_configmap(meta: dict[str, Any]) -> dict[str, Any]:
+    """argocd-cm: the CI and viewer accounts (API keys only), admin enabled."""
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "argocd-cm", **meta},
+        "data": {
+            f"accounts.{CI_ACCOUNT}": "apiKey",
+            f"accounts.{VIEWER_ACCOUNT}": "apiKey",
+            "admin.enabled": "true",
+            "timeout.reconciliation": "180s",
         },
-    )
+    }
+
+
+def _rbac_configmap(meta: dict[str, Any], project: str) -> dict[str, Any]:
+    """argocd-rbac-cm: the CI account's actions on ``project``, the viewer read-only."""
     rules = [f"p, role:fracctl-ci, applications, {a}, {project}/*, allow" for a in CI_ACTIONS]
-    put_object(
-        kube,
-        CONFIGMAPS,
-        {
-            "apiVersion": "v1",
-            "kind": "ConfigMap",
-            "metadata": {"name": "argocd-rbac-cm", **meta},
-            "data": {
-                "policy.csv": "\n".join(
-                    [
-                        *rules,
-                        f"g, {CI_ACCOUNT}, role:fracctl-ci",
-                        f"g, {VIEWER_ACCOUNT}, role:readonly",
-                    ]
-                )
-                + "\n",
-                "policy.default": "",
-            },
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "argocd-rbac-cm", **meta},
+        "data": {
+            "policy.csv": "\n".join(
+                [
+                    *rules,
+                    f"g, {CI_ACCOUNT}, role:fracctl-ci",
+                    f"g, {VIEWER_ACCOUNT}, role:readonly",
+                ]
+            )
+            + "\n",
+            "policy.default": "",
         },
-    )
+    }
+
+
+def _admin_secret(meta: dict[str, Any], bcrypt: str) -> dict[str, Any]:
+    """argocd-secret: a fresh server key and admin's password hash, changed now."""
     now = utc_timestamp()
-    put_object(
-        kube,
-        SECRETS,
-        {
-            "apiVersion": "v1",
-            "kind": "Secret",
-            "metadata": {"name": "argocd-secret", **meta},
-            "type": "Opaque",
-            "stringData": {
-                "server.secretkey": secrets.token_urlsafe(32),
-                "admin.password": bcrypt,
-                "admin.passwordMtime": now,
-            },
+    return {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"name": "argocd-secret", **meta},
+        "type": "Opaque",
+        "stringData": {
+            "server.secretkey": secrets.token_urlsafe(32),
+            "admin.password": bcrypt,
+            "admin.passwordMtime": now,
         },
-    )
+    }
 
 
 def write_secret_file(path: Path, value: str) -> None:

@@ -128,8 +128,6 @@ def sync_resource_and_wait(
         clock=clock,
         notify=notify,
     )
-    if notify:
-        notify(f"Argo CD: syncing {_resource_id(resource)} in {name}")
     state = wait_operation(client, name, timeout=timeout, clock=clock, backoff=backoff)
     if check:
         check_operation(name, state, resource)
@@ -147,7 +145,10 @@ def _start_sync(
     clock: Clock,
     notify: Callable[[str], None] | None,
 ) -> None:
-    """Start the sync, retrying for ``busy_bound`` seconds while another operation runs."""
+    """Start the sync, retrying for ``busy_bound`` seconds while another operation runs.
+
+    ``notify`` hears of the wait for another operation, and of the sync once started.
+    """
     busy_deadline = clock.monotonic() + busy_bound
     backoff = Backoff()
     told = False
@@ -159,7 +160,6 @@ def _start_sync(
                 revision=revision,
                 sync_options=sync_options,
             )
-            return
         except OperationInProgress as e:
             left = busy_deadline - clock.monotonic()
             if left <= 0:
@@ -175,6 +175,10 @@ def _start_sync(
                 notify(f"Argo CD: another operation runs on {name}; waiting for it to end")
                 told = True
             clock.sleep(min(backoff.next(), left))
+            continue
+        if notify:
+            notify(f"Argo CD: syncing {_resource_id(resource)} in {name}")
+        return
 
 
 def _describe_operation(client: ArgoCD, name: str) -> str:

@@ -208,14 +208,7 @@ def _flux_would_apply(
     from fracctl.flows.render import render
 
     where = f"Flux Kustomization {flux.namespace}/{flux.name}"
-    used = [k for k in UNREHEARSABLE if spec.get(k)]
-    if used:
-        raise Refused(
-            f"{where} changes what it applies with spec.{', spec.'.join(used)}, which fracctl "
-            "cannot rehearse",
-            hint="keep the fractioning config in a Kustomization without them, or use "
-            "--backend apply",
-        )
+    _refuse_unrehearsable(where, spec)
     commit = commit_of(revision)
     path = kustomization_path(spec)
     try:
@@ -235,17 +228,7 @@ def _flux_would_apply(
             f"(path {path or '.'}), not one",
             hint="check the Kustomization's path and its source",
         )
-    theirs, ours = t.values(found[0]), t.values(desired)
-    for field_path in t.fields:
-        if (theirs[field_path] or {}) != (ours[field_path] or {}):
-            raise Refused(
-                f"Flux would create {_named(t)} with {field_path} {_shown(theirs[field_path])} "
-                f"(its source is at {revision}, path {path or '.'}), but git has "
-                f"{_shown(ours[field_path])} at {ctx.config.git.revision}",
-                hint="push the change where Flux's source reads it and reconcile the source "
-                f"(flux reconcile kustomization {flux.name} -n {flux.namespace} "
-                "--with-source); then run again",
-            )
+    theirs = _same_fields(ctx, flux, t, found[0], desired, f"{revision}, path {path or '.'}")
     creates = clean_desired(found[0])
     meta = creates.get("metadata") or {}
     if t.namespace and not meta.get("namespace"):
@@ -257,6 +240,42 @@ def _flux_would_apply(
         f"Flux's source commit {commit[:12]} renders {_named(t)} at {path or '.'} with "
         f"{held}, as git has",
     )
+
+
+def _refuse_unrehearsable(where: str, spec: Obj) -> None:
+    """Refuse a Kustomization that transforms its files in ways fracctl does not render."""
+    used = [k for k in UNREHEARSABLE if spec.get(k)]
+    if used:
+        raise Refused(
+            f"{where} changes what it applies with spec.{', spec.'.join(used)}, which fracctl "
+            "cannot rehearse",
+            hint="keep the fractioning config in a Kustomization without them, or use "
+            "--backend apply",
+        )
+
+
+def _same_fields(
+    ctx: Context, flux: Any, t: SyncTarget, found: Obj, desired: Obj, source: str
+) -> dict[str, Any]:
+    """The immutable fields of the object Flux would create, which must be git's.
+
+    ``source`` says where Flux's source is (``REVISION, path PATH``).
+
+    Raises:
+        Refused: a field differs from git's.
+    """
+    theirs, ours = t.values(found), t.values(desired)
+    for field_path in t.fields:
+        if (theirs[field_path] or {}) != (ours[field_path] or {}):
+            raise Refused(
+                f"Flux would create {_named(t)} with {field_path} {_shown(theirs[field_path])} "
+                f"(its source is at {source}), but git has "
+                f"{_shown(ours[field_path])} at {ctx.config.git.revision}",
+                hint="push the change where Flux's source reads it and reconcile the source "
+                f"(flux reconcile kustomization {flux.name} -n {flux.namespace} "
+                "--with-source); then run again",
+            )
+    return theirs
 
 
 def _named(t: SyncTarget) -> str:
