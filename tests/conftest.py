@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from tests.support.helm import Helm
     from tests.support.recreate_fixtures import Incident
 
-pytest_plugins = ["tests.support.order"]
+pytest_plugins = ["tests.support.order", "pytester"]
 
 REPO = Path(__file__).resolve().parents[1]
 # typer sets PYDANTIC_DISABLE_PLUGINS while it builds a command's parameters and deletes it
@@ -33,12 +33,16 @@ REPO = Path(__file__).resolve().parents[1]
 os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "1")
 # Tests get a fresh HOME, but keep using the real build cache of the control plane.
 CACHE = os.environ.get("FRACCTL_CACHE") or str(Path.home() / ".cache" / "fracctl")
+#: What a test reads from the caller on purpose: the seed a kill test prints to replay it.
+KEPT = frozenset({"FRACCTL_TEST_SEED"})
 
 
 @pytest.fixture(autouse=True)
 def clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """No kubeconfig, fracctl or Argo CD settings leak in; fixed width; no colour."""
     for name in list(os.environ):
+        if name in KEPT:
+            continue
         if name.startswith(("FRACCTL_", "ARGOCD_")) or name in ("KUBECONFIG",):
             monkeypatch.delenv(name)
     monkeypatch.setenv("FRACCTL_CACHE", CACHE)

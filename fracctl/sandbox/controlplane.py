@@ -272,7 +272,6 @@ def _apiserver_argv(
         "--service-account-issuer=https://fracctl.sandbox.local",
         "--enable-priority-and-fairness=false",
         "--max-requests-inflight=1000",
-        "--storage-media-type=application/json",
         # ConfigMaps are watched straight from etcd, not from the watch cache, so
         # that compacting etcd makes a real 410 Gone for a watch (tests rely on it).
         "--watch-cache-sizes=configmaps#0",

@@ -263,9 +263,9 @@ def test_killed_mid_run_then_the_rerun_converges(
                     sig=sig, said=said)  # fmt: skip
     print("killed mid-run" if mid else "the run had ended before the kill")
     way_on = f"fracctl --config {incident.config_file} recreate --yes"
-    left = incident.release()
-    print(f"left the release at revision {left.version}, {left.status}")
     time.sleep(2.5)  # the dead holder's Lease expires
+    left = incident.release()  # read once the run and its helm are gone, as drift reads it
+    print(f"left the release at revision {left.version}, {left.status}")
     live = incident.cluster.live_target()
     settled = left.status == "deployed" and live is not None and not live["metadata"].get(
         "deletionTimestamp") and live["spec"]["nodeSelector"] == NEW  # fmt: skip

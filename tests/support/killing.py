@@ -61,13 +61,14 @@ def seeded_jitter(moment: str, low: float = 0.0, high: float = 0.08) -> float:
 def kill_then_rerun(
     args: list[str], reached: Callable[[], bool], moment: str, *, timeout: float = 120,
     next_command: Callable[[], list[str] | None] | None = None, sig: int = signal.SIGKILL,
-    said: list[str] | None = None,
+    said: list[str] | None = None, landed: list[bool] | None = None,
 ) -> Any:  # fmt: skip
     """Kill ``fracctl ARGS`` (``sig``) at ``moment`` (plus a seeded delay), then run it again.
 
     The lock's lease is 2 s, and the rerun starts once the dead holder's has expired.
     ``next_command`` may name what to run instead (the command fracctl printed as the way
-    on, as its arguments). Returns the rerun's result (:func:`tests.support.helpers.run_cli`).
+    on, as its arguments); ``landed`` receives whether the signal found the run still
+    running. Returns the rerun's result (:func:`tests.support.helpers.run_cli`).
     """
     import os
 
@@ -75,9 +76,14 @@ def kill_then_rerun(
 
     jitter = seeded_jitter(moment)
     env = {**os.environ, "FRACCTL_TIMEOUTS_LOCK_LEASE": "2s"}
+    said = [] if said is None else said
     mid = kill_when(args, env, reached, jitter=jitter, what=moment, timeout=timeout, sig=sig,
                     said=said)  # fmt: skip
-    print("killed mid-run" if mid else "the run had ended before the kill")
+    print("killed mid-run" if mid else "the run had ended before the kill; it said:")
+    if not mid:
+        print("".join(said)[-3000:])
+    if landed is not None:
+        landed.append(mid)
     time.sleep(2.5)
     printed = next_command() if next_command else None
     return run_cli(*(printed or args))
