@@ -22,6 +22,13 @@ PARTS=(control-plane kwok helm helm4 argocd kustomize redis flux promtool)
 logs="$(mktemp -d)"
 trap 'rm -rf "$logs"' EXIT
 start=$(date +%s)
+
+# Go's standard library first, with the flags every part's build uses: the build cache
+# does not share a package that two go commands compile at the same time, so the parts
+# started together would each compile it again. On a warm cache this is a second.
+if command -v go >/dev/null; then
+  CGO_ENABLED=0 go build -trimpath -gcflags=all=-dwarf=false std
+fi
 declare -A pids
 for part in "${PARTS[@]}"; do
   (
