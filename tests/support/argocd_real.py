@@ -2,10 +2,10 @@
 
 One Argo CD per pytest session, started by :func:`start_session` from the session
 fixture ``real_argocd`` in conftest.py: redis + repo server + application controller +
-API server as processes, stopped by their PIDs at the end. The application's git
-repository is served as ``file://``. fracctl talks to it with the CI account
-(``fracctl-ci``: ``applications, get`` and ``applications, sync`` on the project
-``gpu-fractioning``, nothing else); ``viewer`` has ``role:readonly``.
+ApplicationSet controller + API server as processes, stopped by their PIDs at the end.
+The application's git repository is served as ``file://``. fracctl talks to it with the
+CI account (``fracctl-ci``: ``applications, get`` and ``applications, sync`` on the
+project ``gpu-fractioning``, nothing else); ``viewer`` has ``role:readonly``.
 
 When the binary was never built the fixture skips with the command to build it, except
 under ``CI=true``, where it fails: CI builds Argo CD first (``make argocd``), so a missing

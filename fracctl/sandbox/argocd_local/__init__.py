@@ -1,10 +1,11 @@
 """A real Argo CD on loopback beside a control plane: the e2e fixture and the sandbox.
 
 Nothing here is a fake. One upstream ``argocd`` binary (built from its Go module by
-``scripts/build-argocd.sh``) runs as three processes, chosen by ``ARGOCD_BINARY_NAME``:
-the repo server, the application controller and the API server, with a ``redis-server``
-beside them. ``ARGOCD_FAKE_IN_CLUSTER=true`` with ``KUBECONFIG`` makes the in-cluster
-destination ``https://kubernetes.default.svc`` mean the given control plane.
+``scripts/build-argocd.sh``) runs as four processes, chosen by ``ARGOCD_BINARY_NAME``:
+the repo server, the application controller, the ApplicationSet controller (progressive
+syncs on) and the API server, with a ``redis-server`` beside them.
+``ARGOCD_FAKE_IN_CLUSTER=true`` with ``KUBECONFIG`` makes the in-cluster destination
+``https://kubernetes.default.svc`` mean the given control plane.
 
 Accounts: ``admin`` (password in the state dir, used only to mint tokens), a CI account
 with exactly ``applications, get`` and ``applications, sync`` on one project, and a

@@ -1,7 +1,8 @@
 """The local Argo CD's processes: how they are started, waited for and stopped.
 
-One upstream ``argocd`` binary runs as the repo server, the application controller and
-the API server (chosen by ``ARGOCD_BINARY_NAME``), with a ``redis-server`` beside them.
+One upstream ``argocd`` binary runs as the repo server, the application controller, the
+ApplicationSet controller (progressive syncs on) and the API server (chosen by
+``ARGOCD_BINARY_NAME``), with a ``redis-server`` beside them.
 :class:`LocalArgoCD` is the record of a started one: its state dir, port and PIDs, saved
 in the state dir so that a later process can find and stop it. Processes are stopped by
 the PIDs recorded when they were started, nothing else.
@@ -19,8 +20,24 @@ from fracctl.sandbox.argocd_local.binaries import locate_redis
 from fracctl.sandbox.argocd_local.names import CI_ACCOUNT, NAMESPACE, VERSION
 from fracctl.sandbox.recorded import Recorded
 
-PROCESSES = ("argocd-server", "argocd-application-controller", "argocd-repo-server", "redis")
-_PORTS = ("redis", "repo", "repo-metrics", "ctl-metrics", "server-metrics", "dex")
+PROCESSES = (
+    "argocd-server",
+    "argocd-applicationset-controller",
+    "argocd-application-controller",
+    "argocd-repo-server",
+    "redis",
+)
+_PORTS = (
+    "redis",
+    "repo",
+    "repo-metrics",
+    "ctl-metrics",
+    "server-metrics",
+    "dex",
+    "appset-metrics",
+    "appset-probe",
+    "appset-webhook",
+)
 #: The ``ARGOCD_*`` variables the processes are given; any other is left out.
 _OWN_VARIABLES = (
     "ARGOCD_FAKE_IN_CLUSTER",
@@ -133,6 +150,21 @@ def commands(state: Path, exe: Path, ports: dict[str, int], port: int) -> dict[s
             "--operation-processors", "2",
             "--loglevel", "info",
         ],
+        # Progressive syncs (RollingSync) are off unless asked for (its
+        # cmd/argocd-applicationset-controller/commands/applicationset_controller.go).
+        # Its Kubernetes clients read KUBECONFIG (controller-runtime), not --kubeconfig.
+        "argocd-applicationset-controller": [
+            str(exe),
+            "--namespace", NAMESPACE,
+            "--enable-progressive-syncs",
+            "--argocd-repo-server", repo,
+            "--repo-server-plaintext",
+            "--metrics-addr", f"127.0.0.1:{ports['appset-metrics']}",
+            "--probe-addr", f"127.0.0.1:{ports['appset-probe']}",
+            "--webhook-addr", f"127.0.0.1:{ports['appset-webhook']}",
+            "--loglevel", "info",
+            "--logformat", "text",
+        ],
         "argocd-server": [
             str(exe),
             "--namespace", NAMESPACE,
@@ -169,10 +201,12 @@ def launch(
 
 
 def wait_ready(argocd: LocalArgoCD, ports: dict[str, int], deadline: float) -> None:
-    """Block until the repo server, the controller and the API server answer healthy."""
+    """Block until the repo server, both controllers and the API server answer healthy."""
     for name, url in (
         ("argocd-repo-server", f"http://127.0.0.1:{ports['repo-metrics']}/healthz"),
         ("argocd-application-controller", f"http://127.0.0.1:{ports['ctl-metrics']}/healthz"),
+        # It registers no health check of its own: its metrics answer once it serves.
+        ("argocd-applicationset-controller", f"http://127.0.0.1:{ports['appset-metrics']}/metrics"),
         ("argocd-server", f"{argocd.url}/healthz?full=true"),
     ):
         argocd.wait_http(name, url, deadline)
