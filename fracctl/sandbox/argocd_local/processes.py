@@ -116,8 +116,6 @@ def process_env(state: Path, kubeconfig: str, kustomize: Path | None) -> dict[st
 
 def commands(state: Path, exe: Path, ports: dict[str, int], port: int) -> dict[str, list[str]]:
     """The command line of each process; ``port`` is the API server's."""
-    redis = f"127.0.0.1:{ports['redis']}"
-    repo = f"127.0.0.1:{ports['repo']}"
     # fmt: off
     return {
         "redis": [
@@ -128,6 +126,34 @@ def commands(state: Path, exe: Path, ports: dict[str, int], port: int) -> dict[s
             "--appendonly", "no",
             "--dir", str(state / "redis"),
         ],
+        **_controllers(exe, ports),
+        "argocd-server": [
+            str(exe),
+            "--namespace", NAMESPACE,
+            "--insecure",
+            "--address", "127.0.0.1",
+            "--port", str(port),
+            "--metrics-address", "127.0.0.1",
+            "--metrics-port", str(ports["server-metrics"]),
+            "--redis", f"127.0.0.1:{ports['redis']}",
+            "--repo-server", f"127.0.0.1:{ports['repo']}",
+            "--repo-server-plaintext",
+            # No Dex: SSO is off; point it at a closed port so nothing is reached.
+            "--dex-server", f"http://127.0.0.1:{ports['dex']}",
+            # No UI assets: the API is all that is needed.
+            "--staticassets", str(state / "no-ui"),
+            "--loglevel", "info",
+        ],
+    }
+    # fmt: on
+
+
+def _controllers(exe: Path, ports: dict[str, int]) -> dict[str, list[str]]:
+    """The command lines of the repo server and of both controllers."""
+    redis = f"127.0.0.1:{ports['redis']}"
+    repo = f"127.0.0.1:{ports['repo']}"
+    # fmt: off
+    return {
         "argocd-repo-server": [
             str(exe),
             "--port", str(ports["repo"]),
@@ -164,23 +190,6 @@ def commands(state: Path, exe: Path, ports: dict[str, int], port: int) -> dict[s
             "--webhook-addr", f"127.0.0.1:{ports['appset-webhook']}",
             "--loglevel", "info",
             "--logformat", "text",
-        ],
-        "argocd-server": [
-            str(exe),
-            "--namespace", NAMESPACE,
-            "--insecure",
-            "--address", "127.0.0.1",
-            "--port", str(port),
-            "--metrics-address", "127.0.0.1",
-            "--metrics-port", str(ports["server-metrics"]),
-            "--redis", redis,
-            "--repo-server", repo,
-            "--repo-server-plaintext",
-            # No Dex: SSO is off; point it at a closed port so nothing is reached.
-            "--dex-server", f"http://127.0.0.1:{ports['dex']}",
-            # No UI assets: the API is all that is needed.
-            "--staticassets", str(state / "no-ui"),
-            "--loglevel", "info",
         ],
     }
     # fmt: on
