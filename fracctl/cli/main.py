@@ -45,6 +45,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "probe": ("probe", "Send a fractional probe pod at a pool; report what KAI did with it."),
     "doctor": ("doctor", "Look for the known ways fractional GPUs fail, read-only."),
     "lint": ("lint", "Check rendered manifests for GPU scheduling mistakes, offline."),
+    "gate": (
+        "gate",
+        "Recreate as Argo CD's PreSync and PostSync hooks: the gate of a progressive sync.",
+    ),
     "nodes": (
         "nodes",
         "Check and label GPU nodes for fractions (opt-in label; denied classes such as H200).",
@@ -74,6 +78,7 @@ def complete_app() -> typer.Typer:
         config,
         doctor,
         drift,
+        gate,
         lint,
         node,
         nodes,

@@ -26,6 +26,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from fracctl.core.rbac.gate import post_sync_rules, pre_sync_rules
 from fracctl.core.rbac.model import (
     API_VERSION,
     FLUX_GROUP,
@@ -92,6 +93,15 @@ REGISTRY: dict[str, RoleSpec] = {
         "recreate KIND/NAME: the built-in kinds' objects, their pods, claims and "
         "ReplicaSets, access reviews, and the lock Lease",
         recreate_objects_rules,
+    ),
+    "gate-pre-sync": RoleSpec(
+        "the PreSync hook: recreate's first half (no backend: the sync creates the object) "
+        "and a backup ConfigMap",
+        pre_sync_rules,
+    ),
+    "gate-post-sync": RoleSpec(
+        "the PostSync hook: read the object, watch the nodes, end the drain, release the lock",
+        post_sync_rules,
     ),
     "node-agent": RoleSpec(
         "no API access at all: the agent only talks to the MPS daemon", lambda p: ([], {})

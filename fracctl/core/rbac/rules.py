@@ -170,7 +170,8 @@ def _recreate_cluster(p: Params) -> list[RbacRule]:
     ]
 
 
-def _lock(p: Params) -> list[RbacRule]:
+def lock_rules(p: Params) -> list[RbacRule]:
+    """The lock Lease: take it, renew it, give it up."""
     return [
         RbacRule(("coordination.k8s.io",), ("leases",), ("create",),
                  "take the lock: create the Lease"),
@@ -187,7 +188,7 @@ def recreate_objects_rules(p: Params) -> Rules:
                          "check the lock Lease's namespace exists before creating the Lease",
                          (p.recreate.lock_namespace,))  # fmt: skip
     cluster = [*(RbacRule(*g) for g in object_grants()), namespace]
-    namespaced = {p.recreate.lock_namespace: _lock(p)}
+    namespaced = {p.recreate.lock_namespace: lock_rules(p)}
     extra = backend_rules(p)  # the Kustomization Flux reconciles (suspended for a held one)
     cluster += extra.pop("", [])
     for ns, rules in extra.items():
@@ -199,7 +200,7 @@ def recreate_rules(p: Params) -> tuple[list[RbacRule], dict[str, list[RbacRule]]
     """recreate: the target, the lock Lease, an Event, the guards' reads, the backend's."""
     namespaced: dict[str, list[RbacRule]] = {}
     namespaced.setdefault(p.recreate.lock_namespace, []).extend(
-        [*_lock(p), *(RbacRule(*g) for g in journal_grants(p.recreate.lock_name))]
+        [*lock_rules(p), *(RbacRule(*g) for g in journal_grants(p.recreate.lock_name))]
     )
     namespaced.setdefault(p.events_namespace, []).append(
         RbacRule(("",), ("events",), ("create",), "record a Recreated Event on the target")

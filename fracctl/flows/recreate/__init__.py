@@ -131,16 +131,16 @@ def recreate(
     entry = audit_entry(ctx, "recreate", who=lock.me, backend=backend)
     with interrupt_on_sigterm(), lock:
         at("locked")
-        run = _plan(ctx, objects, chosen, entry, dry_run=dry_run)
+        run = plan_run(ctx, objects, chosen, entry, dry_run=dry_run)
         run.lock, run.announce = lock, yes and not dry_run  # else the plan lists the proofs
         if drain:
-            _drain_first(run, force=force)
+            drain_first(run, force=force)
         at("planned")
         result = run.result
         if recreate_plan.DELETE in result.plan.steps:
             result.expected_window = expected(backend, drain=drain)
         steps = [STEPS[name] for name in result.plan.steps]
-        if not _read_only(run, steps, at):
+        if not read_only(run, steps, at):
             return result
         if not steps:
             if run.journal is not None and not dry_run:  # done but for the journal
@@ -151,7 +151,7 @@ def recreate(
         return result
 
 
-def _drain_first(run: Run, *, force: bool) -> None:
+def drain_first(run: Run, *, force: bool) -> None:
     """Drain before the delete; a drain a journal says did not finish is resumed."""
     from fracctl.flows.drain import journal as journals
 
@@ -176,7 +176,7 @@ def go_on(
     return True
 
 
-def _read_only(run: Run, steps: list[Step], at: Boundary) -> bool:
+def read_only(run: Run, steps: list[Step], at: Boundary) -> bool:
     """The plan's read-only steps (proofs, guards), in order; False once one refuses."""
     for step in (s for s in steps if not s.acts):
         step.run(run)
@@ -186,7 +186,7 @@ def _read_only(run: Run, steps: list[Step], at: Boundary) -> bool:
     return True
 
 
-def _plan(ctx: Context, objects: list[Obj], chosen: Backend, entry: dict[str, Any], *,
+def plan_run(ctx: Context, objects: list[Obj], chosen: Backend, entry: dict[str, Any], *,
           dry_run: bool) -> Run:  # fmt: skip
     """Judge the target against git and decide the steps still needed."""
     from fracctl.flows.drift import check_target

@@ -153,6 +153,16 @@ class LeaseLock:
         self.kube.replace(LEASES, lease)
         return requester
 
+    def stop(self) -> None:
+        """Stop renewing but keep the Lease, for a later holder of the same identity.
+
+        The gate's PostSync half takes it on after its PreSync half; others wait for it to
+        expire.
+        """
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+
     def release(self) -> None:
         """Stop renewing and give the lease up, if it is still ours.
 
@@ -160,9 +170,7 @@ class LeaseLock:
         disarmed, so that the policy keeps answering with its message; any other is
         deleted.
         """
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
+        self.stop()
         try:
             lease = self.kube.get_or_none(LEASES, self.name, self.namespace)
             if lease is None or (lease.get("spec") or {}).get("holderIdentity") != self.me:

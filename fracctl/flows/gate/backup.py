@@ -1,0 +1,54 @@
+"""The gate's backup, kept in the cluster: a hook pod's own files end with the pod."""
+
+from __future__ import annotations
+
+import io
+
+from fracctl.core.kube.resources import CONFIGMAPS
+from fracctl.errors import Conflict
+from fracctl.flows.context import Context
+from fracctl.flows.engines import Obj
+
+KEY = "object.yaml"
+
+
+def backup_name(live: Obj) -> str:
+    """One ConfigMap per incarnation of the object: ``fracctl-backup-<name>-<uid[:8]>``."""
+    meta = live["metadata"]
+    return f"fracctl-backup-{meta['name']}-{str(meta['uid'])[:8]}"
+
+
+def to_cluster(ctx: Context, live: Obj) -> str:
+    """Write ``live`` (secrets redacted) as a ConfigMap in the lock's namespace; its name.
+
+    Written once per incarnation: a rerun finds the one its first try wrote.
+    """
+    from ruamel.yaml import YAML
+
+    from fracctl.redact import redact_data
+
+    namespace = ctx.config.recreate.lock_namespace
+    name = backup_name(live)
+    yaml = YAML(typ="safe")
+    yaml.default_flow_style = False
+    text = io.StringIO()
+    yaml.dump(redact_data(live), text)
+    body = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {
+            "name": name,
+            "namespace": namespace,
+            "labels": {
+                "app.kubernetes.io/name": "fracctl",
+                "app.kubernetes.io/component": "backup",
+            },
+        },
+        "data": {KEY: text.getvalue()},
+    }
+    try:
+        ctx.kube.create(CONFIGMAPS, body)
+    except Conflict as e:
+        if e.status.reason != "AlreadyExists":
+            raise
+    return f"ConfigMap {namespace}/{name}"

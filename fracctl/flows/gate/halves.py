@@ -1,0 +1,198 @@
+"""The two halves of :mod:`fracctl.flows.gate`, built from ``recreate``'s own steps."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator
+
+from fracctl.core.clock import utc_timestamp
+from fracctl.core.kube.nodes import selector_of
+from fracctl.core.outcome import Outcome
+from fracctl.core.recreate import plan as recreate_plan
+from fracctl.errors import ExternalError, FracctlError, UsageError
+from fracctl.flows.context import Context
+from fracctl.flows.drain import steps as drain_steps
+from fracctl.flows.engines import Obj
+from fracctl.flows.gate.common import (
+    FIRST_HALF,
+    POST_SYNC,
+    PRE_SYNC,
+    GateResult,
+    SyncBackend,
+    differences,
+    gate_identity,
+    gate_lease_held,
+)
+from fracctl.flows.recreate import drain_first, initial_outcome, plan_run, read_only
+from fracctl.flows.recreate.lock import LeaseLock
+from fracctl.flows.recreate.pipeline import STEPS, Run, Step
+from fracctl.flows.recreate.state import audit_entry, record
+from fracctl.flows.signals import interrupt_on_sigterm
+
+Boundary = Callable[[str], None]
+
+
+@contextlib.contextmanager
+def held(lock: LeaseLock, *, hand_on: Callable[[], bool]) -> Iterator[LeaseLock]:
+    """Hold ``lock``; on the way out release it, or leave it held for the next half.
+
+    ``hand_on`` says, once the block is over (whether it ended or raised), whether the
+    cluster is mid-recreate: then the Lease stays held, unrenewed, for the half that
+    follows (or the retry), which takes it as the same holder.
+    """
+    lock.acquire()
+    try:
+        yield lock
+    finally:
+        if hand_on():
+            lock.stop()
+        else:
+            lock.release()
+
+
+def run_first_half(
+    ctx: Context, objects: list[Obj], *, drain: bool, force: bool, at: Boundary
+) -> GateResult:
+    """The PreSync half: nothing (and no lock) unless the revision needs the delete."""
+    from fracctl.flows.drain import journal as journals
+
+    me = gate_identity(ctx)
+    entry = audit_entry(ctx, f"gate {PRE_SYNC}", who=me, backend=SyncBackend.name)
+    plan = plan_run(ctx, objects, SyncBackend(), entry, dry_run=False).result.plan
+    result = GateResult(PRE_SYNC, initial_outcome(plan), plan.reason)
+    if not _first(plan.steps) and not (drain and journals.read(ctx)):
+        result.lines.append(
+            f"nothing for the gate to do before the sync ({plan.reason}): the sync "
+            "applies this revision as it is; the lock was not taken"
+        )
+        return result
+    run: Run | None = None
+
+    def mid_recreate() -> bool:
+        return run is not None and _deleted(run)
+
+    with held(LeaseLock(ctx, me=me), hand_on=mid_recreate) as lock, interrupt_on_sigterm():
+        at("locked")
+        result.locked = True
+        run = plan_run(ctx, objects, SyncBackend(), entry, dry_run=False)  # again, under the lock
+        run.lock = lock
+        if drain:
+            drain_first(run, force=force)
+        at("planned")
+        steps = [STEPS[name] for name in _first(run.result.plan.steps)]
+        read_only(run, steps, at)  # the guards raise Refused: nothing was changed
+        _act(run, [s for s in steps if s.acts], lock, at)
+        result.outcome, result.reason = Outcome.PLANNED, run.result.plan.reason
+        result.backup = run.result.backup
+        result.lines.append(
+            f"{ctx.config.target.kind}/{ctx.config.target.name} is gone; the sync creates "
+            "this revision's object and the PostSync hook waits for the nodes"
+        )
+    return result
+
+
+def _first(steps: tuple[str, ...] | list[str]) -> list[str]:
+    return [name for name in steps if name in FIRST_HALF]
+
+
+def _deleted(run: Run) -> bool:
+    """Whether the run's original object is gone or going (the Lease must stay held)."""
+    if run.live is None:
+        return run.journal is not None
+    t = run.ctx.config.target
+    now = run.ctx.kube.get_or_none(t.ref, t.name)
+    return (
+        now is None
+        or now["metadata"]["uid"] != run.live["metadata"]["uid"]
+        or bool(now["metadata"].get("deletionTimestamp"))
+    )
+
+
+def _act(run: Run, steps: list[Step], lock: LeaseLock, at: Boundary) -> None:
+    """The first half's changes; a failure says what changed and what converges it."""
+    from fracctl.flows.gate.backup import to_cluster
+
+    try:
+        drain_steps.start(run, at)
+        for step in steps:
+            if step.renew_lock:
+                lock.check()
+            step.run(run)
+            if step.name == recreate_plan.BACKUP and run.live is not None:
+                run.ctx.info(f"backed up to {to_cluster(run.ctx, run.live)}")
+            at(step.boundary)
+    except (FracctlError, KeyboardInterrupt) as e:
+        drain_steps.undo(run, e)
+        if isinstance(e, FracctlError) and _deleted(run):
+            e.add_context(
+                f"{run.ctx.config.target.kind}/{run.ctx.config.target.name} was deleted "
+                "and the lock stays held by the gate; Argo CD's retry (or the next sync) "
+                "runs this hook again and converges"
+            )
+        raise
+
+
+def run_second_half(ctx: Context, objects: list[Obj], *, at: Boundary) -> GateResult:
+    """The PostSync half: verify the live object against the revision, then the nodes."""
+    from fracctl.flows.drain import journal as journals
+    from fracctl.flows.recreate.wait import wait_ready
+
+    t = ctx.config.target
+    journal = journals.read(ctx)
+    ours = gate_lease_held(ctx) or journal is not None
+    result = GateResult(POST_SYNC, Outcome.READY, "verify")
+    failed = False
+    lock = LeaseLock(ctx, me=gate_identity(ctx))
+    with held(lock, hand_on=lambda: failed) if ours else contextlib.nullcontext():
+        result.locked = ours
+        try:
+            live = _verify(ctx, objects)
+            selector = selector_of(live, t.selector_field) or {}
+            at("verified")
+            result.lines.append(f"verified: live nodeSelector is {selector}")
+            result.ready = sorted(wait_ready(ctx, selector=selector).nodes)
+            at("ready")
+            if journal is not None:  # the fence of a PreSync half's drain comes down
+                from fracctl.flows import drain
+
+                drain.finish(ctx, journal, selector)
+                result.lines.append(f"fractional scheduling resumed (run {journal.run_id})")
+            if ours:
+                _record(ctx, live, selector)
+        except BaseException:
+            failed = True
+            raise
+    result.lines.append(f"{len(result.ready)} node(s) ready: {', '.join(result.ready)}")
+    return result
+
+
+def _verify(ctx: Context, objects: list[Obj]) -> Obj:
+    """The live object, held to the revision's on every field the revision writes."""
+    from fracctl.flows.render import select
+
+    t = ctx.config.target
+    found = [objects[i] for i in select(objects, kind=t.kind, name=t.name)]
+    if len(found) != 1:
+        raise UsageError(f"the revision's manifests hold {len(found)} {t.kind}/{t.name}, not one")
+    live = ctx.kube.get_or_none(t.ref, t.name)
+    if live is None or live["metadata"].get("deletionTimestamp"):
+        state = "is absent" if live is None else "is being deleted"
+        raise ExternalError(
+            f"the sync ran but {t.kind}/{t.name} {state}",
+            hint="sync again: the sync creates it (never trust the sync status)",
+        )
+    diff = differences(found[0], live)
+    if diff:
+        raise ExternalError(
+            f"the sync ran but the live {t.kind}/{t.name} is not the revision's: "
+            + "; ".join(diff[:5]),
+            hint="sync again; with an immutable change the PreSync hook recreates it",
+        )
+    return live
+
+
+def _record(ctx: Context, live: Obj, selector: dict[str, str]) -> None:
+    entry = audit_entry(ctx, f"gate {POST_SYNC}", who=gate_identity(ctx), backend="sync")
+    before = "the PreSync hook's backup"
+    entry.update(time=utc_timestamp(), outcome=Outcome.RECREATED, before=before, after=selector)
+    record(ctx, live=live, entry=entry)
