@@ -16,6 +16,7 @@ from fracctl.core.kube.resources import CONFIGMAPS, LEASES
 from fracctl.errors import ExitCode, ExternalError, Refused, Unsafe
 from fracctl.flows import gate
 from fracctl.flows.engines import clean_desired
+from fracctl.flows.gate.backup import backup_name
 from fracctl.flows.recreate import recreate
 from fracctl.flows.render import to_yaml
 from tests.support.helpers import Cluster, run_cli
@@ -58,18 +59,16 @@ def holder(incident: Incident) -> str | None:
 
 def test_the_halves_recreate_around_the_sync_and_release_the_lock(incident: Incident) -> None:
     folder = revision(incident)
-    old_uid = incident.cluster.live_target()["metadata"]["uid"]  # type: ignore[index]
+    original = incident.cluster.live_target()
+    assert original is not None
+    old_uid = original["metadata"]["uid"]
     ctx = incident.context()
     with incident.operator():
         first = gate.pre_sync(ctx, objects(folder))
         assert first.locked and first.reason == "recreate", first
         assert incident.cluster.live_target() is None
         assert holder(incident) == gate.gate_identity(ctx)  # held across the sync
-        (backup,) = [
-            cm
-            for cm in incident.cluster.kube.list(CONFIGMAPS, namespace=NS)
-            if cm["metadata"]["name"].startswith("fracctl-backup-")
-        ]
+        backup = incident.cluster.kube.get(CONFIGMAPS, backup_name(original), NS)
         assert old_uid in backup["data"]["object.yaml"]
         sync(incident, folder)
         second = gate.post_sync(incident.context(), objects(folder))
