@@ -73,7 +73,7 @@ def argv(component: str, *, binaries: Path, kwok: Path, state: Path, kubeconfig:
             "--v=0",
         ]
     if component == "kwok":
-        stages = [f"--config={kwok / 'stages' / name}" for name in STAGES]
+        stages = [f"--config={path}" for path in stage_files(kwok, state)]
         return [
             str(kwok / "kwok"),
             f"--kubeconfig={kubeconfig}",
@@ -88,6 +88,25 @@ def argv(component: str, *, binaries: Path, kwok: Path, state: Path, kubeconfig:
             "--v=WARN",
         ]
     raise ValueError(component)
+
+
+def stage_files(kwok: Path, state: Path) -> list[Path]:
+    """KWOK's stages from ``kwok/stages``, fracctl's own pods left to the pod runner.
+
+    Written under ``state/kwok-stages`` (:func:`fracctl.sandbox.pod_runner.leave_to_runner`).
+    """
+    import yaml
+
+    from fracctl.sandbox.pod_runner import leave_to_runner
+
+    folder = state / "kwok-stages"
+    folder.mkdir(parents=True, exist_ok=True)
+    out = []
+    for name in STAGES:
+        docs = [d for d in yaml.safe_load_all((kwok / "stages" / name).read_text()) if d]
+        (folder / name).write_text(yaml.safe_dump_all([leave_to_runner(d) for d in docs]))
+        out.append(folder / name)
+    return out
 
 
 def start_beside(cp: ControlPlane, *, binaries: Path, kwok: Path, detach: bool = False) -> None:

@@ -188,7 +188,9 @@ def test_a_recreate_from_elsewhere_waits_for_the_gate(incident: Incident) -> Non
             recreate(incident.context(), yes=True)
 
 
-def test_the_refusal_of_an_unsafe_revision_changes_nothing(cluster: Cluster, tmp_path: Path) -> None:
+def test_the_refusal_of_an_unsafe_revision_changes_nothing(
+    cluster: Cluster, tmp_path: Path
+) -> None:
     incident = make_incident(cluster, tmp_path, label_b200=False)
     folder = revision(incident)
     with pytest.raises(Refused, match="fracctl nodes label b200-0"):

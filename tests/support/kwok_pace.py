@@ -11,7 +11,9 @@ unless the pod asks for a delay with KWOK's own annotation
 (``pod-delete.stage.kwok.x-k8s.io/delay``,
 :data:`fracctl.sandbox.controllers.SLOW_DELETE`), which keeps the module's rule (the
 later of that delay and the ``deletionTimestamp``). The node stages are kept as they are,
-and so are the sandbox and the benchmarks: they run the module's stages unchanged.
+and so are the sandbox and the benchmarks: they run the module's stages unchanged, but for
+the one selector every run adds to leave pods of fracctl's image to the pod runner
+(:func:`fracctl.sandbox.controllers.stage_files`).
 """
 
 from __future__ import annotations

@@ -1,0 +1,72 @@
+"""The pod runner stands in for fracctl's image: hold its idea of the image to the
+Containerfile that builds it, and its KWOK selector to what the runner runs."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from fracctl.sandbox.pod_runner import KWOK_SKIP, IMAGE, is_runners, leave_to_runner
+from fracctl.sandbox.pod_runner import launch
+
+CONTAINERFILE = Path(__file__).resolve().parents[2] / "Containerfile"
+
+
+def final_stage() -> str:
+    text = CONTAINERFILE.read_text()
+    return text[text.rindex("\nFROM ") :]
+
+
+def test_the_entrypoint_cmd_workdir_and_user_are_the_images() -> None:
+    stage = final_stage()
+    assert re.search(r'^ENTRYPOINT \["fracctl"\]$', stage, re.M)
+    assert tuple(re.findall(r'^CMD \["([^"]+)"\]$', stage, re.M)) == launch.CMD
+    assert re.search(rf"^WORKDIR {re.escape(launch.WORKDIR)}$", stage, re.M)
+    uid, gid = launch.USER
+    assert re.search(rf"^USER {uid}:{gid}$", stage, re.M)
+    assert f"--home-dir {launch.IMAGE_HOME}" in stage
+
+
+def test_the_environment_is_the_images() -> None:
+    stage = final_stage()
+    env = re.search(r"^ENV (.*?)(?=^\S)", stage, re.M | re.S)
+    assert env is not None
+    pairs = dict(re.findall(r"(\w+)=(\S+)", env.group(1).replace("\\\n", " ")))
+    assert pairs.pop("PATH") == f"{launch.IMAGE_BIN}:$PATH"
+    assert pairs == launch.IMAGE_ENV
+
+
+@pytest.mark.parametrize(
+    ("image", "runs"),
+    [
+        ("fracctl", True),
+        ("fracctl:0.1.0", True),
+        ("registry.example/platform/fracctl:0.1.0", True),
+        ("localhost:5000/fracctl@sha256:" + "a" * 64, True),
+        ("fracctl-operator:1", False),
+        ("busybox", False),
+        ("registry.example/notfracctl:1", False),
+    ],
+)
+def test_which_images_are_fracctls(image: str, runs: bool) -> None:
+    pod = {"spec": {"containers": [{"name": "c", "image": image}]}}
+    assert is_runners(pod) is runs
+    # KWOK's jq (gojq) `test` is the same regular expression, anchored the same way.
+    kwok = re.search(r'test\("(.*)"\)', KWOK_SKIP["key"])
+    assert kwok is not None
+    assert bool(re.search(kwok.group(1), image)) is runs
+    assert bool(IMAGE.search(image)) is runs
+
+
+def test_kwok_deletes_fracctls_pods_but_starts_none() -> None:
+    def stage(name: str) -> dict:
+        return {"metadata": {"name": name},
+                "spec": {"resourceRef": {"kind": "Pod"}, "selector": {"matchExpressions": []}}}  # fmt: skip
+
+    assert KWOK_SKIP in leave_to_runner(stage("pod-create"))["spec"]["selector"]["matchExpressions"]
+    assert KWOK_SKIP in leave_to_runner(stage("pod-ready"))["spec"]["selector"]["matchExpressions"]
+    assert leave_to_runner(stage("pod-delete"))["spec"]["selector"]["matchExpressions"] == []
+    node = {"metadata": {"name": "node-initialize"}, "spec": {"resourceRef": {"kind": "Node"}}}
+    assert "selector" not in leave_to_runner(node)["spec"]
