@@ -8,8 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from fracctl.sandbox.pod_runner import KWOK_SKIP, IMAGE, is_runners, leave_to_runner
-from fracctl.sandbox.pod_runner import launch
+from fracctl.sandbox.pod_runner import IMAGE, KWOK_SKIP, is_runners, launch, leave_to_runner
 
 CONTAINERFILE = Path(__file__).resolve().parents[2] / "Containerfile"
 
@@ -62,8 +61,10 @@ def test_which_images_are_fracctls(image: str, runs: bool) -> None:
 
 def test_kwok_deletes_fracctls_pods_but_starts_none() -> None:
     def stage(name: str) -> dict:
+        selector = {"matchExpressions": []}
+        selector: dict = {"matchExpressions": []}
         return {"metadata": {"name": name},
-                "spec": {"resourceRef": {"kind": "Pod"}, "selector": {"matchExpressions": []}}}  # fmt: skip
+                "spec": {"resourceRef": {"kind": "Pod"}, "selector": selector}}  # fmt: skip
 
     assert KWOK_SKIP in leave_to_runner(stage("pod-create"))["spec"]["selector"]["matchExpressions"]
     assert KWOK_SKIP in leave_to_runner(stage("pod-ready"))["spec"]["selector"]["matchExpressions"]
