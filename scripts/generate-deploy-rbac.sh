@@ -17,3 +17,4 @@ done
 # The guard policy (fracctl policy print), for the defaults as well.
 (cd "$scratch" && env -i PATH="$PATH" HOME="$scratch" "$fracctl" policy print) \
   > "$repo/deploy/policy/guard.yaml"
+"$python" "$repo/scripts/generate-gate-component.py"

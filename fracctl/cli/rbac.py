@@ -52,7 +52,9 @@ def print_role(
     and doctor (reads), recreate (the target object, the lock Lease, an Event, and
     the guards' reads), recreate-objects (recreate KIND/NAME: the built-in kinds'
     objects, their pods, claims and ReplicaSets, access reviews, the lock Lease),
-    node-agent (no API access). The names of the
+    gate-pre-sync and gate-post-sync (the two hooks of fracctl gate; bound to
+    their service accounts by deploy/components/argocd-gate), node-agent (no API
+    access). The names of the
     target, the lock Lease, the Flux Kustomization and the agents come from
     fracctl.yaml, so the output fits this cluster; the files under
     deploy/rbac are this output for the defaults.
