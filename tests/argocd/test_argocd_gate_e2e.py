@@ -1,0 +1,112 @@
+"""fracctl as each cluster's gate in Argo CD's own fleet rollout, for real: the real Argo CD
+v3.2.11 and its applicationset-controller (RollingSync) over member clusters, each a real
+control plane with KWOK nodes, the guard policy, the operator simulation, and the pod
+runner executing the gate's hook pods (deploy/components/argocd-gate) as fracctl.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from fracctl.core.kube.nodes import is_ready
+from fracctl.core.kube.resources import LEASES, NODES
+from fracctl.sandbox.controlplane import ControlPlane
+from tests.support.argocd_real import RealArgoCD
+from tests.support.fleet_fixtures import FRACTIONAL
+from tests.support.gate_fleet import APPSETS, GateFleet, appset, gate_fleet
+from tests.support.recreate_fixtures import NEW, OLD
+
+pytestmark = pytest.mark.e2e
+
+STEPS = ["canary", "rest"]
+
+
+@pytest.fixture
+def fleet(
+    real_argocd: RealArgoCD, extra_control_planes: list[ControlPlane], tmp_path: Path
+) -> Iterator[GateFleet]:
+    planes = dict(zip(("us", "ap"), zip(extra_control_planes, STEPS, strict=True), strict=True))
+    with gate_fleet(real_argocd, planes, STEPS, tmp_path) as f:
+        yield f
+
+
+def start(fleet: GateFleet) -> None:
+    """The ApplicationSet, and its first rollout (git as the clusters run) finished."""
+    fleet.argocd.kube.create(APPSETS, appset(fleet.repo, STEPS))
+    fleet.wait(lambda r: len(r) == 2 and all(a["status"] == "Healthy" for a in r.values()),
+               "the first rollout did not finish")  # fmt: skip
+
+
+def healthy(app: str) -> Any:
+    return lambda rollout: (rollout.get(app) or {}).get("status") == "Healthy"
+
+
+def hook_results(fleet: GateFleet, member: str) -> dict[str, dict[str, Any]]:
+    op = fleet.application(member)["status"]["operationState"]
+    return {r["name"]: r for r in op.get("syncResult", {}).get("resources") or []
+            if r.get("hookType")}  # fmt: skip
+
+
+def assert_converged(fleet: GateFleet, member: str) -> None:
+    m = fleet.members[member]
+    assert m.selector() == NEW
+    nodes = {n["metadata"]["name"]: n for n in m.cluster.kube.list(NODES)}
+    cond = m.cluster.config.condition
+    assert is_ready(nodes["rtx-pro-6000-0"], cond) and is_ready(nodes["b200-0"], cond)
+    assert m.cluster.kube.get_or_none(LEASES, "fracctl-recreate", "default") in (None,) or not (
+        m.cluster.kube.get(LEASES, "fracctl-recreate", "default").get("spec") or {}
+    ).get("holderIdentity")
+
+
+def test_one_commit_rolls_out_canary_first_each_cluster_gated(fleet: GateFleet) -> None:
+    start(fleet)
+    uids = {name: m.uid() for name, m in fleet.members.items()}
+    began = time.monotonic()
+    fleet.commit(NEW, "extend fractions by the opt-in label")
+    fleet.refresh()
+    seen = fleet.wait(lambda r: all(healthy(m.app)(r) for m in fleet.members.values())
+                      and all(m.selector() == NEW for m in fleet.members.values()),
+                      "the gated rollout did not finish")  # fmt: skip
+    wall = time.monotonic() - began
+    canary, rest = fleet.members["us"].app, fleet.members["ap"].app
+    for state in seen:  # the rest's step never began before the canary was healthy again
+        if state.get(rest) in ("Pending", "Progressing"):
+            assert state.get(canary) == "Healthy", seen
+    for name in fleet.members:
+        assert fleet.members[name].uid() != uids[name], f"{name} was not recreated"
+        assert_converged(fleet, name)
+        hooks = hook_results(fleet, name)
+        assert hooks["fracctl-gate-pre-sync"]["hookPhase"] == "Succeeded", hooks
+        assert hooks["fracctl-gate-post-sync"]["hookPhase"] == "Succeeded", hooks
+    print(f"gated rollout of 2 clusters: {wall:.1f}s; the rollout as polled: {seen}")
+
+
+def test_a_fractional_pod_in_the_second_step_stops_the_rollout_until_it_is_gone(
+    fleet: GateFleet,
+) -> None:
+    start(fleet)
+    second = fleet.members["ap"]
+    second.cluster.pod("team-a", "trainer-0", annotations=FRACTIONAL, node="rtx-pro-6000-0")
+    before = second.uid()
+    fleet.commit(NEW, "extend fractions by the opt-in label")
+    fleet.refresh()
+
+    def refused(rollout: dict[str, Any]) -> bool:
+        hooks = hook_results(fleet, "ap") if healthy(fleet.members["us"].app)(rollout) else {}
+        return "trainer-0" in (hooks.get("fracctl-gate-pre-sync") or {}).get("message", "")
+
+    fleet.wait(refused, "the second step's PreSync hook never refused")
+    message = hook_results(fleet, "ap")["fracctl-gate-pre-sync"]["message"]
+    assert "preflight refused, nothing changed" in message and "team-a/trainer-0" in message
+    assert second.uid() == before and second.selector() == OLD
+    assert fleet.rollout()[second.app]["status"] != "Healthy"
+    second.cluster.kube.delete(__import__("fracctl.core.kube.resources", fromlist=["PODS"]).PODS,
+                               "trainer-0", "team-a", grace_period=0)  # fmt: skip
+    fleet.wait(lambda r: healthy(second.app)(r) and second.selector() == NEW,
+               "Argo CD's retry did not finish the rollout once the pod was gone")  # fmt: skip
+    assert_converged(fleet, "ap")
