@@ -41,6 +41,7 @@ CLUSTERROLEBINDINGS = ResourceRef("rbac.authorization.k8s.io", "v1", "clusterrol
 ROLES = ResourceRef("rbac.authorization.k8s.io", "v1", "roles", "Role", True)
 ROLEBINDINGS = ResourceRef("rbac.authorization.k8s.io", "v1", "rolebindings", "RoleBinding", True)
 PROJECT, APPSET = "gated", "gated"
+MEMBERS = {"fracctl.io/fleet": APPSET}  # the label of every member's cluster Secret
 #: Argo CD retries a failed sync every 2 s (the rollout's own operation keeps it).
 RETRY = {"limit": 60, "backoff": {"duration": "2s", "factor": 1, "maxDuration": "2s"}}
 Obj = dict[str, Any]
@@ -152,15 +153,17 @@ def appset(repo: Path, steps: list[str]) -> Obj:
         "kind": "ApplicationSet",
         "metadata": {"name": APPSET, "namespace": argocd_local.NAMESPACE},
         "spec": {
-            "generators": [{"clusters": {"selector": {"matchLabels": {"fracctl.io/fleet": APPSET}}}}],
+            "generators": [{"clusters": {"selector": {"matchLabels": MEMBERS}}}],
             # Deleting the ApplicationSet must never delete the clusters' config.
             "syncPolicy": {"preserveResourcesOnDeletion": True},
             "strategy": {"type": "RollingSync", "rollingSync": {"steps": rolling}},
             "template": {
-                "metadata": {"name": "gated-{{name}}", "labels": {"step": "{{metadata.labels.step}}"}},
+                "metadata": {"name": "gated-{{name}}",
+                             "labels": {"step": "{{metadata.labels.step}}"}},
                 "spec": {
                     "project": PROJECT,
-                    "source": {"repoURL": f"file://{repo}", "path": "app", "targetRevision": "HEAD"},
+                    "source": {"repoURL": f"file://{repo}", "path": "app",
+                               "targetRevision": "HEAD"},
                     "destination": {"server": "{{server}}", "namespace": "fracctl"},
                     "syncPolicy": {"retry": RETRY},
                 },
@@ -211,13 +214,13 @@ def wipe_member(member: Member) -> None:
     """What the gated application and the gate left in a member."""
     member.stop.set()
     kube = member.cluster.kube
-    for ref, name, ns in ((CLUSTERROLEBINDINGS, None, None), (CLUSTERROLES, None, None),
-                          (ROLEBINDINGS, None, "default"), (ROLES, None, "default"),
-                          (ROLEBINDINGS, None, "gpu-fractioning"), (ROLES, None, "gpu-fractioning")):  # fmt: skip
+    made = [(CLUSTERROLEBINDINGS, ""), (CLUSTERROLES, "")]
+    made += [(ref, ns) for ns in ("default", "gpu-fractioning") for ref in (ROLEBINDINGS, ROLES)]
+    for ref, ns in made:
         for obj in kube.list(ref, namespace=ns) if ns else kube.list(ref):
             if obj["metadata"]["name"].startswith("fracctl-gate-"):
                 with contextlib.suppress(NotFound):
-                    kube.delete(ref, obj["metadata"]["name"], ns)
+                    kube.delete(ref, obj["metadata"]["name"], ns or None)
     for cm in kube.list(CONFIGMAPS, namespace="default"):
         if cm["metadata"]["name"].startswith("fracctl-"):
             with contextlib.suppress(NotFound):
