@@ -45,6 +45,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "probe": ("probe", "Send a fractional probe pod at a pool; report what KAI did with it."),
     "doctor": ("doctor", "Look for the known ways fractional GPUs fail, read-only."),
     "lint": ("lint", "Check rendered manifests for GPU scheduling mistakes, offline."),
+    "fleet": (
+        "fleet_status",
+        "Where a fleet rollout stands: an Argo CD ApplicationSet's progressive sync.",
+    ),
     "gate": (
         "gate",
         "Recreate as Argo CD's PreSync and PostSync hooks: the gate of a progressive sync.",
@@ -78,6 +82,7 @@ def complete_app() -> typer.Typer:
         config,
         doctor,
         drift,
+        fleet_status,
         gate,
         lint,
         node,

@@ -53,7 +53,8 @@ def print_role(
     the guards' reads), recreate-objects (recreate KIND/NAME: the built-in kinds'
     objects, their pods, claims and ReplicaSets, access reviews, the lock Lease),
     gate-pre-sync and gate-post-sync (the two hooks of fracctl gate; bound to
-    their service accounts by deploy/components/argocd-gate), node-agent (no API
+    their service accounts by deploy/components/argocd-gate), fleet-status (an
+    ApplicationSet and its Applications, where Argo CD runs), node-agent (no API
     access). The names of the
     target, the lock Lease, the Flux Kustomization and the agents come from
     fracctl.yaml, so the output fits this cluster; the files under

@@ -189,6 +189,7 @@ class ArgoCDConfig:
     token_file: str | None = None  # else $ARGOCD_AUTH_TOKEN
     insecure: bool = False
     plaintext: bool = False
+    namespace: str = "argocd"  # where Argo CD runs: its Applications and ApplicationSets
 
 
 @dataclass(frozen=True)

@@ -14,11 +14,14 @@ from typing import Any
 import pytest
 
 from fracctl.core.kube.nodes import is_ready
-from fracctl.core.kube.resources import LEASES, NODES
+from fracctl.core.kube.resources import LEASES, NODES, PODS
+from fracctl.errors import ExitCode
+from fracctl.sandbox import argocd_local
 from fracctl.sandbox.controlplane import ControlPlane
 from tests.support.argocd_real import RealArgoCD
 from tests.support.fleet_fixtures import FRACTIONAL
-from tests.support.gate_fleet import APPSETS, GateFleet, appset, gate_fleet
+from tests.support.gate_fleet import APPSET, APPSETS, GateFleet, appset, gate_fleet
+from tests.support.helpers import run_cli
 from tests.support.recreate_fixtures import NEW, OLD
 
 pytestmark = pytest.mark.e2e
@@ -105,8 +108,26 @@ def test_a_fractional_pod_in_the_second_step_stops_the_rollout_until_it_is_gone(
     assert "preflight refused, nothing changed" in message and "team-a/trainer-0" in message
     assert second.uid() == before and second.selector() == OLD
     assert fleet.rollout()[second.app]["status"] != "Healthy"
-    second.cluster.kube.delete(__import__("fracctl.core.kube.resources", fromlist=["PODS"]).PODS,
-                               "trainer-0", "team-a", grace_period=0)  # fmt: skip
+    # fracctl reads where the rollout stands: the cluster, the pod, and the fix.
+    r = fleet_status(fleet)
+    assert r.exit_code == ExitCode.FINDING, r.output
+    assert f"stopped at {second.plane.url} (step 2, {second.app}): PreSync hook " in r.stdout
+    assert "team-a/trainer-0" in r.stdout
+    assert "fix: let them finish or scale them down first" in r.stdout, r.stdout
+    js = fleet_status(fleet, "-o", "json").json
+    assert js["stopped"] == [second.app] and not js["done"]
+    assert [(c["application"], c["step"]) for c in js["clusters"]] == [
+        (fleet.members["us"].app, "1"), (second.app, "2")]  # fmt: skip
+    second.cluster.kube.delete(PODS, "trainer-0", "team-a", grace_period=0)
     fleet.wait(lambda r: healthy(second.app)(r) and second.selector() == NEW,
                "Argo CD's retry did not finish the rollout once the pod was gone")  # fmt: skip
     assert_converged(fleet, "ap")
+    done = fleet_status(fleet)
+    assert done.exit_code == ExitCode.OK, done.output
+    assert "every cluster (2) is Healthy: the rollout is done" in done.stdout
+
+
+def fleet_status(fleet: GateFleet, *args: str) -> Any:
+    kubeconfig = fleet.argocd.local.kubeconfig
+    return run_cli("--kubeconfig", kubeconfig, "fleet", "status", "--appset", APPSET,
+                   "-n", argocd_local.NAMESPACE, *args)  # fmt: skip

@@ -145,7 +145,7 @@ def test_the_table_has_every_setting_one_list_entry_a_line(config: Path) -> None
     at = next(i for i, line in enumerate(lines) if line.startswith("fleet.clusters "))
     assert lines[at].split()[1:4] == ["context=eu-1", "name=eu-1", "wave=0"]
     assert lines[at + 1].split() == ["context=us-1", "name=us-1", "wave=1"]
-    assert lines[-1] == f"97 settings, 7 not default (file {config})"
+    assert lines[-1] == f"98 settings, 7 not default (file {config})"
 
 
 def test_a_bad_value_is_the_one_line_error_every_command_gives(tmp_path: Path) -> None:

@@ -76,7 +76,7 @@ def test_a_bad_role_is_a_usage_error() -> None:
     assert r.exit_code == ExitCode.USAGE, r.output
     assert (
         "must be one of drift, preflight, doctor, recreate, recreate-objects, gate-pre-sync, "
-        "gate-post-sync, node-agent; "
+        "gate-post-sync, fleet-status, node-agent; "
         "got 'admin'"
     ) in r.stderr
     missing = run_cli("rbac", "print")

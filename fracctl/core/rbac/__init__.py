@@ -26,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from fracctl.core.rbac.gate import post_sync_rules, pre_sync_rules
+from fracctl.core.rbac.gate import fleet_status_rules, post_sync_rules, pre_sync_rules
 from fracctl.core.rbac.model import (
     API_VERSION,
     FLUX_GROUP,
@@ -102,6 +102,9 @@ REGISTRY: dict[str, RoleSpec] = {
     "gate-post-sync": RoleSpec(
         "the PostSync hook: read the object, watch the nodes, end the drain, release the lock",
         post_sync_rules,
+    ),
+    "fleet-status": RoleSpec(
+        "read an ApplicationSet and its Applications where Argo CD runs", fleet_status_rules
     ),
     "node-agent": RoleSpec(
         "no API access at all: the agent only talks to the MPS daemon", lambda p: ([], {})

@@ -41,3 +41,15 @@ def post_sync_rules(p: Params) -> Rules:
         RbacRule(("",), ("events",), ("create",), "record a Recreated Event on the object")
     )
     return cluster, namespaced
+
+
+def fleet_status_rules(p: Params) -> Rules:
+    """``fleet status``: read an ApplicationSet and its Applications where Argo CD runs."""
+    return [], {
+        p.argocd_namespace: [
+            RbacRule(("argoproj.io",), ("applicationsets",), ("get",),
+                     "read the ApplicationSet's rollout (status.applicationStatus)"),
+            RbacRule(("argoproj.io",), ("applications",), ("list",),
+                     "read each Application's last sync and its hooks' messages"),
+        ]
+    }  # fmt: skip

@@ -27,6 +27,7 @@ class Params:
     events_namespace: str = EVENTS_NAMESPACE
     sections: Mapping[str, Any] = field(default_factory=dict, hash=False)  # backends' own
     helm_release: tuple[str, str] = ("release", "default")  # git's release: name, namespace
+    argocd_namespace: str = "argocd"  # where Argo CD runs (fleet status reads it)
 
     def section(self, name: str) -> Any:
         """A backend's own configuration section: as configured, else its defaults."""

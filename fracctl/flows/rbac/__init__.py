@@ -19,6 +19,7 @@ def params(config: Config, *, backend: str | None = None) -> rbac.Params:
         helm_release=(
             release_of(c.git.helm_release, c.git.path), c.git.helm_namespace or "default"
         ),
+        argocd_namespace=c.argocd.namespace,
     )  # fmt: skip
 
 
