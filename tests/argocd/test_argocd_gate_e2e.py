@@ -6,6 +6,11 @@ runner executing the gate's hook pods (deploy/components/argocd-gate) as fracctl
 
 from __future__ import annotations
 
+import contextlib
+import os
+import random
+import signal
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,7 +19,7 @@ from typing import Any
 import pytest
 
 from fracctl.core.kube.nodes import is_ready
-from fracctl.core.kube.resources import LEASES, NODES, PODS
+from fracctl.core.kube.resources import CONFIGMAPS, LEASES, NODES, PODS
 from fracctl.errors import ExitCode
 from fracctl.sandbox import argocd_local
 from fracctl.sandbox.controlplane import ControlPlane
@@ -131,3 +136,71 @@ def fleet_status(fleet: GateFleet, *args: str) -> Any:
     kubeconfig = fleet.argocd.local.kubeconfig
     return run_cli("--kubeconfig", kubeconfig, "fleet", "status", "--appset", APPSET,
                    "-n", argocd_local.NAMESPACE, *args)  # fmt: skip
+
+
+def test_hooks_killed_at_random_moments_then_argo_cds_retries_converge(
+    fleet: GateFleet,
+) -> None:
+    start(fleet)
+    seed = int(os.environ.get("FRACCTL_TEST_SEED", "0")) or random.randrange(1, 10**6)
+    print(f"FRACCTL_TEST_SEED={seed}")
+    rng = random.Random(seed)
+    kills: list[str] = []
+    stop = threading.Event()
+
+    def killer() -> None:  # SIGKILL the next gate process of any member, three times
+        done: set[int] = set()
+        while len(kills) < 3 and not stop.is_set():
+            for m in fleet.members.values():
+                with m.runner.lock:
+                    procs = [(k, p) for k, p in m.runner.processes.items() if p.pid not in done]
+                for key, proc in procs[:1]:
+                    delay = rng.uniform(0, 2.0)
+                    time.sleep(delay)
+                    done.add(proc.pid)
+                    ran = proc.poll() is None
+                    with contextlib.suppress(ProcessLookupError):
+                        os.killpg(proc.pid, signal.SIGKILL)
+                    kills.append(
+                        f"{m.name} {key} +{delay:.2f}s" + ("" if ran else " (ended first)")
+                    )
+            time.sleep(0.05)
+
+    thread = threading.Thread(target=killer, daemon=True)
+    thread.start()
+    try:
+        fleet.commit(NEW, "extend fractions by the opt-in label")
+        fleet.refresh()
+        fleet.wait(lambda r: all(healthy(m.app)(r) for m in fleet.members.values())
+                   and all(m.selector() == NEW for m in fleet.members.values()),
+                   f"no convergence after the kills {kills}", timeout=300)  # fmt: skip
+    finally:
+        stop.set()
+        thread.join(timeout=10)
+    print("killed:", kills)
+    assert kills, "no hook process was killed"
+    for name, m in fleet.members.items():
+        assert_converged(fleet, name)
+        assert m.cluster.kube.get_or_none(CONFIGMAPS, "fracctl-recreate-drain", "default") is None
+
+
+def test_a_sync_without_an_immutable_change_passes_the_gate_without_the_lock(
+    fleet: GateFleet,
+) -> None:
+    start(fleet)
+    uids = {name: m.uid() for name, m in fleet.members.items()}
+    first = {name: len(m.runner.ran) for name, m in fleet.members.items()}
+    fleet.commit(OLD, "an annotation only", **{"example.org/owner": "platform"})
+    fleet.refresh()
+    fleet.wait(lambda r: all(healthy(m.app)(r) for m in fleet.members.values()) and all(
+        (m.cluster.live_target() or {}).get("metadata", {}).get("annotations", {}).get(
+            "example.org/owner") == "platform" for m in fleet.members.values()),
+        "the in-place rollout did not finish")  # fmt: skip
+    for name, m in fleet.members.items():
+        assert m.uid() == uids[name], f"{name} was recreated"
+        pre = [r for r in m.runner.ran[first[name] :] if r.name == "fracctl-gate-pre-sync"]
+        assert pre and pre[-1].code == 0, m.runner.ran
+        pod = m.cluster.kube.get(PODS, "fracctl-gate-pre-sync", "fracctl")
+        said = pod["status"]["containerStatuses"][0]["state"]["terminated"]["message"]
+        assert said == "fracctl gate pre-sync: applies-in-place (applies-in-place)", said
+        print(f"{name}: the PreSync hook's process ran {pre[-1].seconds:.2f}s")

@@ -7,7 +7,9 @@ import shutil
 import signal
 import subprocess
 import threading
+import time
 from collections import deque
+from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -23,6 +25,16 @@ from fracctl.sandbox.pod_runner.volumes import plan
 MESSAGE_BYTES, FALLBACK_LINES = 4096, 80
 
 
+@dataclass(frozen=True)
+class Ran:
+    """One pod's process as it ended: how long it ran (wall clock) and its exit code."""
+
+    namespace: str
+    name: str
+    seconds: float
+    code: int
+
+
 class PodRunner:
     """Run fracctl's pods bound on one cluster until ``stop`` is set."""
 
@@ -34,6 +46,7 @@ class PodRunner:
         self.work = work
         self.started: set[str] = set()
         self.processes: dict[str, subprocess.Popen[bytes]] = {}  # "namespace/name" -> its run
+        self.ran: list[Ran] = []  # every process that ended, in order
         self.lock = threading.Lock()
 
     def run(self, stop: threading.Event, *, interval: float = 0.2) -> None:
@@ -65,7 +78,7 @@ class PodRunner:
         except (PodError, FracctlError) as e:
             self._status(pod, _waiting(pod, str(e)))
             return
-        started = utc_timestamp()
+        started, began = utc_timestamp(), time.monotonic()
         proc = subprocess.Popen(
             launch.wrapped(switch_user=os.geteuid() == 0),
             env=launch.env,
@@ -80,8 +93,10 @@ class PodRunner:
         tail = _drain(proc)
         self._watch_deletion(pod, proc)
         code = proc.wait()
+        meta = pod["metadata"]
         with self.lock:
             self.processes.pop(key, None)
+            self.ran.append(Ran(meta["namespace"], meta["name"], time.monotonic() - began, code))
         self._status(pod, _terminated(pod, launch, code, started, tail))
         shutil.rmtree(folder, ignore_errors=True)
 
