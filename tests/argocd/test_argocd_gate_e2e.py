@@ -45,7 +45,7 @@ def fleet(
 
 def start(fleet: GateFleet) -> None:
     """The ApplicationSet, and its first rollout (git as the clusters run) finished."""
-    fleet.argocd.kube.create(APPSETS, appset(fleet.repo, STEPS))
+    fleet.argocd.kube.create(APPSETS, appset(fleet.repo))
     fleet.wait(lambda r: len(r) == 2 and all(a["status"] == "Healthy" for a in r.values()),
                "the first rollout did not finish")  # fmt: skip
 

@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from fracctl import config as cfg
 from fracctl.adapters.git import git
 from fracctl.adapters.kube import Kube
@@ -42,6 +44,7 @@ ROLES = ResourceRef("rbac.authorization.k8s.io", "v1", "roles", "Role", True)
 ROLEBINDINGS = ResourceRef("rbac.authorization.k8s.io", "v1", "rolebindings", "RoleBinding", True)
 PROJECT, APPSET = "gated", "gated"
 MEMBERS = {"fracctl.io/fleet": APPSET}  # the label of every member's cluster Secret
+STEP = "fracctl.io/step"  # the label of a member's step (examples/argocd/gate-applicationset.yaml)
 #: Argo CD retries a failed sync every 2 s (the rollout's own operation keeps it).
 RETRY = {"limit": 60, "backoff": {"duration": "2s", "factor": 1, "maxDuration": "2s"}}
 Obj = dict[str, Any]
@@ -138,38 +141,28 @@ def cluster_secret(name: str, cp: ControlPlane, step: str) -> Obj:
             "name": f"cluster-{name}",
             "namespace": argocd_local.NAMESPACE,
             "labels": {"argocd.argoproj.io/secret-type": "cluster",
-                       "fracctl.io/fleet": APPSET, "step": step},
+                       "fracctl.io/fleet": APPSET, STEP: step},
         },
         "data": {k: base64.b64encode(v.encode()).decode() for k, v in data.items()},
     }  # fmt: skip
 
 
-def appset(repo: Path, steps: list[str]) -> Obj:
-    """One gated Application per member, synced step by step (RollingSync)."""
-    rolling = [{"matchExpressions": [{"key": "step", "operator": "In", "values": [s]}]}
-               for s in steps]  # fmt: skip
-    return {
-        "apiVersion": "argoproj.io/v1alpha1",
-        "kind": "ApplicationSet",
-        "metadata": {"name": APPSET, "namespace": argocd_local.NAMESPACE},
-        "spec": {
-            "generators": [{"clusters": {"selector": {"matchLabels": MEMBERS}}}],
-            # Deleting the ApplicationSet must never delete the clusters' config.
-            "syncPolicy": {"preserveResourcesOnDeletion": True},
-            "strategy": {"type": "RollingSync", "rollingSync": {"steps": rolling}},
-            "template": {
-                "metadata": {"name": "gated-{{name}}",
-                             "labels": {"step": "{{metadata.labels.step}}"}},
-                "spec": {
-                    "project": PROJECT,
-                    "source": {"repoURL": f"file://{repo}", "path": "app",
-                               "targetRevision": "HEAD"},
-                    "destination": {"server": "{{server}}", "namespace": "fracctl"},
-                    "syncPolicy": {"retry": RETRY},
-                },
-            },
-        },
-    }  # fmt: skip
+def appset(repo: Path) -> Obj:
+    """examples/argocd/gate-applicationset.yaml, pointed at this fleet and its repository.
+
+    Only the names, the source and the retry's pace change: the steps, the labels, the
+    template's shape and the deletion policy are the example's.
+    """
+    doc = yaml.safe_load((REPO / "examples" / "argocd" / "gate-applicationset.yaml").read_text())
+    doc["metadata"] = {"name": APPSET, "namespace": argocd_local.NAMESPACE}
+    doc["spec"]["generators"][0]["clusters"]["selector"]["matchLabels"] = dict(MEMBERS)
+    template = doc["spec"]["template"]
+    template["metadata"]["name"] = "gated-{{name}}"
+    spec = template["spec"]
+    spec["project"] = PROJECT
+    spec["source"] = {"repoURL": f"file://{repo}", "path": "app", "targetRevision": "HEAD"}
+    spec["syncPolicy"]["retry"] = RETRY
+    return dict(doc)
 
 
 def gitops(root: Path) -> Path:
