@@ -415,6 +415,40 @@ def fleet_section(runs: list[Any]) -> list[str]:
     return [*lines, ""]
 
 
+def gate_section(data: Any) -> list[str]:
+    """bench_gate: what each hook adds to a sync, and a gated rollout against the waves."""
+    lines = ["## gate: fracctl as Argo CD's sync gate, a gated fleet against the wave runner", ""]
+    if not data:
+        return [*lines, "Not run.", ""]
+
+    def hook_times(runs: list[Any], hook: str) -> str:
+        xs = [s for run in runs for (h, code, s) in run["hooks"] if h == hook and code == 0]
+        return spread(xs) if xs else "none"
+
+    gated = data["gated"]
+    lines += [
+        "    python benchmarks/bench_gate.py",
+        "",
+        f"One sandbox (`fracctl sandbox up --argocd --clusters {data['clusters']}`): the real "
+        "Argo CD v3.2.11 and applicationset-controller (RollingSync: the canary, then the rest "
+        "one at a time), three member clusters, the hook pods run by the pod runner. A "
+        "rollout is timed from the commit (and a refresh, as a webhook sends) until every "
+        "member runs git's selector and every Application is Healthy. A hook's time is its "
+        "fracctl process's wall time, median (range) over the members.",
+        "",
+        "| what | wall time | PreSync hook | PostSync hook |",
+        "|---|---:|---:|---:|",
+    ]
+    for label, runs in (("gated rollout, selector changed (each way)", gated),
+                        ("gated rollout, no immutable change", [data["noop"]])):  # fmt: skip
+        walls = ", ".join(secs(r["wall"]) for r in runs)
+        lines.append(f"| {label} | {walls} | {hook_times(runs, 'fracctl-gate-pre-sync')} | "
+                     f"{hook_times(runs, 'fracctl-gate-post-sync')} |")  # fmt: skip
+    lines.append(f"| wave runner (`fracctl recreate --yes`, waves 0 and 1) | "
+                 f"{secs(data['wave'])} | - | - |")  # fmt: skip
+    return [*lines, ""]
+
+
 #: bench_drain's way the others are measured against: the API server's limit, the
 #: figure the drain is held to (goal: within 1.3x).
 DRAIN_BASE = "bare, 16 at once"
@@ -677,6 +711,7 @@ def main(argv: list[str] | None = None) -> int:
             ("apply", load("rehearsal-apply")),
         ),
         *fleet_section(fleet),
+        *gate_section(load("gate")),
         *drain_section(load("drain")),
         *window_section(load("window")),
     ]

@@ -83,6 +83,17 @@ FluxOption = Annotated[
 ]
 
 
+ClustersOption = Annotated[
+    int,
+    typer.Option(
+        "--clusters",
+        metavar="N",
+        help="With --argocd: N member clusters more, each seeded and gated, that Argo "
+        "CD's ApplicationSet rolls out with RollingSync (the first is the canary).",
+    ),
+]
+
+
 @app.command()
 def up(
     ctx: typer.Context,
@@ -90,6 +101,7 @@ def up(
     state_dir: StateDir = None,
     argocd: ArgocdOption = False,
     flux: FluxOption = False,
+    clusters: ClustersOption = 0,
 ) -> None:
     """Start a local cluster in the background and seed the scenario.
 
@@ -100,6 +112,7 @@ def up(
     Examples:
         fracctl sandbox up
         fracctl sandbox up --argocd
+        fracctl sandbox up --argocd --clusters 3
         fracctl sandbox up --flux
         fracctl sandbox up --scenario examples/sandbox/helm-release.yaml
         eval "$(fracctl sandbox env)"
@@ -113,6 +126,7 @@ def up(
         scenario_file=scenario or sandbox.DEFAULT_SCENARIO,
         argocd=argocd,
         flux=flux,
+        clusters=clusters,
     )
     _show_up(c, st)
 
@@ -138,6 +152,12 @@ def _show_up(c: Context, st: dict[str, Any]) -> None:
             markup=False,
             soft_wrap=True,
         )
+    for m in st.get("members") or []:
+        c.out.print(f"  member:     {m['name']} {m.get('server', '(stopped)')}, config "
+                    f"{m['config']}", markup=False, soft_wrap=True)  # fmt: skip
+    if st.get("members"):
+        c.out.print("  fleet:      fracctl fleet status --appset gpu-fractioning",
+                    markup=False, soft_wrap=True)  # fmt: skip
     c.out.print('  next:       eval "$(fracctl sandbox env)"', markup=False, soft_wrap=True)
 
 
@@ -208,11 +228,18 @@ def status(
 
 
 @app.command()
-def env(ctx: typer.Context, state_dir: StateDir = None) -> None:
+def env(
+    ctx: typer.Context,
+    state_dir: StateDir = None,
+    cluster: Annotated[
+        str,
+        typer.Option("--cluster", help="A member cluster of the fleet (up --clusters N)."),
+    ] = "",
+) -> None:
     """Print the export lines that point kubectl and fracctl at the sandbox."""
     from fracctl.sandbox import flow as sandbox
 
-    for line in sandbox.env_lines(_root(ctx, state_dir)):
+    for line in sandbox.env_lines(_root(ctx, state_dir), cluster=cluster):
         print(line)
 
 
@@ -223,11 +250,14 @@ def operator_sim(
         Path | None,
         typer.Option(help="Written once the first reconcile succeeded.", show_default=False),
     ] = None,
+    run_pods: Annotated[
+        bool, typer.Option("--run-pods", help="Run fracctl's pods too (the pod runner).")
+    ] = False,
 ) -> None:
     """Run the gpu-fractioning operator SIMULATION in the foreground."""
     from fracctl.sandbox import flow as sandbox
 
-    sandbox.run_operator_simulation(_app.context(ctx), ready_file=ready_file)
+    sandbox.run_operator_simulation(_app.context(ctx), ready_file=ready_file, run_pods=run_pods)
 
 
 def register(root: typer.Typer) -> None:

@@ -24,7 +24,14 @@ from fracctl.core.kube.nodes import condition
 from fracctl.core.kube.resources import NODES, split_api_version
 from fracctl.errors import FracctlError, UsageError
 from fracctl.flows.context import Context
-from fracctl.sandbox import argocd_local, controllers, controlplane, flux_local
+from fracctl.sandbox import (
+    argocd_local,
+    controllers,
+    controlplane,
+    fleet_box,
+    fleet_wiring,
+    flux_local,
+)
 from fracctl.sandbox.argocd_wiring import argocd_running, argocd_status, start_argocd
 from fracctl.sandbox.chart import chart_key
 from fracctl.sandbox.flux_wiring import flux_running, flux_status, start_flux
@@ -82,15 +89,27 @@ __all__ = [
 
 
 def up(
-    ctx: Context, *, root: Path, scenario_file: Path, argocd: bool = False, flux: bool = False
+    ctx: Context,
+    *,
+    root: Path,
+    scenario_file: Path,
+    argocd: bool = False,
+    flux: bool = False,
+    clusters: int = 0,
 ) -> dict[str, Any]:
     """Start the sandbox (or report the running one) and seed the scenario.
 
     With ``argocd`` a real Argo CD runs beside it and owns the target (see
-    :func:`start_argocd`); with ``flux`` a real Flux does (:func:`start_flux`).
+    :func:`start_argocd`); with ``flux`` a real Flux does (:func:`start_flux`). With
+    ``clusters`` (and ``argocd``) that many member clusters run beside it as a gated
+    fleet that Argo CD rolls out (:mod:`.fleet_box`, :mod:`.fleet_wiring`).
     """
     if argocd and flux:
         raise UsageError("--argocd and --flux each own the target: choose one")
+    if clusters and not argocd:
+        raise UsageError("--clusters needs --argocd: Argo CD rolls the fleet out")
+    if clusters < 0 or clusters > 8:
+        raise UsageError(f"--clusters {clusters}: give 1 to 8 member clusters")
     root = Path(os.path.abspath(root))  # written into fracctl.yaml; the simulation runs there
     box = Sandbox(root)
     cp = controlplane.ControlPlane.load(box.cp_dir)
@@ -124,12 +143,28 @@ def up(
         start_simulation(box)
         if argocd:
             start_argocd(ctx, box, gitops_path)
+        if clusters:
+            _start_fleet(ctx, box, clusters, scenario, scenario_file, binaries, kwok)
         if flux and chart is None:
             start_flux(ctx, box, gitops_path)
     except BaseException:
         _stop(box)  # a failed start leaves nothing running; its logs stay for a look
         raise
     return status(ctx, root=root)
+
+
+def _start_fleet(ctx: Context, box: Sandbox, count: int, scenario: dict[str, Any],
+                 scenario_file: Path, binaries: Path, kwok: Path) -> None:  # fmt: skip
+    """The member clusters, the fleet's git repository and Argo CD's side of it."""
+    members = fleet_box.start_members(ctx, box, count, scenario, scenario_file,
+                                      binaries=binaries, kwok=kwok)  # fmt: skip
+    text = fleet_box.live_config_text(scenario, ctx.config.target.kind)
+    repo = fleet_wiring.gated_repo(box.root / "fleet-git", text)
+    kube = Kube.connect(kubeconfig=str(box.kubeconfig))
+    try:
+        fleet_wiring.register(kube, repo, members)
+    finally:
+        kube.close()
 
 
 def start_simulation(box: Sandbox) -> None:
@@ -161,7 +196,7 @@ def down(*, root: Path) -> bool:
 
 def _stop(box: Sandbox) -> bool:
     """Stop every process the sandbox started (by recorded PID); whether any was found."""
-    found = False
+    found = fleet_box.stop_members(box)
     if box.sim_pid_file.is_file():
         found = True
         try:
@@ -230,15 +265,18 @@ def status(ctx: Context, *, root: Path) -> dict[str, Any]:
         },
         "argocd": argocd_status(box),
         "flux": flux_status(box),
+        "members": fleet_box.members_status(ctx, box),
     }
 
 
-def env_lines(root: Path) -> list[str]:
-    """Shell lines that point kubectl and fracctl at the sandbox."""
+def env_lines(root: Path, *, cluster: str = "") -> list[str]:
+    """Shell lines that point kubectl and fracctl at the sandbox (or at a member)."""
     box = Sandbox(root)
     cp = controlplane.ControlPlane.load(box.cp_dir)
     if cp is None or not cp.alive():
         raise UsageError("the sandbox is not running; start it with 'fracctl sandbox up'")
+    if cluster:
+        return fleet_box.member_env(box, cluster)
     lines = [f"export KUBECONFIG={box.kubeconfig}", f"export FRACCTL_CONFIG={box.config_file}"]
     if helm := _helm_folder(box):  # the helm the sandbox installed its chart with
         lines.append(f'export PATH="{helm}:$PATH"')

@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import signal
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -110,11 +111,14 @@ def _tail(path: Path, lines: int = 3) -> str:
     return " | ".join(last) or "no output"
 
 
-def run_operator_simulation(ctx: Context, *, ready_file: Path | None = None) -> None:
+def run_operator_simulation(
+    ctx: Context, *, ready_file: Path | None = None, run_pods: bool = False
+) -> None:
     """Run the operator simulation in the foreground until SIGTERM.
 
     A first reconcile runs before anything else: a failure there (no cluster, no CRD,
     bad credentials) ends the process with the error. Then ``ready_file`` is written.
+    With ``run_pods`` the pod runner runs fracctl's pods too (a fleet's member).
     """
     import threading
 
@@ -135,6 +139,8 @@ def run_operator_simulation(ctx: Context, *, ready_file: Path | None = None) -> 
     # A client of its own: the two run side by side.
     kai = threading.Thread(target=KaiSimulation(ctx.kube_factory(), ctx.config).run, args=(stop,))
     kai.start()
+    if run_pods:
+        _start_pod_runner(ctx, stop)
     if ready_file is not None:
         ready_file.write_text(f"{os.getpid()}\n")
     try:
@@ -142,3 +148,16 @@ def run_operator_simulation(ctx: Context, *, ready_file: Path | None = None) -> 
     finally:
         stop.set()
         kai.join(timeout=10)
+
+
+def _start_pod_runner(ctx: Context, stop: threading.Event) -> None:
+    """The pod runner for the control plane of the sandbox whose fracctl.yaml this is."""
+    from fracctl.sandbox.pod_runner.runner import PodRunner
+
+    box = Sandbox(Path(ctx.config.source or ".").resolve().parent)
+    cp = controlplane.ControlPlane.load(box.cp_dir)
+    if cp is None:
+        raise ExternalError(f"no control plane under {box.cp_dir} for the pod runner")
+    runner = PodRunner(ctx.kube_factory(), server=cp.url, ca_file=cp.ca_file,
+                       work=box.root / "pod-runner")  # fmt: skip
+    threading.Thread(target=runner.run, args=(stop,), daemon=True).start()

@@ -295,7 +295,7 @@ def test_error_boundary(
 ) -> None:
     from fracctl.sandbox import flow as sandbox
 
-    monkeypatch.setattr(sandbox, "env_lines", lambda root: _boom(exc))
+    monkeypatch.setattr(sandbox, "env_lines", lambda root, **_: _boom(exc))
     r = run_cli("sandbox", "env")
     assert r.exit_code == code, r.output
     assert text in r.stderr
@@ -306,7 +306,7 @@ def test_error_boundary(
 def test_debug_reraises_unexpected_errors(monkeypatch: pytest.MonkeyPatch) -> None:
     from fracctl.sandbox import flow as sandbox
 
-    monkeypatch.setattr(sandbox, "env_lines", lambda root: _boom(RuntimeError("kaboom")))
+    monkeypatch.setattr(sandbox, "env_lines", lambda root, **_: _boom(RuntimeError("kaboom")))
     with pytest.raises(RuntimeError, match="kaboom"):
         run_cli("--debug", "sandbox", "env")
 

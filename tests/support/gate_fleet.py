@@ -6,10 +6,8 @@ operator simulation and the pod runner that runs the gate's hook pods.
 
 from __future__ import annotations
 
-import base64
 import contextlib
 import json
-import shutil
 import threading
 import time
 from collections.abc import Iterator
@@ -17,14 +15,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from fracctl import config as cfg
-from fracctl.adapters.git import git
 from fracctl.adapters.kube import Kube
 from fracctl.core.kube.resources import CONFIGMAPS, LEASES, NAMESPACES, ResourceRef
 from fracctl.errors import NotFound
-from fracctl.sandbox import argocd_local
+from fracctl.sandbox import argocd_local, fleet_wiring
 from fracctl.sandbox.argocd_local.applications import put_object
 from fracctl.sandbox.controlplane import ControlPlane
 from fracctl.sandbox.operator_sim import OperatorSimulation
@@ -35,7 +30,7 @@ from tests.support.helpers import Cluster, commit_all, run_cli, wait_enforced
 from tests.support.recreate_fixtures import NEW, OLD
 
 REPO = Path(__file__).resolve().parents[2]
-APPSETS = ResourceRef("argoproj.io", "v1alpha1", "applicationsets", "ApplicationSet", True)
+APPSETS = fleet_wiring.APPSETS
 CLUSTERROLES = ResourceRef("rbac.authorization.k8s.io", "v1", "clusterroles", "ClusterRole",
                            False)  # fmt: skip
 CLUSTERROLEBINDINGS = ResourceRef("rbac.authorization.k8s.io", "v1", "clusterrolebindings",
@@ -44,7 +39,6 @@ ROLES = ResourceRef("rbac.authorization.k8s.io", "v1", "roles", "Role", True)
 ROLEBINDINGS = ResourceRef("rbac.authorization.k8s.io", "v1", "rolebindings", "RoleBinding", True)
 PROJECT, APPSET = "gated", "gated"
 MEMBERS = {"fracctl.io/fleet": APPSET}  # the label of every member's cluster Secret
-STEP = "fracctl.io/step"  # the label of a member's step (examples/argocd/gate-applicationset.yaml)
 #: Argo CD retries a failed sync every 2 s (the rollout's own operation keeps it).
 RETRY = {"limit": 60, "backoff": {"duration": "2s", "factor": 1, "maxDuration": "2s"}}
 Obj = dict[str, Any]
@@ -130,54 +124,20 @@ class GateFleet:
 
 
 def cluster_secret(name: str, cp: ControlPlane, step: str) -> Obj:
-    """A member as Argo CD reads it (``util/db/cluster.go``, ``SecretToCluster``)."""
-    ca = base64.b64encode(Path(cp.ca_file).read_bytes()).decode()
-    config = {"bearerToken": cp.admin_token, "tlsClientConfig": {"caData": ca}}
-    data = {"name": name, "server": cp.url, "config": json.dumps(config)}
-    return {
-        "apiVersion": "v1",
-        "kind": "Secret",
-        "metadata": {
-            "name": f"cluster-{name}",
-            "namespace": argocd_local.NAMESPACE,
-            "labels": {"argocd.argoproj.io/secret-type": "cluster",
-                       "fracctl.io/fleet": APPSET, STEP: step},
-        },
-        "data": {k: base64.b64encode(v.encode()).decode() for k, v in data.items()},
-    }  # fmt: skip
+    """A member as Argo CD reads it, labelled as this fleet's."""
+    return fleet_wiring.cluster_secret(name, cp, step, fleet=MEMBERS)
 
 
 def appset(repo: Path) -> Obj:
-    """examples/argocd/gate-applicationset.yaml, pointed at this fleet and its repository.
-
-    Only the names, the source and the retry's pace change: the steps, the labels, the
-    template's shape and the deletion policy are the example's.
-    """
-    doc = yaml.safe_load((REPO / "examples" / "argocd" / "gate-applicationset.yaml").read_text())
-    doc["metadata"] = {"name": APPSET, "namespace": argocd_local.NAMESPACE}
-    doc["spec"]["generators"][0]["clusters"]["selector"]["matchLabels"] = dict(MEMBERS)
-    template = doc["spec"]["template"]
-    template["metadata"]["name"] = "gated-{{name}}"
-    spec = template["spec"]
-    spec["project"] = PROJECT
-    spec["source"] = {"repoURL": f"file://{repo}", "path": "app", "targetRevision": "HEAD"}
-    spec["syncPolicy"]["retry"] = RETRY
-    return dict(doc)
+    """examples/argocd/gate-applicationset.yaml, pointed at this fleet and its repository."""
+    return fleet_wiring.appset(repo, name=APPSET, project=PROJECT, fleet=MEMBERS,
+                               prefix="gated", retry=RETRY)  # fmt: skip
 
 
 def gitops(root: Path) -> Path:
     """The application's repository: examples/argocd/gate with the component beside it."""
-    repo = root / "gated-git"
-    shutil.copytree(REPO / "examples" / "argocd" / "gate", repo / "app")
-    shutil.copytree(
-        REPO / "deploy" / "components" / "argocd-gate", repo / "components" / "argocd-gate"
-    )
-    kustomization = repo / "app" / "kustomization.yaml"
-    kustomization.write_text(kustomization.read_text().replace(
-        "../../../deploy/components/argocd-gate", "../components/argocd-gate"))  # fmt: skip
-    git(["init", "-q", "-b", "main"], cwd=repo)
-    commit_all(repo, message="the gated application")
-    return repo
+    text = (REPO / "examples" / "argocd" / "gate" / "gpufractioningconfig.yaml").read_text()
+    return fleet_wiring.gated_repo(root / "gated-git", text)
 
 
 def seed_member(cp: ControlPlane) -> Cluster:
@@ -231,10 +191,7 @@ def gate_fleet(argocd: RealArgoCD, planes: dict[str, tuple[ControlPlane, str]], 
     """The gated fleet (``planes``: name -> (control plane, step label)); all removed after."""
     kube = argocd.kube
     members: dict[str, Member] = {}
-    project = {"apiVersion": "argoproj.io/v1alpha1", "kind": "AppProject",
-               "metadata": {"name": PROJECT, "namespace": argocd_local.NAMESPACE},
-               "spec": {"sourceRepos": ["*"], "destinations": [{"server": "*", "namespace": "*"}],
-                        "clusterResourceWhitelist": [{"group": "*", "kind": "*"}]}}  # fmt: skip
+    project = fleet_wiring.project(PROJECT)
     try:
         for name, (cp, step) in planes.items():
             members[name] = start_member(name, step, cp, root / "runner")

@@ -96,7 +96,11 @@ class PodRunner:
         meta = pod["metadata"]
         with self.lock:
             self.processes.pop(key, None)
-            self.ran.append(Ran(meta["namespace"], meta["name"], time.monotonic() - began, code))
+            ran = Ran(meta["namespace"], meta["name"], time.monotonic() - began, code)
+            self.ran.append(ran)
+        # The sandbox's log says it too (benchmarks/bench_gate.py reads these lines).
+        print(f"pod-runner: {ran.namespace}/{ran.name} exit {ran.code} after "
+              f"{ran.seconds:.3f}s", flush=True)  # fmt: skip
         self._status(pod, _terminated(pod, launch, code, started, tail))
         shutil.rmtree(folder, ignore_errors=True)
 

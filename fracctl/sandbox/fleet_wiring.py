@@ -1,0 +1,131 @@
+"""The sandbox as a gated fleet: ``fracctl sandbox up --argocd --clusters N``.
+
+Beside the sandbox's own cluster (where the real Argo CD runs), N member clusters, each a
+real control plane with KWOK nodes, the scenario seeded, fracctl's guard policy, and one
+process running the operator and KAI simulations and the pod runner
+(:mod:`fracctl.sandbox.pod_runner`) that runs the gate's hook pods. Argo CD has every
+member registered (a cluster Secret labelled with its step: the first member is the
+canary, the others the rest) and the fleet's ApplicationSet,
+``examples/argocd/gate-applicationset.yaml`` pointed at a local git repository whose
+``app`` folder is ``examples/argocd/gate`` with the clusters' live config: the fleet
+starts in sync, and a commit that changes the selector is the rollout.
+"""
+
+from __future__ import annotations
+
+import base64
+import copy
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+from fracctl.adapters.git import commit_all, init_repo
+from fracctl.adapters.kube import Kube
+from fracctl.core.kube.resources import ResourceRef
+from fracctl.sandbox import argocd_local
+from fracctl.sandbox.argocd_local.applications import put_object
+from fracctl.sandbox.controlplane import ControlPlane
+from fracctl.sandbox.layout import REPO_ROOT
+
+Obj = dict[str, Any]
+APPSETS = ResourceRef("argoproj.io", "v1alpha1", "applicationsets", "ApplicationSet", True)
+EXAMPLE = REPO_ROOT / "examples" / "argocd"
+APPSET = "gpu-fractioning"  # the example's ApplicationSet
+PROJECT = "gpu-fractioning-fleet"
+FLEET = {"fracctl.io/fleet": APPSET}  # every member's cluster Secret carries it
+STEP = "fracctl.io/step"  # and its step: canary or rest
+#: How the sandbox's Applications retry a failed sync: every 5 s (the example's is slower).
+RETRY = {"limit": 60, "backoff": {"duration": "5s", "factor": 1, "maxDuration": "5s"}}
+
+
+def member_names(count: int) -> list[str]:
+    """The members' names: ``member-1`` (the canary) to ``member-N``."""
+    return [f"member-{i}" for i in range(1, count + 1)]
+
+
+def step_of(index: int) -> str:
+    """The first member is the canary step; every other one is the rest."""
+    return "canary" if index == 0 else "rest"
+
+
+def cluster_secret(name: str, cp: ControlPlane, step: str, *, fleet: Obj | None = None) -> Obj:
+    """A member as Argo CD reads it (``util/db/cluster.go``, ``SecretToCluster``).
+
+    The secret-type label, ``name``, ``server`` and a JSON ``config`` with the bearer
+    token and the API server's CA; labelled with the fleet and its step.
+    """
+    ca = base64.b64encode(Path(cp.ca_file).read_bytes()).decode()
+    config = {"bearerToken": cp.admin_token, "tlsClientConfig": {"caData": ca}}
+    data = {"name": name, "server": cp.url, "config": json.dumps(config)}
+    labels = {"argocd.argoproj.io/secret-type": "cluster", **(fleet or FLEET), STEP: step}
+    return {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"name": f"cluster-{name}", "namespace": argocd_local.NAMESPACE,
+                     "labels": labels},
+        "data": {k: base64.b64encode(v.encode()).decode() for k, v in data.items()},
+    }  # fmt: skip
+
+
+def appset(repo: Path, *, name: str = APPSET, project: str = PROJECT, fleet: Obj | None = None,
+           prefix: str = "gpu-fractioning", retry: Obj | None = None) -> Obj:  # fmt: skip
+    """examples/argocd/gate-applicationset.yaml, pointed at ``repo`` (``file://``).
+
+    Only its names, its source and its retry's pace change: the steps, the labels, the
+    template's shape and the deletion policy are the example's.
+    """
+    import yaml
+
+    doc: Obj = yaml.safe_load((EXAMPLE / "gate-applicationset.yaml").read_text())
+    doc["metadata"] = {"name": name, "namespace": argocd_local.NAMESPACE}
+    doc["spec"]["generators"][0]["clusters"]["selector"]["matchLabels"] = dict(fleet or FLEET)
+    template = doc["spec"]["template"]
+    template["metadata"]["name"] = f"{prefix}-{{{{name}}}}"
+    spec = template["spec"]
+    spec["project"] = project
+    spec["source"] = {"repoURL": f"file://{repo}", "path": "app", "targetRevision": "HEAD"}
+    spec["syncPolicy"]["retry"] = copy.deepcopy(retry or RETRY)
+    return doc
+
+
+def project(name: str = PROJECT) -> Obj:
+    """An AppProject that may deploy anything to any registered cluster."""
+    return {
+        "apiVersion": "argoproj.io/v1alpha1",
+        "kind": "AppProject",
+        "metadata": {"name": name, "namespace": argocd_local.NAMESPACE},
+        "spec": {"sourceRepos": ["*"], "destinations": [{"server": "*", "namespace": "*"}],
+                 "clusterResourceWhitelist": [{"group": "*", "kind": "*"}]},
+    }  # fmt: skip
+
+
+def gated_repo(folder: Path, config_text: str) -> Path:
+    """A git repository whose ``app`` is examples/argocd/gate, ``config_text`` its config.
+
+    The component is beside it (``components/argocd-gate``).
+    """
+    shutil.copytree(EXAMPLE / "gate", folder / "app")
+    shutil.copytree(REPO_ROOT / "deploy" / "components" / "argocd-gate",
+                    folder / "components" / "argocd-gate")  # fmt: skip
+    kustomization = folder / "app" / "kustomization.yaml"
+    kustomization.write_text(kustomization.read_text().replace(
+        "../../../deploy/components/argocd-gate", "../components/argocd-gate"))  # fmt: skip
+    (folder / "app" / "gpufractioningconfig.yaml").write_text(config_text)
+    if not (folder / ".git").exists():
+        init_repo(folder, message="the gated application, as the clusters run")
+    return folder
+
+
+def commit_config(repo: Path, config_text: str, message: str) -> None:
+    """Commit ``config_text`` as the config's manifest of the gated application."""
+    (repo / "app" / "gpufractioningconfig.yaml").write_text(config_text)
+    commit_all(repo, message=message)
+
+
+def register(kube: Kube, repo: Path, members: dict[str, tuple[ControlPlane, str]]) -> None:
+    """Argo CD's side: the project, every member's cluster Secret, the ApplicationSet."""
+    put_object(kube, argocd_local.APPPROJECTS, project())
+    for name, (cp, step) in members.items():
+        put_object(kube, argocd_local.SECRETS, cluster_secret(name, cp, step))
+    put_object(kube, APPSETS, appset(repo))
