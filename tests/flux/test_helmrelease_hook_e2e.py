@@ -206,10 +206,14 @@ def test_a_helmrelease_that_would_not_run_the_hook_safely_is_refused(
     from fracctl.core.kube.resources import HELMRELEASES
 
     hook.want_opt_in()
-    uid, failed = hook.uid(), int(hook.history()["version"])
     kube = hook.cluster.kube
-    kube.patch(HELMRELEASES, hook.served.name, {"spec": spec}, namespace="flux-system")
+    patched = kube.patch(HELMRELEASES, hook.served.name, {"spec": spec}, namespace="flux-system")
     try:
+        # With hooks off, helm-controller upgrades the release itself for the changed spec
+        # (without the hook): what fracctl must not change is read after that.
+        if (spec.get("upgrade") or {}).get("disableHooks"):
+            _observed(hook, int(patched["metadata"]["generation"]))
+        uid, failed = hook.uid(), int(hook.history()["version"])
         r = hook.cli("recreate", "--yes")
         assert r.exit_code == ExitCode.FINDING, r.output
         assert said in r.output and "nothing was deleted or changed" in r.output
@@ -221,6 +225,27 @@ def test_a_helmrelease_that_would_not_run_the_hook_safely_is_refused(
     finally:
         undo = dict.fromkeys(spec)
         kube.patch(HELMRELEASES, hook.served.name, {"spec": undo}, namespace="flux-system")
+
+
+def _observed(h: HookRelease, generation: int, timeout: float = 60) -> None:
+    """Until helm-controller has reconciled the HelmRelease's ``generation``."""
+    import time
+
+    from fracctl.core.kube.resources import HELMRELEASES
+
+    deadline = time.monotonic() + timeout
+    while True:
+        hr = h.cluster.kube.get(HELMRELEASES, h.served.name, "flux-system")
+        status = hr.get("status") or {}
+        ready = [c for c in status.get("conditions") or [] if c.get("type") == "Ready"]
+        if (
+            int(status.get("observedGeneration") or 0) >= generation
+            and ready
+            and all(c.get("observedGeneration", generation) >= generation for c in ready)
+        ):
+            return
+        assert time.monotonic() < deadline, f"helm-controller never reconciled: {status}"
+        time.sleep(0.2)
 
 
 def test_a_guard_policy_that_does_not_know_delegates_is_refused(hook: HookRelease) -> None:

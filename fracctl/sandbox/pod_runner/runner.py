@@ -90,9 +90,12 @@ class PodRunner:
         with self.lock:
             self.processes[key] = proc
         self._status(pod, _running(pod, started))
-        tail = _drain(proc)
+        tail, reader = _drain(proc)
         self._watch_deletion(pod, proc)
         code = proc.wait()
+        reader.join(timeout=5)
+        if proc.stdout is not None:
+            proc.stdout.close()
         meta = pod["metadata"]
         with self.lock:
             self.processes.pop(key, None)
@@ -134,7 +137,7 @@ class PodRunner:
             pass  # deleted meanwhile: nobody reads it
 
 
-def _drain(proc: subprocess.Popen[bytes]) -> deque[str]:
+def _drain(proc: subprocess.Popen[bytes]) -> tuple[deque[str], threading.Thread]:
     """Read the process's output in the background; the last lines are kept."""
     tail: deque[str] = deque(maxlen=FALLBACK_LINES)
 
@@ -143,8 +146,9 @@ def _drain(proc: subprocess.Popen[bytes]) -> deque[str]:
         for line in proc.stdout:
             tail.append(line.decode("utf-8", "replace"))
 
-    threading.Thread(target=read, daemon=True).start()
-    return tail
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    return tail, reader
 
 
 def _stop(proc: subprocess.Popen[bytes], grace: float) -> None:
