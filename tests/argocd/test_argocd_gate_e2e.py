@@ -71,44 +71,50 @@ def assert_converged(fleet: GateFleet, member: str) -> None:
     ).get("holderIdentity")
 
 
-def test_one_commit_rolls_out_canary_first_each_cluster_gated(fleet: GateFleet) -> None:
-    start(fleet)
-    uids = {name: m.uid() for name, m in fleet.members.items()}
-    began = time.monotonic()
-    fleet.commit(NEW, "extend fractions by the opt-in label")
-    fleet.refresh()
-    seen = fleet.wait(lambda r: all(healthy(m.app)(r) for m in fleet.members.values())
-                      and all(m.selector() == NEW for m in fleet.members.values()),
-                      "the gated rollout did not finish")  # fmt: skip
-    wall = time.monotonic() - began
-    canary, rest = fleet.members["us"].app, fleet.members["ap"].app
-    for state in seen:  # the rest's step never began before the canary was healthy again
-        if state.get(rest) in ("Pending", "Progressing"):
-            assert state.get(canary) == "Healthy", seen
-    for name in fleet.members:
-        assert fleet.members[name].uid() != uids[name], f"{name} was not recreated"
-        assert_converged(fleet, name)
-        hooks = hook_results(fleet, name)
-        assert hooks["fracctl-gate-pre-sync"]["hookPhase"] == "Succeeded", hooks
-        assert hooks["fracctl-gate-post-sync"]["hookPhase"] == "Succeeded", hooks
-    print(f"gated rollout of 2 clusters: {wall:.1f}s; the rollout as polled: {seen}")
-
-
-def test_a_fractional_pod_in_the_second_step_stops_the_rollout_until_it_is_gone(
+def test_a_gated_rollout_no_op_then_canary_first_then_a_refusal_until_the_pod_is_gone(
     fleet: GateFleet,
 ) -> None:
+    """One fleet, three commits' worth: a sync with no immutable change passes the gate
+    without the lock; the selector's change recreates the canary first; a fractional pod
+    in the second step stops the rollout there until it is gone."""
     start(fleet)
-    second = fleet.members["ap"]
+    canary, second = fleet.members["us"], fleet.members["ap"]
+    # 1. No immutable change: the PreSync hook ends at once, without the lock.
+    uids = {name: m.uid() for name, m in fleet.members.items()}
+    first = {name: len(m.runner.ran) for name, m in fleet.members.items()}
+    fleet.commit(OLD, "an annotation only", **{"example.org/owner": "platform"})
+    fleet.refresh()
+    members = list(fleet.members.values())
+    fleet.wait(lambda r: all(healthy(m.app)(r) and annotated(m) for m in members),
+               "the in-place rollout did not finish")  # fmt: skip
+    for name, m in fleet.members.items():
+        assert m.uid() == uids[name], f"{name} was recreated"
+        pre = [r for r in m.runner.ran[first[name] :] if r.name == "fracctl-gate-pre-sync"]
+        assert pre and pre[-1].code == 0, m.runner.ran
+        pod = m.cluster.kube.get(PODS, "fracctl-gate-pre-sync", "fracctl")
+        said = pod["status"]["containerStatuses"][0]["state"]["terminated"]["message"]
+        assert said == "fracctl gate pre-sync: applies-in-place (applies-in-place)", said
+        print(f"{name}: the no-op PreSync hook's process ran {pre[-1].seconds:.2f}s")
+    # 2. The selector's change, with a fractional pod running in the second step.
     second.cluster.pod("team-a", "trainer-0", annotations=FRACTIONAL, node="rtx-pro-6000-0")
     before = second.uid()
+    began = time.monotonic()
     fleet.commit(NEW, "extend fractions by the opt-in label")
     fleet.refresh()
 
     def refused(rollout: dict[str, Any]) -> bool:
-        hooks = hook_results(fleet, "ap") if healthy(fleet.members["us"].app)(rollout) else {}
+        hooks = hook_results(fleet, "ap") if healthy(canary.app)(rollout) else {}
         return "trainer-0" in (hooks.get("fracctl-gate-pre-sync") or {}).get("message", "")
 
-    fleet.wait(refused, "the second step's PreSync hook never refused")
+    seen = fleet.wait(refused, "the second step's PreSync hook never refused")
+    for state in seen:  # the second step never began before the canary was healthy again
+        if state.get(second.app) in ("Pending", "Progressing"):
+            assert state.get(canary.app) == "Healthy", seen
+    assert canary.uid() != uids["us"], "the canary was not recreated"
+    assert_converged(fleet, "us")
+    hooks = hook_results(fleet, "us")
+    assert hooks["fracctl-gate-pre-sync"]["hookPhase"] == "Succeeded", hooks
+    assert hooks["fracctl-gate-post-sync"]["hookPhase"] == "Succeeded", hooks
     message = hook_results(fleet, "ap")["fracctl-gate-pre-sync"]["message"]
     assert "preflight refused, nothing changed" in message and "team-a/trainer-0" in message
     assert second.uid() == before and second.selector() == OLD
@@ -122,14 +128,23 @@ def test_a_fractional_pod_in_the_second_step_stops_the_rollout_until_it_is_gone(
     js = fleet_status(fleet, "-o", "json").json
     assert js["stopped"] == [second.app] and not js["done"]
     assert [(c["application"], c["step"]) for c in js["clusters"]] == [
-        (fleet.members["us"].app, "1"), (second.app, "2")]  # fmt: skip
+        (canary.app, "1"), (second.app, "2")]  # fmt: skip
+    # 3. Once the pod is gone, Argo CD's retry finishes the rollout: no other step by hand.
     second.cluster.kube.delete(PODS, "trainer-0", "team-a", grace_period=0)
     fleet.wait(lambda r: healthy(second.app)(r) and second.selector() == NEW,
                "Argo CD's retry did not finish the rollout once the pod was gone")  # fmt: skip
     assert_converged(fleet, "ap")
+    assert second.uid() != before
     done = fleet_status(fleet)
     assert done.exit_code == ExitCode.OK, done.output
     assert "every cluster (2) is Healthy: the rollout is done" in done.stdout
+    print(f"the gated rollout of 2 clusters, refusal and retry included: "
+          f"{time.monotonic() - began:.1f}s")  # fmt: skip
+
+
+def annotated(m: Any) -> bool:
+    live = m.cluster.live_target() or {}
+    return bool((live.get("metadata", {}).get("annotations") or {}).get("example.org/owner"))
 
 
 def fleet_status(fleet: GateFleet, *args: str) -> Any:
@@ -148,14 +163,16 @@ def test_hooks_killed_at_random_moments_then_argo_cds_retries_converge(
     kills: list[str] = []
     stop = threading.Event()
 
-    def killer() -> None:  # SIGKILL the next gate process of any member, three times
+    def killer() -> None:  # SIGKILL gate processes at random moments until 3 kills land
         done: set[int] = set()
-        while len(kills) < 3 and not stop.is_set():
+        while sum("ended first" not in k for k in kills) < 3 and len(kills) < 10:
+            if stop.is_set():
+                return
             for m in fleet.members.values():
                 with m.runner.lock:
                     procs = [(k, p) for k, p in m.runner.processes.items() if p.pid not in done]
                 for key, proc in procs[:1]:
-                    delay = rng.uniform(0, 2.0)
+                    delay = rng.uniform(0, 1.2)
                     time.sleep(delay)
                     done.add(proc.pid)
                     ran = proc.poll() is None
@@ -178,29 +195,7 @@ def test_hooks_killed_at_random_moments_then_argo_cds_retries_converge(
         stop.set()
         thread.join(timeout=10)
     print("killed:", kills)
-    assert kills, "no hook process was killed"
+    assert any("ended first" not in k for k in kills), f"no kill landed: {kills}"
     for name, m in fleet.members.items():
         assert_converged(fleet, name)
         assert m.cluster.kube.get_or_none(CONFIGMAPS, "fracctl-recreate-drain", "default") is None
-
-
-def test_a_sync_without_an_immutable_change_passes_the_gate_without_the_lock(
-    fleet: GateFleet,
-) -> None:
-    start(fleet)
-    uids = {name: m.uid() for name, m in fleet.members.items()}
-    first = {name: len(m.runner.ran) for name, m in fleet.members.items()}
-    fleet.commit(OLD, "an annotation only", **{"example.org/owner": "platform"})
-    fleet.refresh()
-    fleet.wait(lambda r: all(healthy(m.app)(r) for m in fleet.members.values()) and all(
-        (m.cluster.live_target() or {}).get("metadata", {}).get("annotations", {}).get(
-            "example.org/owner") == "platform" for m in fleet.members.values()),
-        "the in-place rollout did not finish")  # fmt: skip
-    for name, m in fleet.members.items():
-        assert m.uid() == uids[name], f"{name} was recreated"
-        pre = [r for r in m.runner.ran[first[name] :] if r.name == "fracctl-gate-pre-sync"]
-        assert pre and pre[-1].code == 0, m.runner.ran
-        pod = m.cluster.kube.get(PODS, "fracctl-gate-pre-sync", "fracctl")
-        said = pod["status"]["containerStatuses"][0]["state"]["terminated"]["message"]
-        assert said == "fracctl gate pre-sync: applies-in-place (applies-in-place)", said
-        print(f"{name}: the PreSync hook's process ran {pre[-1].seconds:.2f}s")
