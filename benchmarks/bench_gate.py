@@ -9,7 +9,8 @@ that no gate refuses. Then, on that one sandbox:
 
 * **gated rollout**: one commit changes the selector; the time from the commit (and a
   refresh, as a git webhook sends) until every member runs git's selector and the
-  ApplicationSet reports every Application Healthy; then the commit back, the same;
+  ApplicationSet reports every Application Healthy; then the commit back, the same
+  (b200-0 unlabelled first: the class selector would miss it, and the gate refuses that);
 * **no immutable change**: a commit that only adds an annotation, the same;
 * each hook's own time: the wall time of its fracctl process, as the pod runner logs it;
 * **wave runner**: the ApplicationSet deleted (its resources preserved), the same change
@@ -149,21 +150,31 @@ def wave_runner(fleet: Fleet, tmp: Path) -> float:
     return time.monotonic() - began
 
 
+def label(fleet: Fleet, verb: str) -> None:
+    """``fracctl nodes label`` (or ``unlabel``) b200-0 in every member."""
+    for member in fleet.members.values():
+        fracctl("-c", str(member.config_file), "nodes", verb, "b200-0")
+
+
 def run(tmp: Path) -> Obj:
     state = str(tmp / "sbx")
     fracctl("sandbox", "up", "--argocd", "--clusters", "3", "--state-dir", state)
     try:
         fleet = Fleet(state)
         fleet.wait({"example.org/gpu-class": "rtx-pro-6000"})
-        for member in fleet.members.values():
-            fracctl("-c", str(member.config_file), "nodes", "label", "b200-0")
+        label(fleet, "label")
         live = (fleet.repo / "app" / "gpufractioningconfig.yaml").read_text()
         new, old = yaml.safe_load(NEW), yaml.safe_load(OLD)
         gated = [fleet.rollout(live.replace(OLD, NEW), "select by label", new)]
         note = "  name: default\n  annotations:\n    example.org/owner: platform\n"
         noted = live.replace(OLD, NEW).replace("  name: default\n", note)
         noop = fleet.rollout(noted, "an annotation only", new)
+        # Back to the class: the gate refuses it while b200-0 carries the opt-in label that
+        # the class selector would miss (selector coverage), so the label goes first; and
+        # comes back before the wave runner extends the selector again.
+        label(fleet, "unlabel")
         gated.append(fleet.rollout(live, "back to the class", old))
+        label(fleet, "label")
         wave = wave_runner(fleet, tmp)
     finally:
         fracctl("sandbox", "down", "--state-dir", state, check=False)

@@ -24,6 +24,7 @@ from fracctl.sandbox.simulation import (
 )
 
 MEMBERS = "members"
+GATE_LOCK_NAMESPACE = "default"  # recreate.lock_namespace's default
 
 
 def members_of(box: Sandbox) -> dict[str, Sandbox]:
@@ -47,7 +48,9 @@ def start_members(ctx: Context, box: Sandbox, count: int, scenario: dict[str, An
         started[name] = (cp, fleet_wiring.step_of(i))
         install_crds(ctx, cp)
         controllers.start_beside(cp, binaries=binaries, kwok=kwok, detach=True)
-        populate(ctx, member, cp, scenario, scenario_file)
+        # The gate's hooks run with fracctl's defaults (the component's roles are generated
+        # for them): the lock, and the guard policy's Lease, live in "default".
+        populate(ctx, member, cp, scenario, scenario_file, lock_namespace=GATE_LOCK_NAMESPACE)
         launch_simulation(member, [*simulation_argv(member), "--run-pods"],
                           timeout=SIM_START_TIMEOUT, settle=SIM_SETTLE)  # fmt: skip
     return started

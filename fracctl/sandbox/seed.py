@@ -134,7 +134,12 @@ def seed(kube: Kube, scenario: dict[str, Any]) -> None:
 
 
 def sandbox_config(
-    box: Sandbox, gitops_path: str, *, git: dict[str, str] | None = None, backend: str = "apply"
+    box: Sandbox,
+    gitops_path: str,
+    *,
+    git: dict[str, str] | None = None,
+    backend: str = "apply",
+    lock_namespace: str = "gpu-fractioning",
 ) -> str:
     """The fracctl.yaml that points every command at the sandbox."""
     extra = "".join(f"  {k}: {v}\n" for k, v in (git or {}).items() if k != "path")
@@ -149,7 +154,7 @@ def sandbox_config(
         f"{extra}"
         "recreate:\n"
         f"  backend: {backend}\n"
-        "  lock_namespace: gpu-fractioning\n"
+        f"  lock_namespace: {lock_namespace}\n"
         f"  state_dir: {box.root / 'state'}\n"
         "timeouts:\n"
         "  ready: 2m\n"
@@ -172,10 +177,12 @@ def populate(
     scenario_file: Path,
     *,
     flux: bool = False,
+    lock_namespace: str = "gpu-fractioning",
 ) -> str:
     """Seed the scenario, write the gitops repository and fracctl.yaml, install the guard.
 
     With ``flux``, an operator chart is left for Flux's HelmRelease to install.
+    ``lock_namespace`` is where the lock Lease (and the guard policy's) lives.
     Returns the manifests' path inside the gitops repository.
     """
     kube = Kube.connect(kubeconfig=cp.kubeconfig)
@@ -200,7 +207,7 @@ def populate(
         box.config_file.write_text(text + f"helm:\n  binary: {charts.helm_binary()}\n")
         guard(kube, box)
         return git["path"]
-    box.config_file.write_text(sandbox_config(box, gitops_path))
+    box.config_file.write_text(sandbox_config(box, gitops_path, lock_namespace=lock_namespace))
     guard(kube, box)
     return gitops_path
 
