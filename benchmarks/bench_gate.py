@@ -9,13 +9,15 @@ that no gate refuses. Then, on that one sandbox:
 
 * **gated rollout**: one commit changes the selector; the time from the commit (and a
   refresh, as a git webhook sends) until every member runs git's selector and the
-  ApplicationSet reports every Application Healthy; then the commit back, the same
-  (b200-0 unlabelled first: the class selector would miss it, and the gate refuses that);
+  ApplicationSet reports every Application Healthy; then a second immutable change (the
+  label and ``nvidia.com/gpu.present``: the way back to the class selector is one the
+  gate refuses, since it would miss the opted-in b200-0), the same;
 * **no immutable change**: a commit that only adds an annotation, the same;
 * each hook's own time: the wall time of its fracctl process, as the pod runner logs it;
-* **wave runner**: the ApplicationSet deleted (its resources preserved), the same change
-  made by ``fracctl recreate --yes`` over the same three clusters (member-1 in wave 0,
-  the others in wave 1, one at a time), from a fleet fracctl.yaml.
+* **wave runner**: the ApplicationSet deleted (its resources preserved), the selector
+  changed back to the label alone by ``fracctl recreate --yes`` over the same three
+  clusters (member-1 in wave 0, the others in wave 1, one at a time), from a fleet
+  fracctl.yaml.
 
     python benchmarks/bench_gate.py
 """
@@ -123,7 +125,9 @@ def wave_runner(fleet: Fleet, tmp: Path) -> float:
     kube = Kube.connect(kubeconfig=str(fleet.box.kubeconfig))
     try:
         kube.delete(fleet_wiring.APPSETS, fleet_wiring.APPSET, argocd_local.NAMESPACE)
-        while kube.list(argocd_local.APPLICATIONS, namespace=argocd_local.NAMESPACE):
+        ours = {f"gpu-fractioning-{name}" for name in fleet.members}  # not the sandbox's own
+        while ours & {a["metadata"]["name"] for a in kube.list(
+                argocd_local.APPLICATIONS, namespace=argocd_local.NAMESPACE)}:  # fmt: skip
             time.sleep(0.2)
     finally:
         kube.close()
@@ -164,17 +168,16 @@ def run(tmp: Path) -> Obj:
         fleet.wait({"example.org/gpu-class": "rtx-pro-6000"})
         label(fleet, "label")
         live = (fleet.repo / "app" / "gpufractioningconfig.yaml").read_text()
-        new, old = yaml.safe_load(NEW), yaml.safe_load(OLD)
+        new = yaml.safe_load(NEW)
         gated = [fleet.rollout(live.replace(OLD, NEW), "select by label", new)]
         note = "  name: default\n  annotations:\n    example.org/owner: platform\n"
         noted = live.replace(OLD, NEW).replace("  name: default\n", note)
         noop = fleet.rollout(noted, "an annotation only", new)
-        # Back to the class: the gate refuses it while b200-0 carries the opt-in label that
-        # the class selector would miss (selector coverage), so the label goes first; and
-        # comes back before the wave runner extends the selector again.
-        label(fleet, "unlabel")
-        gated.append(fleet.rollout(live, "back to the class", old))
-        label(fleet, "label")
+        # A second immutable change the guards accept (the class selector would miss the
+        # opted-in b200-0, and the gate refuses that): the label and the GPU's presence.
+        both = f'{NEW}\n    nvidia.com/gpu.present: "true"'
+        gated.append(fleet.rollout(live.replace(OLD, both), "and the GPU's presence",
+                                   {**new, "nvidia.com/gpu.present": "true"}))  # fmt: skip
         wave = wave_runner(fleet, tmp)
     finally:
         fracctl("sandbox", "down", "--state-dir", state, check=False)
