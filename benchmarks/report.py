@@ -439,7 +439,7 @@ def gate_section(data: Any) -> list[str]:
         "| what | wall time | PreSync hook | PostSync hook |",
         "|---|---:|---:|---:|",
     ]
-    for label, runs in (("gated rollout, selector changed (each way)", gated),
+    for label, runs in (("gated rollout, selector changed", gated),
                         ("gated rollout, no immutable change", [data["noop"]])):  # fmt: skip
         walls = ", ".join(secs(r["wall"]) for r in runs)
         lines.append(f"| {label} | {walls} | {hook_times(runs, 'fracctl-gate-pre-sync')} | "

@@ -104,12 +104,7 @@ def up(
     ``clusters`` (and ``argocd``) that many member clusters run beside it as a gated
     fleet that Argo CD rolls out (:mod:`.fleet_box`, :mod:`.fleet_wiring`).
     """
-    if argocd and flux:
-        raise UsageError("--argocd and --flux each own the target: choose one")
-    if clusters and not argocd:
-        raise UsageError("--clusters needs --argocd: Argo CD rolls the fleet out")
-    if clusters < 0 or clusters > 8:
-        raise UsageError(f"--clusters {clusters}: give 1 to 8 member clusters")
+    _check_flags(argocd=argocd, flux=flux, clusters=clusters)
     root = Path(os.path.abspath(root))  # written into fracctl.yaml; the simulation runs there
     box = Sandbox(root)
     cp = controlplane.ControlPlane.load(box.cp_dir)
@@ -151,6 +146,16 @@ def up(
         _stop(box)  # a failed start leaves nothing running; its logs stay for a look
         raise
     return status(ctx, root=root)
+
+
+def _check_flags(*, argocd: bool, flux: bool, clusters: int) -> None:
+    """Refuse (exit 2) flags that do not go together, before anything starts."""
+    if argocd and flux:
+        raise UsageError("--argocd and --flux each own the target: choose one")
+    if clusters and not argocd:
+        raise UsageError("--clusters needs --argocd: Argo CD rolls the fleet out")
+    if clusters < 0 or clusters > 8:
+        raise UsageError(f"--clusters {clusters}: give 1 to 8 member clusters")
 
 
 def _start_fleet(ctx: Context, box: Sandbox, count: int, scenario: dict[str, Any],

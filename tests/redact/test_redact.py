@@ -241,7 +241,7 @@ def test_context_consoles_info_and_warn_are_masked(capsys: pytest.CaptureFixture
 def test_the_error_line_masks_every_form(monkeypatch: pytest.MonkeyPatch, form: str) -> None:
     from fracctl.sandbox import flow as sandbox
 
-    def boom(root: Any) -> list[str]:
+    def boom(root: Any, **_: Any) -> list[str]:
         raise ExternalError(f"Argo CD said: {FORMS[form](TOKEN)}")
 
     monkeypatch.setattr(sandbox, "env_lines", boom)
@@ -256,7 +256,7 @@ def test_the_error_line_masks_every_form(monkeypatch: pytest.MonkeyPatch, form: 
 def test_stdout_masks_every_form(monkeypatch: pytest.MonkeyPatch, form: str) -> None:
     from fracctl.sandbox import flow as sandbox
 
-    monkeypatch.setattr(sandbox, "env_lines", lambda root: [FORMS[form](TOKEN), "done"])
+    monkeypatch.setattr(sandbox, "env_lines", lambda root, **_: [FORMS[form](TOKEN), "done"])
     res = run_cli("sandbox", "env")
     assert res.exit_code == ExitCode.OK, res.output
     assert r.MASK in res.stdout and res.stdout.endswith("done\n")
@@ -266,7 +266,7 @@ def test_stdout_masks_every_form(monkeypatch: pytest.MonkeyPatch, form: str) -> 
 def test_an_unexpected_error_is_masked(monkeypatch: pytest.MonkeyPatch) -> None:
     from fracctl.sandbox import flow as sandbox
 
-    def boom(root: Any) -> list[str]:
+    def boom(root: Any, **_: Any) -> list[str]:
         raise ValueError(f"Invalid header value {('Bearer ' + TOKEN).encode()!r}")
 
     monkeypatch.setattr(sandbox, "env_lines", boom)
@@ -294,7 +294,7 @@ def test_debug_traceback_is_masked(tmp_path: Path) -> None:
         "from fracctl.sandbox import flow as sandbox\n"
         "from fracctl.cli.main import main\n"
         f"redact.register({TOKEN!r})\n"
-        "def boom(root):\n"
+        "def boom(root, **_):\n"
         f"    raise RuntimeError('server echoed ' + {json.dumps(TOKEN)!r})\n"
         "sandbox.env_lines = boom\n"
         "sys.argv = ['fracctl', '--debug', 'sandbox', 'env']\n"
@@ -312,7 +312,7 @@ def test_debug_traceback_is_masked(tmp_path: Path) -> None:
 def test_a_usage_error_under_debug_keeps_its_exit_code(monkeypatch: pytest.MonkeyPatch) -> None:
     from fracctl.sandbox import flow as sandbox
 
-    def boom(root: Any) -> list[str]:
+    def boom(root: Any, **_: Any) -> list[str]:
         raise UsageError(f"bad {TOKEN}")
 
     monkeypatch.setattr(sandbox, "env_lines", boom)
