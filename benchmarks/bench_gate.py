@@ -3,9 +3,9 @@
 Starts ``fracctl sandbox up --argocd --clusters 3``: three member clusters, each seeded
 with the incident, guarded, with its operator simulation and the pod runner that runs the
 gate's hook pods as local fracctl processes; the real Argo CD v3.2.11 and its
-applicationset-controller roll the fleet's ApplicationSet out (RollingSync: member-1 is
-the canary, then the rest one at a time). b200-0 is labelled in every member first, so
-that no gate refuses. Then, on that one sandbox:
+applicationset-controller roll the fleet's ApplicationSet out (RollingSync over the
+example's steps: member-1 is the canary, member-2 early, member-3 the rest). b200-0 is
+labelled in every member first, so that no gate refuses. Then, on that one sandbox:
 
 * **gated rollout**: one commit changes the selector (from the GPU class to the opt-in
   label and ``nvidia.com/gpu.present``); the time from the commit (and a refresh, as a
@@ -15,8 +15,8 @@ that no gate refuses. Then, on that one sandbox:
 * each hook's own time: the wall time of its fracctl process, as the pod runner logs it;
 * **wave runner**: the ApplicationSet deleted (its resources preserved), the selector
   changed again (to the opt-in label alone, the members' own git) by ``fracctl recreate
-  --yes`` over the same three clusters (member-1 in wave 0, the others in wave 1, one at
-  a time), from a fleet fracctl.yaml. (The way back to the class selector is not
+  --yes`` over the same three clusters, one wave each in the same order, from a fleet
+  fracctl.yaml. (The way back to the class selector is not
   measured: the gate refuses it, since it would miss the opted-in b200-0.)
 
     python benchmarks/bench_gate.py
@@ -145,7 +145,7 @@ def wave_runner(fleet: Fleet, tmp: Path) -> float:
     config = yaml.safe_load(next(iter(fleet.members.values())).config_file.read_text())
     config["kube"] = {"kubeconfig": str(kubeconfig)}
     config.setdefault("recreate", {}).update(backend="apply", state_dir=str(tmp / "state"))
-    config["fleet"] = {"clusters": [{"context": n, "name": n, "wave": 0 if i == 0 else 1}
+    config["fleet"] = {"clusters": [{"context": n, "name": n, "wave": i}
                                     for i, n in enumerate(fleet.members)]}  # fmt: skip
     path = tmp / "fleet.yaml"
     path.write_text(yaml.safe_dump(config))
@@ -154,10 +154,10 @@ def wave_runner(fleet: Fleet, tmp: Path) -> float:
     return time.monotonic() - began
 
 
-def label(fleet: Fleet, verb: str) -> None:
-    """``fracctl nodes label`` (or ``unlabel``) b200-0 in every member."""
+def opt_in_b200(fleet: Fleet) -> None:
+    """``fracctl nodes label b200-0`` in every member."""
     for member in fleet.members.values():
-        fracctl("-c", str(member.config_file), "nodes", verb, "b200-0")
+        fracctl("-c", str(member.config_file), "nodes", "label", "b200-0")
 
 
 def run(tmp: Path) -> Obj:
@@ -166,7 +166,7 @@ def run(tmp: Path) -> Obj:
     try:
         fleet = Fleet(state)
         fleet.wait({"example.org/gpu-class": "rtx-pro-6000"})
-        label(fleet, "label")
+        opt_in_b200(fleet)
         live = (fleet.repo / "app" / "gpufractioningconfig.yaml").read_text()
         # The label and the GPU's presence: the wave runner then goes on to git's selector
         # of the members' own repositories (the label alone), one more immutable change.

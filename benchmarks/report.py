@@ -430,8 +430,9 @@ def gate_section(data: Any) -> list[str]:
         "    python benchmarks/bench_gate.py",
         "",
         f"One sandbox (`fracctl sandbox up --argocd --clusters {data['clusters']}`): the real "
-        "Argo CD v3.2.11 and applicationset-controller (RollingSync: the canary, then the rest "
-        "one at a time), three member clusters, the hook pods run by the pod runner. A "
+        "Argo CD v3.2.11 and applicationset-controller (RollingSync over the example's steps: "
+        "the canary, early, the rest), three member clusters, the hook pods run by the pod "
+        "runner. A "
         "rollout is timed from the commit (and a refresh, as a webhook sends) until every "
         "member runs git's selector and every Application is Healthy. A hook's time is its "
         "fracctl process's wall time, median (range) over the members.",
@@ -444,7 +445,7 @@ def gate_section(data: Any) -> list[str]:
         walls = ", ".join(secs(r["wall"]) for r in runs)
         lines.append(f"| {label} | {walls} | {hook_times(runs, 'fracctl-gate-pre-sync')} | "
                      f"{hook_times(runs, 'fracctl-gate-post-sync')} |")  # fmt: skip
-    lines.append(f"| wave runner (`fracctl recreate --yes`, waves 0 and 1) | "
+    lines.append(f"| wave runner (`fracctl recreate --yes`, waves 0, 1 and 2) | "
                  f"{secs(data['wave'])} | - | - |")  # fmt: skip
     return [*lines, ""]
 

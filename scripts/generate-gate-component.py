@@ -1,7 +1,9 @@
 """Write deploy/components/argocd-gate/{roles,identities}.yaml for the default configuration.
 
 roles.yaml is `fracctl rbac print --role gate-pre-sync` and `--role gate-post-sync`, each
-object made a PreSync hook of wave -2 (so that it exists before the PreSync hook runs);
+object made a PreSync hook (of wave 0, like the hook Pods: Argo CD applies one wave kind
+by kind, ServiceAccounts and RBAC before Pods, gitops-engine pkg/sync/sync_tasks.go
+kindOrder and sync_context.go runTasks);
 identities.yaml is each hook's ServiceAccount and a binding per role object, the same
 hooks. With --check, exit 1 when the committed files differ (tests/project/test_deploy.py).
 """
@@ -17,13 +19,12 @@ from fracctl.core.rbac.render import to_yaml
 from fracctl.flows.rbac import params
 
 FOLDER = Path(__file__).resolve().parents[1] / "deploy" / "components" / "argocd-gate"
-NAMESPACE = "fracctl"  # the hooks' namespace (namespace.yaml)
+NAMESPACE = "fracctl"  # the hooks' namespace: the Application's, made by CreateNamespace
 ROLES = ("gate-pre-sync", "gate-post-sync")
 HOOK = [
     "  annotations:",
     "    argocd.argoproj.io/hook: PreSync",
     "    argocd.argoproj.io/hook-delete-policy: BeforeHookCreation",
-    '    argocd.argoproj.io/sync-wave: "-2"',
 ]
 
 

@@ -80,6 +80,8 @@ def _show(c: Context, rollout: Rollout) -> None:
     for r in rollout.stopped:
         what = f"{r.hook.hook_type} hook {r.hook.kind}/{r.hook.name} {r.hook.phase.lower()}" if (
             r.hook) else f"its sync {r.operation.lower() or 'failed'}"  # fmt: skip
+        if r.retrying:
+            what = f"retrying a failed sync (attempt #{r.retries})"
         said = r.hook.message if r.hook else r.operation_message
         say(f"stopped at {r.cluster} (step {r.step}, {r.application}): {what}: {said}")
         if r.fix:

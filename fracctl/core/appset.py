@@ -51,11 +51,26 @@ class ClusterRollout:
     revision: str = ""
     hook: HookFailure | None = None
     fix: str = ""
+    retries: int = 0  # Argo CD's retries of the current operation (``retryCount``)
+
+    @property
+    def retrying(self) -> bool:
+        """A retry of a failed sync is running.
+
+        Argo CD cleared the last attempt's results until it ends
+        (``controller/appcontroller.go``, ``state.SyncResult = nil``).
+        """
+        return self.operation == "Running" and self.retries > 0 and self.hook is None
 
     @property
     def stopped(self) -> bool:
         """Its last sync failed (a hook refused, an apply failed): the rollout waits on it."""
-        return self.operation in FAILED_PHASES or self.hook is not None or self.health == "Degraded"
+        return (
+            self.operation in FAILED_PHASES
+            or self.hook is not None
+            or self.health == "Degraded"
+            or self.retrying
+        )
 
 
 @dataclass
@@ -129,6 +144,11 @@ def cluster_rollout(entry: Obj, app: Obj | None) -> ClusterRollout:
     dest = ((app or {}).get("spec") or {}).get("destination") or {}
     op = status.get("operationState") or {}
     failure = hook_failure(app or {})
+    retries = int(op.get("retryCount") or 0)
+    fix = fix_of(failure, name)
+    if failure is None and retries and op.get("phase") == "Running":
+        fix = ("its last attempt failed and Argo CD is trying again; the hook's message "
+               "shows once this attempt ends: run this again")  # fmt: skip
     return ClusterRollout(
         application=name,
         cluster=str(dest.get("name") or dest.get("server") or ""),
@@ -142,7 +162,8 @@ def cluster_rollout(entry: Obj, app: Obj | None) -> ClusterRollout:
         operation_message=str(op.get("message", "")),
         revision=", ".join(entry.get("targetRevisions") or []),
         hook=failure,
-        fix=fix_of(failure, name),
+        fix=fix,
+        retries=retries,
     )
 
 

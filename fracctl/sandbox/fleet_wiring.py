@@ -5,7 +5,7 @@ real control plane with KWOK nodes, the scenario seeded, fracctl's guard policy,
 process running the operator and KAI simulations and the pod runner
 (:mod:`fracctl.sandbox.pod_runner`) that runs the gate's hook pods. Argo CD has every
 member registered (a cluster Secret labelled with its step: the first member is the
-canary, the others the rest) and the fleet's ApplicationSet,
+canary, the second early, the others the rest) and the fleet's ApplicationSet,
 ``examples/argocd/gate-applicationset.yaml`` pointed at a local git repository whose
 ``app`` folder is ``examples/argocd/gate`` with the clusters' live config: the fleet
 starts in sync, and a commit that changes the selector is the rollout.
@@ -34,7 +34,7 @@ EXAMPLE = REPO_ROOT / "examples" / "argocd"
 APPSET = "gpu-fractioning"  # the example's ApplicationSet
 PROJECT = "gpu-fractioning-fleet"
 FLEET = {"fracctl.io/fleet": APPSET}  # every member's cluster Secret carries it
-STEP = "fracctl.io/step"  # and its step: canary or rest
+STEP = "fracctl.io/step"  # and its step: canary, early or rest
 #: How the sandbox's Applications retry a failed sync: every 5 s (the example's is slower).
 RETRY = {"limit": 60, "backoff": {"duration": "5s", "factor": 1, "maxDuration": "5s"}}
 
@@ -45,8 +45,8 @@ def member_names(count: int) -> list[str]:
 
 
 def step_of(index: int) -> str:
-    """The first member is the canary step; every other one is the rest."""
-    return "canary" if index == 0 else "rest"
+    """The example's steps: the first member is the canary, the second early, then the rest."""
+    return ("canary", "early")[index] if index < 2 else "rest"
 
 
 def cluster_secret(name: str, cp: ControlPlane, step: str, *, fleet: Obj | None = None) -> Obj:

@@ -31,23 +31,39 @@ from tests.support.recreate_fixtures import NEW, OLD
 
 pytestmark = pytest.mark.e2e
 
-STEPS = ["canary", "rest"]
+#: The example ApplicationSet's steps, one member cluster each. The third is the
+#: session's own control plane (where Argo CD runs too, registered by its URL like the
+#: others): three members at the cost of two more control planes.
+STEPS = {"us": "canary", "ap": "early", "eu": "rest"}
 
 
 @pytest.fixture
 def fleet(
-    real_argocd: RealArgoCD, extra_control_planes: list[ControlPlane], tmp_path: Path
+    real_argocd: RealArgoCD,
+    control_plane: ControlPlane,
+    extra_control_planes: list[ControlPlane],
+    tmp_path: Path,
 ) -> Iterator[GateFleet]:
-    planes = dict(zip(("us", "ap"), zip(extra_control_planes, STEPS, strict=True), strict=True))
-    with gate_fleet(real_argocd, planes, STEPS, tmp_path) as f:
+    cps = dict(zip(STEPS, (*extra_control_planes, control_plane), strict=True))
+    planes = {name: (cps[name], step) for name, step in STEPS.items()}
+    with gate_fleet(real_argocd, planes, tmp_path) as f:
         yield f
 
 
 def start(fleet: GateFleet) -> None:
     """The ApplicationSet, and its first rollout (git as the clusters run) finished."""
     fleet.argocd.kube.create(APPSETS, appset(fleet.repo))
-    fleet.wait(lambda r: len(r) == 2 and all(a["status"] == "Healthy" for a in r.values()),
+    fleet.wait(lambda r: len(r) == len(STEPS) and all(a["status"] == "Healthy"
+                                                      for a in r.values()),
                "the first rollout did not finish")  # fmt: skip
+
+
+def in_order(seen: list[dict[str, str]], later: str, before: str) -> None:
+    """``later``'s sync (Progressing) never ran while ``before`` was not Healthy (a Pending
+    may linger from the rollout before)."""
+    for state in seen:
+        if state.get(later) == "Progressing":
+            assert state.get(before) == "Healthy", seen
 
 
 def healthy(app: str) -> Any:
@@ -74,11 +90,12 @@ def assert_converged(fleet: GateFleet, member: str) -> None:
 def test_a_gated_rollout_no_op_then_canary_first_then_a_refusal_until_the_pod_is_gone(
     fleet: GateFleet,
 ) -> None:
-    """One fleet, three commits' worth: a sync with no immutable change passes the gate
-    without the lock; the selector's change recreates the canary first; a fractional pod
-    in the second step stops the rollout there until it is gone."""
+    """One fleet of three steps, two commits: a sync with no immutable change passes the
+    gate without the lock; the selector's change recreates the canary first; a fractional
+    pod in the second step stops the rollout there, the third step unsynced, until the pod
+    is gone; then Argo CD's retry and the third step finish it."""
     start(fleet)
-    canary, second = fleet.members["us"], fleet.members["ap"]
+    canary, second, third = (fleet.members[name] for name in STEPS)
     # 1. No immutable change: the PreSync hook ends at once, without the lock.
     uids = {name: m.uid() for name, m in fleet.members.items()}
     first = {name: len(m.runner.ran) for name, m in fleet.members.items()}
@@ -102,25 +119,33 @@ def test_a_gated_rollout_no_op_then_canary_first_then_a_refusal_until_the_pod_is
     fleet.commit(NEW, "extend fractions by the opt-in label")
     fleet.refresh()
 
+    refusal: list[str] = []  # the hook's message as Argo CD shows it (a retry resets it)
+
     def refused(rollout: dict[str, Any]) -> bool:
         hooks = hook_results(fleet, "ap") if healthy(canary.app)(rollout) else {}
-        return "trainer-0" in (hooks.get("fracctl-gate-pre-sync") or {}).get("message", "")
+        refusal[:] = [(hooks.get("fracctl-gate-pre-sync") or {}).get("message", "")]
+        return "trainer-0" in refusal[0]
 
     seen = fleet.wait(refused, "the second step's PreSync hook never refused")
-    for state in seen:  # the second step's sync never ran before the canary was healthy
-        if state.get(second.app) == "Progressing":  # (Pending may linger from the last one)
-            assert state.get(canary.app) == "Healthy", seen
+    # Argo CD's retries refuse again; the third step stays unsynced all the while.
+    seen += fleet.wait(lambda r: retries(fleet, "ap") >= 2, "Argo CD did not retry")
+    in_order(seen, second.app, canary.app)
+    in_order(seen, third.app, second.app)
+    assert third.uid() == uids["eu"] and third.selector() == OLD, "the third step was synced"
+    assert fleet.application("eu")["status"]["sync"]["status"] == "OutOfSync"
+    assert fleet.rollout()[third.app]["status"] != "Progressing"
     assert canary.uid() != uids["us"], "the canary was not recreated"
     assert_converged(fleet, "us")
     hooks = hook_results(fleet, "us")
     assert hooks["fracctl-gate-pre-sync"]["hookPhase"] == "Succeeded", hooks
     assert hooks["fracctl-gate-post-sync"]["hookPhase"] == "Succeeded", hooks
-    message = hook_results(fleet, "ap")["fracctl-gate-pre-sync"]["message"]
+    message = refusal[0]
     assert "preflight refused, nothing changed" in message and "team-a/trainer-0" in message
     assert second.uid() == before and second.selector() == OLD
     assert fleet.rollout()[second.app]["status"] != "Healthy"
-    # fracctl reads where the rollout stands: the cluster, the pod, and the fix.
-    r = fleet_status(fleet)
+    # fracctl reads where the rollout stands: the cluster, the pod, and the fix (while a
+    # retry runs, Argo CD has cleared the last attempt's hooks: it says so; ask again).
+    r = read_refusal(fleet)
     assert r.exit_code == ExitCode.FINDING, r.output
     assert f"stopped at {second.plane.url} (step 2, {second.app}): PreSync hook " in r.stdout
     assert "team-a/trainer-0" in r.stdout
@@ -128,18 +153,42 @@ def test_a_gated_rollout_no_op_then_canary_first_then_a_refusal_until_the_pod_is
     js = fleet_status(fleet, "-o", "json").json
     assert js["stopped"] == [second.app] and not js["done"]
     assert [(c["application"], c["step"]) for c in js["clusters"]] == [
-        (canary.app, "1"), (second.app, "2")]  # fmt: skip
-    # 3. Once the pod is gone, Argo CD's retry finishes the rollout: no other step by hand.
+        (canary.app, "1"), (second.app, "2"), (third.app, "3")]  # fmt: skip
+    # 3. Once the pod is gone, Argo CD's retry finishes the second step and the third
+    # follows by itself: no other step by hand.
     second.cluster.kube.delete(PODS, "trainer-0", "team-a", grace_period=0)
-    fleet.wait(lambda r: healthy(second.app)(r) and second.selector() == NEW,
-               "Argo CD's retry did not finish the rollout once the pod was gone")  # fmt: skip
-    assert_converged(fleet, "ap")
-    assert second.uid() != before
+
+    def finished(rollout: dict[str, Any]) -> bool:
+        return all(healthy(m.app)(rollout) and m.selector() == NEW for m in (second, third))
+
+    seen = fleet.wait(finished, "Argo CD's retry did not finish the rollout once the pod was gone")
+    in_order(seen, third.app, second.app)
+    for name in ("ap", "eu"):
+        assert_converged(fleet, name)
+    assert second.uid() != before and third.uid() != uids["eu"]
     done = fleet_status(fleet)
     assert done.exit_code == ExitCode.OK, done.output
-    assert "every cluster (2) is Healthy: the rollout is done" in done.stdout
-    print(f"the gated rollout of 2 clusters, refusal and retry included: "
+    assert f"every cluster ({len(STEPS)}) is Healthy: the rollout is done" in done.stdout
+    print(f"the gated rollout of {len(STEPS)} clusters, refusal and retry included: "
           f"{time.monotonic() - began:.1f}s")  # fmt: skip
+
+
+def read_refusal(fleet: GateFleet, timeout: float = 30) -> Any:
+    """``fracctl fleet status`` until it shows a hook's refusal; a retry's attempt between."""
+    deadline = time.monotonic() + timeout
+    while True:
+        r = fleet_status(fleet)
+        if "PreSync hook" in r.stdout or time.monotonic() > deadline:
+            return r
+        assert r.exit_code == ExitCode.FINDING, r.output
+        assert "retrying a failed sync (attempt #" in r.stdout, r.stdout
+        time.sleep(0.5)
+
+
+def retries(fleet: GateFleet, member: str) -> int:
+    """How often Argo CD has retried the member's current sync operation."""
+    op = fleet.application(member)["status"].get("operationState") or {}
+    return int(op.get("retryCount") or 0)
 
 
 def annotated(m: Any) -> bool:
@@ -190,7 +239,7 @@ def test_hooks_killed_at_random_moments_then_argo_cds_retries_converge(
         fleet.refresh()
         fleet.wait(lambda r: all(healthy(m.app)(r) for m in fleet.members.values())
                    and all(m.selector() == NEW for m in fleet.members.values()),
-                   f"no convergence after the kills {kills}", timeout=300)  # fmt: skip
+                   f"no convergence after the kills {kills}", timeout=420)  # fmt: skip
     finally:
         stop.set()
         thread.join(timeout=10)

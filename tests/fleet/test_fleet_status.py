@@ -70,6 +70,19 @@ def test_steps_clusters_and_the_stopped_one_with_its_fix() -> None:
     assert r.to_dict()["clusters"][1]["revision"] == "abc"
 
 
+def test_a_retry_in_progress_is_still_stopped_and_says_so() -> None:
+    retrying = app("b", "https://b", phase="Running")
+    retrying["status"]["operationState"].update(
+        retryCount=3, message="Retrying operation. Attempt #3", syncResult=None
+    )
+    r = rollout(appset(entry("b", "2", "Progressing")), [retrying])
+    (stopped,) = r.stopped
+    assert stopped.retrying and stopped.retries == 3 and stopped.hook is None
+    assert stopped.fix.startswith("its last attempt failed and Argo CD is trying again")
+    first = app("c", "https://c", phase="Running")  # a first attempt running is no stop
+    assert not rollout(appset(entry("c", "1", "Progressing")), [first]).stopped
+
+
 def test_a_failure_without_a_fracctl_refusal_points_at_the_hook() -> None:
     hook = {"kind": "Pod", "name": "x", "hookType": "PreSync", "hookPhase": "Error",
             "message": "container gate failed with exit code 137"}  # fmt: skip

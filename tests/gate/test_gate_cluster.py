@@ -180,6 +180,41 @@ def test_interrupted_then_the_retry_converges(incident: Incident, where: str) ->
     assert holder(incident) is None
 
 
+def test_a_failure_after_the_delete_names_the_backup_the_retry_and_the_way_back(
+    incident: Incident,
+) -> None:
+    folder = revision(incident)
+    original = incident.cluster.live_target()
+    assert original is not None
+    saved = f"ConfigMap {NS}/{backup_name(original)}, key object.yaml"
+
+    def fail_at(where: str) -> Any:
+        def at(step: str) -> None:
+            if step == where:
+                raise ExternalError(f"the API server went away at {step}")
+
+        return at
+
+    with incident.operator():
+        with pytest.raises(ExternalError) as e:
+            gate.pre_sync(incident.context(), objects(folder), boundary=fail_at("deleted"))
+        said = str(e.value)
+        assert f"GpuFractioningConfig/default was deleted (its copy: {saved})" in said, said
+        assert "argocd app sync APP" in said and "revert the commit" in said, said
+        assert holder(incident) == gate.gate_identity(incident.context())
+        with pytest.raises(ExternalError) as e:  # the retry: the object already gone
+            gate.pre_sync(incident.context(), objects(folder), boundary=fail_at("gone"))
+        assert f"(its copy: {saved})" in str(e.value), str(e.value)
+        gate.pre_sync(incident.context(), objects(folder))
+        sync(incident, folder)
+        with pytest.raises(ExternalError) as e:
+            gate.post_sync(incident.context(), objects(folder), boundary=fail_at("verified"))
+        assert "the lock stays held by the gate; Argo CD's retry" in str(e.value)
+        gate.post_sync(incident.context(), objects(folder))
+    assert holder(incident) is None
+    assert incident.cluster.live_target()["spec"]["nodeSelector"] == NEW  # type: ignore[index]
+
+
 def test_a_recreate_from_elsewhere_waits_for_the_gate(incident: Incident) -> None:
     folder = revision(incident)
     with incident.operator():

@@ -69,27 +69,36 @@ def test_each_hook_runs_as_its_own_account_bound_to_exactly_its_role(built: list
         assert_options_exist(container["args"])
 
 
+#: gitops-engine's kindOrder (pkg/sync/sync_tasks.go): within one phase and wave, Argo CD
+#: creates kind by kind in this order (sync_context.go runTasks), the first of them the
+#: destination namespace that CreateNamespace=true adds as a PreSync task of wave 0.
+KIND_ORDER = ["Namespace", "ServiceAccount", "ConfigMap", "ClusterRole", "ClusterRoleBinding",
+              "Role", "RoleBinding", "Pod"]  # fmt: skip
+
+
 def test_what_the_hooks_need_is_made_before_them(built: list[Obj]) -> None:
-    waves = {(o["kind"], o["metadata"]["name"]): int(annotations(o).get(
-        "argocd.argoproj.io/sync-wave", "0")) for o in built}  # fmt: skip
     for obj in built:
-        if obj["kind"] in ("Pod", "GpuFractioningConfig"):
+        if obj["kind"] == "GpuFractioningConfig":
+            assert not annotations(obj)
             continue
-        assert annotations(obj)[HOOK] == "PreSync", obj["metadata"]
-        assert waves[(obj["kind"], obj["metadata"]["name"])] < 0, obj["metadata"]
-    assert waves[("Namespace", "fracctl")] < waves[("ServiceAccount", "fracctl-gate-pre-sync")]
-    assert (
-        waves[("ServiceAccount", "fracctl-gate-pre-sync")]
-        < waves[("ConfigMap", "fracctl-gate-desired")]
-    )
-    # The namespace is never deleted by a sync (it holds the hooks, and a Lease may be in it).
-    assert (
-        annotations(next(o for o in built if o["kind"] == "Namespace"))[
-            "argocd.argoproj.io/hook-delete-policy"
-        ]
-        == "HookFailed"
-    )
-    assert not annotations(next(o for o in built if o["kind"] == "GpuFractioningConfig"))
+        # One wave (0): the kinds' order puts each hook's needs before it.
+        assert "argocd.argoproj.io/sync-wave" not in annotations(obj), obj["metadata"]
+        if obj["kind"] != "Pod":
+            assert annotations(obj)[HOOK] == "PreSync", obj["metadata"]
+        assert obj["kind"] in KIND_ORDER, obj["kind"]
+    # No Namespace among them: a hook Namespace is deleted whenever a sync fails
+    # (HookFailed) or before the next (BeforeHookCreation), under the hooks in it.
+    assert not [o for o in built if o["kind"] == "Namespace"]
+
+
+def test_the_applicationset_makes_the_hooks_namespace(built: list[Obj]) -> None:
+    import yaml
+
+    appset = yaml.safe_load((EXAMPLE / "gate-applicationset.yaml").read_text())
+    spec = appset["spec"]["template"]["spec"]
+    assert "CreateNamespace=true" in spec["syncPolicy"]["syncOptions"]
+    hooks = [o for o in built if o["kind"] in ("Pod", "ServiceAccount", "ConfigMap")]
+    assert {o["metadata"]["namespace"] for o in hooks} == {spec["destination"]["namespace"]}
 
 
 def test_the_hooks_read_the_revisions_own_manifest(built: list[Obj]) -> None:

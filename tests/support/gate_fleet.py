@@ -75,7 +75,6 @@ class GateFleet:
     argocd: RealArgoCD
     members: dict[str, Member]
     repo: Path
-    steps: list[str]
 
     def commit(self, selector: dict[str, str], message: str, **extra: str) -> None:
         """The config in git with ``selector`` (and ``extra`` annotations), committed."""
@@ -186,7 +185,7 @@ def wipe_member(member: Member) -> None:
 
 
 @contextlib.contextmanager
-def gate_fleet(argocd: RealArgoCD, planes: dict[str, tuple[ControlPlane, str]], steps: list[str],
+def gate_fleet(argocd: RealArgoCD, planes: dict[str, tuple[ControlPlane, str]],
                root: Path) -> Iterator[GateFleet]:  # fmt: skip
     """The gated fleet (``planes``: name -> (control plane, step label)); all removed after."""
     kube = argocd.kube
@@ -196,7 +195,7 @@ def gate_fleet(argocd: RealArgoCD, planes: dict[str, tuple[ControlPlane, str]], 
         for name, (cp, step) in planes.items():
             members[name] = start_member(name, step, cp, root / "runner")
         repo = gitops(root)
-        fleet = GateFleet(argocd, members, repo, steps)
+        fleet = GateFleet(argocd, members, repo)
         fleet.commit(OLD, "the fleet as it runs")
         put_object(kube, argocd_local.APPPROJECTS, project)
         for name, (cp, step) in planes.items():

@@ -16,8 +16,9 @@ def pre_sync_rules(p: Params) -> Rules:
     """
     cluster, namespaced = recreate_rules(replace(p, backend="apply"))
     namespaced.setdefault(p.recreate.lock_namespace, []).append(
-        RbacRule(("",), ("configmaps",), ("create",),
-                 "keep the backup of the object in the cluster (a hook's files end with it)")
+        RbacRule(("",), ("configmaps",), ("create", "list"),
+                 "keep the backup of the object in the cluster (a hook's files end with "
+                 "it), and name an earlier try's after a failure")
     )  # fmt: skip
     return cluster, namespaced
 

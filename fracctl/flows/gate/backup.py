@@ -10,6 +10,7 @@ from fracctl.flows.context import Context
 from fracctl.flows.engines import Obj
 
 KEY = "object.yaml"
+LABELS = {"app.kubernetes.io/name": "fracctl", "app.kubernetes.io/component": "backup"}
 
 
 def backup_name(live: Obj) -> str:
@@ -39,10 +40,7 @@ def to_cluster(ctx: Context, live: Obj) -> str:
         "metadata": {
             "name": name,
             "namespace": namespace,
-            "labels": {
-                "app.kubernetes.io/name": "fracctl",
-                "app.kubernetes.io/component": "backup",
-            },
+            "labels": dict(LABELS),
         },
         "data": {KEY: text.getvalue()},
     }
@@ -52,3 +50,18 @@ def to_cluster(ctx: Context, live: Obj) -> str:
         if e.status.reason != "AlreadyExists":
             raise
     return f"ConfigMap {namespace}/{name}"
+
+
+def latest(ctx: Context, name: str) -> str | None:
+    """The newest backup ConfigMap of the object ``name`` (an earlier try's), if any."""
+    namespace = ctx.config.recreate.lock_namespace
+    selector = ",".join(f"{k}={v}" for k, v in LABELS.items())
+    found = [
+        cm
+        for cm in ctx.kube.list(CONFIGMAPS, namespace=namespace, label_selector=selector)
+        if cm["metadata"]["name"].startswith(f"fracctl-backup-{name}-")
+    ]
+    if not found:
+        return None
+    newest = max(found, key=lambda cm: str(cm["metadata"].get("creationTimestamp", "")))
+    return f"ConfigMap {namespace}/{newest['metadata']['name']}"

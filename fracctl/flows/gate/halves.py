@@ -67,9 +67,10 @@ def run_first_half(
         )
         return result
     run: Run | None = None
+    proven = False
 
-    def mid_recreate() -> bool:
-        return run is not None and _deleted(run)
+    def mid_recreate() -> bool:  # past the proofs, the object absent: the sync creates it
+        return run is not None and (_deleted(run) or (proven and run.live is None))
 
     with held(LeaseLock(ctx, me=me), hand_on=mid_recreate) as lock, interrupt_on_sigterm():
         at("locked")
@@ -81,6 +82,7 @@ def run_first_half(
         at("planned")
         steps = [STEPS[name] for name in _first(run.result.plan.steps)]
         read_only(run, steps, at)  # the guards raise Refused: nothing was changed
+        proven = True
         _act(run, [s for s in steps if s.acts], lock, at)
         result.outcome, result.reason = Outcome.PLANNED, run.result.plan.reason
         result.backup = run.result.backup
@@ -110,8 +112,9 @@ def _deleted(run: Run) -> bool:
 
 def _act(run: Run, steps: list[Step], lock: LeaseLock, at: Boundary) -> None:
     """The first half's changes; a failure says what changed and what converges it."""
-    from fracctl.flows.gate.backup import to_cluster
+    from fracctl.flows.gate.backup import KEY, latest, to_cluster
 
+    saved = latest(run.ctx, run.ctx.config.target.name) or "no backup: it was already gone"
     try:
         drain_steps.start(run, at)
         for step in steps:
@@ -119,15 +122,18 @@ def _act(run: Run, steps: list[Step], lock: LeaseLock, at: Boundary) -> None:
                 lock.check()
             step.run(run)
             if step.name == recreate_plan.BACKUP and run.live is not None:
-                run.ctx.info(f"backed up to {to_cluster(run.ctx, run.live)}")
+                saved = to_cluster(run.ctx, run.live)
+                run.ctx.info(f"backed up to {saved}")
             at(step.boundary)
     except (FracctlError, KeyboardInterrupt) as e:
         drain_steps.undo(run, e)
-        if isinstance(e, FracctlError) and _deleted(run):
+        if isinstance(e, FracctlError) and (_deleted(run) or run.live is None):
+            t = run.ctx.config.target
             e.add_context(
-                f"{run.ctx.config.target.kind}/{run.ctx.config.target.name} was deleted "
-                "and the lock stays held by the gate; Argo CD's retry (or the next sync) "
-                "runs this hook again and converges"
+                f"{t.kind}/{t.name} was deleted (its copy: {saved}, key {KEY}) and the "
+                "lock stays held by the gate; Argo CD's retry (or the next sync: "
+                "argocd app sync APP) runs this hook again and converges; to go back "
+                "instead, revert the commit: the next sync creates the old object"
             )
         raise
 
@@ -159,8 +165,14 @@ def run_second_half(ctx: Context, objects: list[Obj], *, at: Boundary) -> GateRe
                 result.lines.append(f"fractional scheduling resumed (run {journal.run_id})")
             if ours:
                 _record(ctx, live, selector)
-        except BaseException:
+        except BaseException as e:
             failed = True
+            if isinstance(e, FracctlError) and ours:
+                fenced = " and fractional scheduling stays fenced" if journal else ""
+                e.add_context(
+                    f"the lock stays held by the gate{fenced}; Argo CD's retry (or the next "
+                    "sync: argocd app sync APP) runs the sync and this hook again"
+                )
             raise
     result.lines.append(f"{len(result.ready)} node(s) ready: {', '.join(result.ready)}")
     return result
