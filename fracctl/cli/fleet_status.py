@@ -78,10 +78,12 @@ def _show(c: Context, rollout: Rollout) -> None:
                "message")  # fmt: skip
     _table.show(c.out, headers, rows)
     for r in rollout.stopped:
-        what = f"{r.hook.hook_type} hook {r.hook.kind}/{r.hook.name} {r.hook.phase.lower()}" if (
-            r.hook) else f"its sync {r.operation.lower() or 'failed'}"  # fmt: skip
-        if r.retrying:
+        if r.hook:
+            what = f"{r.hook.hook_type} hook {r.hook.kind}/{r.hook.name} {r.hook.phase.lower()}"
+        elif r.retrying:
             what = f"retrying a failed sync (attempt #{r.retries})"
+        else:
+            what = f"its sync {r.operation.lower() or 'failed'}"
         said = r.hook.message if r.hook else r.operation_message
         say(f"stopped at {r.cluster} (step {r.step}, {r.application}): {what}: {said}")
         if r.fix:

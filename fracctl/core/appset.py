@@ -128,6 +128,10 @@ def hook_failure(app: Obj) -> HookFailure | None:
     return None
 
 
+RETRYING_FIX = ("its last attempt failed and Argo CD is trying again; the hook's message "
+                "shows once this attempt ends: run this again")  # fmt: skip
+
+
 def fix_of(failure: HookFailure | None, app: str) -> str:
     """What to do: a fracctl refusal's own fixes, then how the rollout goes on."""
     if failure is None:
@@ -144,12 +148,7 @@ def cluster_rollout(entry: Obj, app: Obj | None) -> ClusterRollout:
     dest = ((app or {}).get("spec") or {}).get("destination") or {}
     op = status.get("operationState") or {}
     failure = hook_failure(app or {})
-    retries = int(op.get("retryCount") or 0)
-    fix = fix_of(failure, name)
-    if failure is None and retries and op.get("phase") == "Running":
-        fix = ("its last attempt failed and Argo CD is trying again; the hook's message "
-               "shows once this attempt ends: run this again")  # fmt: skip
-    return ClusterRollout(
+    cluster = ClusterRollout(
         application=name,
         cluster=str(dest.get("name") or dest.get("server") or ""),
         step=str(entry.get("step", "")),
@@ -162,9 +161,12 @@ def cluster_rollout(entry: Obj, app: Obj | None) -> ClusterRollout:
         operation_message=str(op.get("message", "")),
         revision=", ".join(entry.get("targetRevisions") or []),
         hook=failure,
-        fix=fix,
-        retries=retries,
+        fix=fix_of(failure, name),
+        retries=int(op.get("retryCount") or 0),
     )
+    if cluster.retrying:
+        cluster.fix = RETRYING_FIX
+    return cluster
 
 
 def rollout(appset: Obj, applications: list[Obj]) -> Rollout:

@@ -7,6 +7,7 @@ its control plane, fracctl.yaml and simulation files), seeded with the same scen
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 from typing import Any
 
@@ -64,16 +65,20 @@ def live_config_text(scenario: dict[str, Any], kind: str) -> str:
     return str(yaml.safe_dump(obj, sort_keys=False))
 
 
+def stop_recorded(pid_file: Path, timeout: float = 5.0) -> bool:
+    """Terminate the process whose PID ``pid_file`` records; whether the file existed."""
+    if not pid_file.is_file():
+        return False
+    with contextlib.suppress(ValueError):
+        controlplane.terminate(int(pid_file.read_text().strip()), timeout)
+    return True
+
+
 def stop_members(box: Sandbox) -> bool:
     """Stop every member's simulation and control plane; whether any was found."""
     found = False
     for member in members_of(box).values():
-        if member.sim_pid_file.is_file():
-            found = True
-            try:
-                controlplane.terminate(int(member.sim_pid_file.read_text().strip()), 5.0)
-            except ValueError:
-                pass
+        found = stop_recorded(member.sim_pid_file) or found
         cp = controlplane.ControlPlane.load(member.cp_dir)
         if cp is not None:
             found = True

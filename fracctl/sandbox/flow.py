@@ -202,12 +202,7 @@ def down(*, root: Path) -> bool:
 def _stop(box: Sandbox) -> bool:
     """Stop every process the sandbox started (by recorded PID); whether any was found."""
     found = fleet_box.stop_members(box)
-    if box.sim_pid_file.is_file():
-        found = True
-        try:
-            controlplane.terminate(int(box.sim_pid_file.read_text().strip()), 5.0)
-        except ValueError:
-            pass
+    found = fleet_box.stop_recorded(box.sim_pid_file) or found
     for local in (
         argocd_local.LocalArgoCD.load(box.argocd_dir),
         flux_local.LocalFlux.load(box.flux_dir),

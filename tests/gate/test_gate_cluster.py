@@ -188,8 +188,20 @@ def test_a_failure_after_the_delete_names_the_backup_the_retry_and_the_way_back(
     assert original is not None
     saved = f"ConfigMap {NS}/{backup_name(original)}, key object.yaml"
 
+    t = incident.cluster.config.target
+    kube = incident.cluster.kube
+
     def fail_at(where: str) -> Any:
         def at(step: str) -> None:
+            # The test's finalizer holds the deleted object until the retry has planned:
+            # the retry then waits for it to go (a plan that finds it gone does nothing).
+            if step == "backed-up":
+                held = [*kube.get(t.ref, t.name)["metadata"]["finalizers"], "test.fracctl.io/hold"]
+                kube.patch(t.ref, t.name, {"metadata": {"finalizers": held}})
+            if step == "planned" and where == "gone":
+                left = [f for f in kube.get(t.ref, t.name)["metadata"]["finalizers"]
+                        if f != "test.fracctl.io/hold"]  # fmt: skip
+                kube.patch(t.ref, t.name, {"metadata": {"finalizers": left or None}})
             if step == where:
                 raise ExternalError(f"the API server went away at {step}")
 

@@ -13,10 +13,14 @@ KEY = "object.yaml"
 LABELS = {"app.kubernetes.io/name": "fracctl", "app.kubernetes.io/component": "backup"}
 
 
+def _prefix(name: str) -> str:
+    return f"fracctl-backup-{name}-"
+
+
 def backup_name(live: Obj) -> str:
     """One ConfigMap per incarnation of the object: ``fracctl-backup-<name>-<uid[:8]>``."""
     meta = live["metadata"]
-    return f"fracctl-backup-{meta['name']}-{str(meta['uid'])[:8]}"
+    return _prefix(meta["name"]) + str(meta["uid"])[:8]
 
 
 def to_cluster(ctx: Context, live: Obj) -> str:
@@ -59,7 +63,7 @@ def latest(ctx: Context, name: str) -> str | None:
     found = [
         cm
         for cm in ctx.kube.list(CONFIGMAPS, namespace=namespace, label_selector=selector)
-        if cm["metadata"]["name"].startswith(f"fracctl-backup-{name}-")
+        if cm["metadata"]["name"].startswith(_prefix(name))
     ]
     if not found:
         return None

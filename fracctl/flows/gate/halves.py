@@ -114,7 +114,7 @@ def _act(run: Run, steps: list[Step], lock: LeaseLock, at: Boundary) -> None:
     """The first half's changes; a failure says what changed and what converges it."""
     from fracctl.flows.gate.backup import KEY, latest, to_cluster
 
-    saved = latest(run.ctx, run.ctx.config.target.name) or "no backup: it was already gone"
+    saved: str | None = None  # this try's backup; on a failure without one, an earlier try's
     try:
         drain_steps.start(run, at)
         for step in steps:
@@ -129,6 +129,7 @@ def _act(run: Run, steps: list[Step], lock: LeaseLock, at: Boundary) -> None:
         drain_steps.undo(run, e)
         if isinstance(e, FracctlError) and (_deleted(run) or run.live is None):
             t = run.ctx.config.target
+            saved = saved or latest(run.ctx, t.name) or "no backup: it was already gone"
             e.add_context(
                 f"{t.kind}/{t.name} was deleted (its copy: {saved}, key {KEY}) and the "
                 "lock stays held by the gate; Argo CD's retry (or the next sync: "
