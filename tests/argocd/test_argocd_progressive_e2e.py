@@ -180,7 +180,18 @@ def test_a_rolling_sync_syncs_the_canary_step_before_the_rest(
     for name in STEPS.values():
         member = Kube.connect(kubeconfig=members[name].kubeconfig)
         assert member.get(CONFIGMAPS, "rolled", TARGET_NS)["data"] == {"wave": "one"}
-        app = kube.get(argocd_local.APPLICATIONS, f"fleet-{name}", argocd_local.NAMESPACE)
-        op = app["status"]["operationState"]
+        op = finished_operation(kube, f"fleet-{name}")
         assert op["phase"] == "Succeeded", op
         assert op["operation"]["initiatedBy"]["username"] == "applicationset-controller", op
+
+
+def finished_operation(kube: Kube, app: str, timeout: float = 30) -> dict[str, Any]:
+    """The Application's operation once it has ended (a CI run once read it ``Running``,
+    with the message of a finished sync, right after the rollout reported it Healthy)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        got = kube.get(argocd_local.APPLICATIONS, app, argocd_local.NAMESPACE)
+        op: dict[str, Any] = got["status"]["operationState"]
+        if op.get("phase") != "Running" or time.monotonic() > deadline:
+            return op
+        time.sleep(0.2)
