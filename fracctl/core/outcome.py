@@ -22,6 +22,7 @@ class Outcome(str, Enum):
     APPLIES_IN_PLACE = "applies-in-place"  # a normal sync applies the difference
     DRY_RUN = "dry-run"  # planned and proven, nothing changed
     RECREATED = "recreated"  # deleted and created again from git
+    UPDATED = "updated"  # updated in place, guarded: the daemons rolled, the nodes ready
     READY = "ready"  # already recreated: waited for the nodes to be ready
     RESTORED = "restored"  # created again from a backup
     IN_SYNC = "in-sync"  # drift: nothing differs

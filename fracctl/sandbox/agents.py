@@ -5,10 +5,17 @@ From kai-scheduler/gpu-fractioning (``operator/internal/common/daemonmgr``, comm
 namespace, labelled ``app.kubernetes.io/managed-by: gpu-fractioning`` and
 ``app.kubernetes.io/component: <component>`` (its selector and its pods' labels too);
 the pods select the config's ``spec.nodeSelector``, tolerate its ``spec.tolerations``
-and run with its ``spec.runtimeClassName`` (``nvidia`` when unset, none when empty);
-``mpsd`` gets ``terminationGracePeriodSeconds`` 75 (the 60 s graceful stop delay plus
-15 s); the config is the DaemonSets' controller owner, so deleting it garbage-collects
-them. The images are this simulation's.
+and run with its ``spec.runtimeClassName`` (``nvidia`` when unset, none when empty;
+fractiond only while ``metricsAgent.enabled``); ``mpsd`` gets
+``terminationGracePeriodSeconds`` of its graceful stop delay plus 15 s (75 by default);
+the config is the DaemonSets' controller owner, so deleting it garbage-collects them.
+The images are this simulation's.
+
+Every other field that upstream writes into a daemon's pod template
+(:data:`fracctl.core.fractions.daemons.FIELDS`) is rendered as a container argument
+``--<field>=<value>`` of the daemons it reaches, and the template carries a hash of the
+whole rendered pod spec (:data:`TEMPLATE_HASH`), as upstream's template changes with
+them: a change of exactly those fields rolls exactly those daemons (``RollingUpdate``).
 
 The pod template also carries KWOK's stage annotations: how long the simulated daemons
 take to start (``delay``), in place of the real images' start-up.
@@ -16,14 +23,24 @@ take to start (``delay``), in place of the real images' start-up.
 
 from __future__ import annotations
 
+import hashlib
+import json
+import re
 from typing import Any
+
+from fracctl.core.fractions.daemons import FRACTIOND, MPSD, rolled_fields, spec_value
 
 MANAGED_BY = "app.kubernetes.io/managed-by"
 MANAGED_BY_VALUE = "gpu-fractioning"
 COMPONENT = "app.kubernetes.io/component"
 PREFIX = "gpu-fractioning-"
 IMAGE = "fracctl.local/operator-simulation/{component}:1"  # names what runs: a simulation
-GRACE = {"mpsd": 75}  # mpsd.go: defaultGracefulStopDelay 60s + terminationGraceBuffer 15s
+GRACE_BUFFER = 15  # mpsd.go: terminationGraceBuffer, added to the graceful stop delay
+DEFAULT_STOP_DELAY = 60  # mpsd.go: defaultGracefulStopDelay
+#: A hash of the rendered pod spec, on the template: it changes whenever the rendering does.
+TEMPLATE_HASH = "sandbox.fracctl.io/template-hash"
+#: Fields rendered other than as an argument (the pod spec's own fields).
+_OWN_FIELDS = ("spec.nodeSelector", "spec.tolerations", "spec.runtimeClassName")
 
 #: The label selector of every agent pod (patchNodeConditions lists them by it).
 POD_SELECTOR = f"{MANAGED_BY}={MANAGED_BY_VALUE}"
@@ -67,17 +84,24 @@ def daemonset(
     """The DaemonSet ``name`` as the operator renders it for ``config``."""
     component = component_of(name)
     labels = {MANAGED_BY: MANAGED_BY_VALUE, COMPONENT: component}
-    spec = config.get("spec") or {}
+    spec = _spec(config)
+    container: dict[str, Any] = {"name": component, "image": IMAGE.format(component=component)}
+    args = _args(spec, component)
+    if args:
+        container["args"] = args
     pod: dict[str, Any] = {
         "nodeSelector": dict(spec.get("nodeSelector") or {}),
         "tolerations": list(spec.get("tolerations") or []),
-        "containers": [{"name": component, "image": IMAGE.format(component=component)}],
+        "containers": [container],
     }
     runtime_class = spec.get("runtimeClassName", "nvidia")
-    if runtime_class:
+    metrics_on = bool((spec.get("metricsAgent") or {}).get("enabled"))
+    if runtime_class and (component != FRACTIOND or metrics_on):
         pod["runtimeClassName"] = runtime_class
-    if component in GRACE:
-        pod["terminationGracePeriodSeconds"] = GRACE[component]
+    if component == MPSD:
+        stop_delay = spec_value(spec, "mpsDaemon.gracefulStopDelay")
+        pod["terminationGracePeriodSeconds"] = _seconds(stop_delay) + GRACE_BUFFER
+    annotations = {**kwok_delays(delay), TEMPLATE_HASH: _hash(pod)}
     return {
         "apiVersion": "apps/v1",
         "kind": "DaemonSet",
@@ -91,11 +115,44 @@ def daemonset(
             "selector": {"matchLabels": labels},
             "updateStrategy": {"type": "RollingUpdate"},
             "template": {
-                "metadata": {"labels": labels, "annotations": kwok_delays(delay)},
+                "metadata": {"labels": labels, "annotations": annotations},
                 "spec": pod,
             },
         },
     }
+
+
+def _spec(config: dict[str, Any]) -> dict[str, Any]:
+    """The config's spec, the older generation's ``sharingAgent`` read as the agent's."""
+    spec = dict(config.get("spec") or {})
+    if "sharingAgent" in spec and "fractioningAgent" not in spec:
+        spec["fractioningAgent"] = spec.pop("sharingAgent")
+    return spec
+
+
+def _args(spec: dict[str, Any], component: str) -> list[str]:
+    """``--<field>=<value>`` for each set field that reaches ``component``'s template."""
+    out = []
+    for path in rolled_fields(component):
+        if path in _OWN_FIELDS:
+            continue
+        value = spec_value(spec, path.removeprefix("spec."))
+        if value is not None:
+            out.append(f"--{path.removeprefix('spec.')}={json.dumps(value, sort_keys=True)}")
+    return out
+
+
+def _seconds(duration: Any) -> int:
+    """Whole seconds of a Go duration such as ``60s`` or ``1m30s`` (the default when unset)."""
+    if not isinstance(duration, str) or not duration:
+        return DEFAULT_STOP_DELAY
+    scale = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 0.001}
+    parts = re.findall(r"([0-9.]+)(ms|h|m|s)", duration)
+    return int(sum(float(n) * scale[u] for n, u in parts)) if parts else DEFAULT_STOP_DELAY
+
+
+def _hash(pod: dict[str, Any]) -> str:
+    return hashlib.sha256(json.dumps(pod, sort_keys=True).encode()).hexdigest()[:10]
 
 
 def controller_uid(obj: dict[str, Any]) -> str | None:

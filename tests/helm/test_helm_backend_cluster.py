@@ -312,3 +312,36 @@ def test_an_upgrade_that_fails_after_the_hooks_delete_says_so_and_the_rerun_conv
         again = recreate(incident, "--yes")
         assert again.exit_code == ExitCode.OK, again.output
         converged(incident, after=first)
+
+
+def test_a_toleration_added_in_the_values_is_refused_under_a_fractional_pod(
+    incident: ChartIncident, operator: SimulationThread
+) -> None:
+    """A change that would only roll the daemons (were the config not the chart's hook):
+    the chart's upgrade recreates the config, so it is refused while a fractional pod runs
+    on a selected node, and carried once it is gone."""
+    cfg = str(incident.config_file)
+    assert recreate(incident, "--yes").exit_code == ExitCode.OK
+    values = incident.gitops / RELEASE / "values.yaml"
+    second = "  - key: example.org/dedicated\n    operator: Exists\n    effect: NoSchedule\n"
+    text = values.read_text().replace(
+        "    effect: NoSchedule\n", "    effect: NoSchedule\n" + second, 1
+    )
+    values.write_text(text)
+    commit_all(incident.gitops, message="the daemons tolerate the ML pool")
+    drift = run_cli("-c", cfg, "drift")
+    assert drift.exit_code == ExitCode.FINDING, drift.output
+    assert "restarts-daemons" in drift.output and "example.org/dedicated" in drift.output
+    pod_ns = incident.cluster.namespace("ml-team")
+    incident.cluster.pod(pod_ns, "train-0", node="rtx-pro-6000-0", annotations=FRACTIONAL)
+    uid, version = incident.uid(), incident.release().version
+    r = recreate(incident, "--yes")
+    assert r.exit_code == ExitCode.FINDING, r.output
+    assert "ml-team/train-0" in r.output
+    assert incident.uid() == uid and incident.release().version == version
+    _delete_pod(incident, "train-0", pod_ns)
+    r = recreate(incident, "--yes")
+    assert r.exit_code == ExitCode.OK, r.output
+    live = incident.cluster.live_target()
+    assert live is not None and len(live["spec"]["tolerations"]) == 2
+    assert run_cli("-c", cfg, "drift").exit_code == ExitCode.OK

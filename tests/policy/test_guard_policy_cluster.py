@@ -8,6 +8,9 @@ tests/argocd/test_argocd_guard_e2e.py.
 
 from __future__ import annotations
 
+import contextlib
+import copy
+import json
 import shutil
 import subprocess
 import time
@@ -16,13 +19,23 @@ from typing import Any
 
 import pytest
 
+from fracctl import config as cfg
 from fracctl.adapters.kube import Kube
-from fracctl.core.kube.resources import LEASES
-from fracctl.core.recreate.guard_policy import PARAM_LABEL, REQUESTER, message, policy_name
-from fracctl.errors import ExitCode, FracctlError
+from fracctl.core.kube.resources import CRDS, LEASES
+from fracctl.core.recreate import guard_policy
+from fracctl.core.recreate.guard_policy import (
+    PARAM_LABEL,
+    REQUESTER,
+    UPDATE_ARMED,
+    message,
+    policy_name,
+    refused_by_guard,
+)
+from fracctl.errors import ApiError, ExitCode, FracctlError, NotFound
 from fracctl.flows.policy import BINDINGS, POLICIES
 from fracctl.flows.recreate.lock import LeaseLock
 from fracctl.sandbox.controlplane import ADMIN_USER, VIEWER_USER, ControlPlane
+from fracctl.sandbox.seed import install_crd
 from tests.support.helpers import Cluster, granted, run_cli
 from tests.support.recreate_fixtures import NEW, OLD, Incident, make_incident
 
@@ -195,3 +208,171 @@ def test_the_binding_removed_lets_deletes_through(guarded: Incident) -> None:
         except FracctlError:
             assert time.monotonic() < deadline, "the binding's removal never took effect"
             time.sleep(0.2)
+
+
+# --- updates that restart the MPS daemons ----------------------------------------------
+
+TOLERATE = {"spec": {"tolerations": [{"key": "example.org/maintenance", "operator": "Exists"}]}}
+
+
+def type_warnings(kube: Kube, name: str, timeout: float = 30.0) -> list[dict[str, Any]]:
+    """The API server's type-check warnings on policy ``name``, once it checked this
+    generation (kube-controller-manager's policy status controller)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        policy = kube.get(POLICIES, name)
+        status = policy.get("status") or {}
+        if status.get("observedGeneration") == policy["metadata"]["generation"]:
+            return list((status.get("typeChecking") or {}).get("expressionWarnings") or [])
+        assert time.monotonic() < deadline, f"policy {name} was never type-checked: {status}"
+        time.sleep(0.2)
+
+
+def patched_within(kube: Kube, t: Any, *, refused: bool, timeout: float = 15.0) -> None:
+    """Patch the target's tolerations until the policy answers as wanted (it reads the
+    Lease from its own cache, a moment behind); each try another value."""
+    deadline = time.monotonic() + timeout
+    for n in range(10**6):
+        body = {"spec": {"tolerations": [{"key": f"example.org/try-{n}", "operator": "Exists"}]}}
+        try:
+            kube.patch(t.ref, t.name, body)
+            if not refused:
+                return
+        except ApiError as e:
+            assert refused_by_guard(t, e.message), e.message
+            if refused:
+                assert guard_policy.update_message(t) in e.message, e.message
+                return
+        assert time.monotonic() < deadline, f"the policy never {'refused' if refused else 'let'} it"
+        time.sleep(0.2)
+
+
+def pinned(policy: dict[str, Any], name: str, version: str, also: str = "") -> dict[str, Any]:
+    """``policy`` under ``name``, matching the one served ``version``: the API server
+    type-checks no policy whose rule names a wildcard version (typechecking.go
+    ``extractVersions``), as the guard's must, to hold every version of the config."""
+    out = copy.deepcopy(policy)
+    out["metadata"] = {"name": name}
+    out["spec"]["matchConstraints"]["resourceRules"][0]["apiVersions"] = [version]
+    out["spec"]["validations"][1]["expression"] += also
+    return out
+
+
+def served_schema(kube: Kube, t: Any, timeout: float = 30.0) -> None:
+    """Until the API server's OpenAPI v3 holds the target's kind, as the type check reads
+    it (a moment after its CRD is established)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        with contextlib.suppress(FracctlError):
+            doc = kube.request("GET", f"/openapi/v3/apis/{t.group}/{t.version}")
+            for schema in ((doc.get("components") or {}).get("schemas") or {}).values():
+                kinds = schema.get("x-kubernetes-group-version-kind") or []
+                if any(k.get("kind") == t.kind for k in kinds):
+                    return
+        assert time.monotonic() < deadline, f"no OpenAPI schema for {t.kind}"
+        time.sleep(0.2)
+
+
+def checked(kube: Kube, naming: str, wrong: str, probes: list[str]) -> None:
+    """A probe that reads ``wrong`` is warned about (the schema was resolved); then
+    fracctl's own policy, pinned alike, is not."""
+    c = cfg.load(env={"FRACCTL_TARGET_NAMING": naming})
+    t = c.target
+    served_schema(kube, t)
+    policy = guard_policy.objects(t, c.recreate)[0]
+    bad = pinned(policy, f"typecheck-{naming}-bad", t.version, f" || has(object.spec.{wrong})")
+    good = pinned(policy, f"typecheck-{naming}", t.version)
+    probes.append(bad["metadata"]["name"])
+    kube.create(POLICIES, bad)
+    (warned,) = type_warnings(kube, bad["metadata"]["name"])
+    assert warned["fieldRef"] == "spec.validations[1].expression", warned
+    assert f"undefined field '{wrong}'" in warned["warning"], warned
+    probes.append(good["metadata"]["name"])
+    kube.create(POLICIES, good)
+    assert type_warnings(kube, good["metadata"]["name"]) == [], naming
+
+
+def test_the_policy_type_checks_against_the_crd(cluster: Cluster) -> None:
+    """The API server finds no type error in the rules or their messages, against either
+    generation's CRD (and the Lease, the request); a field the schema lacks it reports."""
+    kube, probes = cluster.kube, []
+    sharing = cfg.load(env={"FRACCTL_TARGET_NAMING": "gpu-sharing"})
+    try:
+        checked(kube, "gpu-fractioning", "noSuchSection", probes)
+        install_crd(kube, sharing)  # the older generation: its agent is sharingAgent
+        checked(kube, "gpu-sharing", "fractioningAgent", probes)
+    finally:
+        for name in probes:
+            with contextlib.suppress(NotFound):
+                kube.delete(POLICIES, name)
+        with contextlib.suppress(NotFound):
+            kube.delete(CRDS, f"{sharing.target.plural}.{sharing.target.group}")
+
+
+def test_a_daemon_restarting_update_outside_a_run_is_refused(guarded: Incident) -> None:
+    """kubectl patch and a server-side apply (Argo CD's, Flux's way) of the tolerations."""
+    kube, t = guarded.cluster.kube, guarded.cluster.config.target
+    before = live(guarded)
+    with pytest.raises(ApiError) as e:
+        kube.patch(t.ref, t.name, TOLERATE)
+    assert e.value.status.code == 403 and e.value.status.reason == "Forbidden", e.value.status
+    said = guard_policy.update_message(t)
+    assert f"{said} (refused: {ADMIN_USER})" in e.value.message, e.value.message
+    assert "restarts the MPS daemons" in said and "fracctl recreate" in said
+    spec = {"mpsDaemon": {"gracefulStopDelay": "5s"}}
+    body = {"apiVersion": f"{t.group}/{t.version}", "kind": t.kind, "metadata": {"name": t.name},
+            "spec": spec}  # fmt: skip
+    with pytest.raises(ApiError, match="restarts the MPS daemons"):
+        kube.apply(t.ref, body, field_manager="argocd-controller")
+    if shutil.which("kubectl"):
+        proc = subprocess.run(
+            ["kubectl", "--kubeconfig", guarded.cluster.kubeconfig, "patch",
+             f"{t.plural}.{t.group}", t.name, "--type", "merge", "-p", json.dumps(TOLERATE)],
+            capture_output=True, text=True, check=False, timeout=60,
+        )  # fmt: skip
+        assert proc.returncode != 0, proc.stdout
+        assert "(Forbidden)" in proc.stderr and said in proc.stderr, proc.stderr
+    after = live(guarded)
+    assert after["metadata"]["resourceVersion"] == before["metadata"]["resourceVersion"]
+
+
+def test_metadata_status_and_dry_run_updates_pass(guarded: Incident) -> None:
+    kube, t = guarded.cluster.kube, guarded.cluster.config.target
+    before = live(guarded)
+    kube.patch(t.ref, t.name, {"metadata": {"annotations": {"team": "ml"}, "labels": {"a": "b"}}})
+    status = {"status": {"observedGeneration": 1, "conditions": [
+        {"type": "Ready", "status": "True", "reason": "Reconciled", "message": "",
+         "lastTransitionTime": "2025-01-01T00:00:00Z"}]}}  # fmt: skip
+    kube.patch(t.ref, t.name, status, subresource="status")
+    dry = kube.patch(t.ref, t.name, TOLERATE, dry_run=True)  # what drift and Argo CD's diff send
+    assert dry["spec"]["tolerations"] == TOLERATE["spec"]["tolerations"]
+    obj = live(guarded)
+    assert obj["metadata"]["annotations"]["team"] == "ml"
+    assert obj["status"]["conditions"][0]["reason"] == "Reconciled"
+    assert obj["spec"] == before["spec"]
+
+
+def test_an_update_armed_on_the_lease_passes_until_the_lock_is_released(
+    guarded: Incident,
+) -> None:
+    cluster = guarded.cluster
+    kube, t = cluster.kube, cluster.config.target
+    uid = live(guarded)["metadata"]["uid"]
+
+    def annotations() -> dict[str, str]:
+        return kube.get(LEASES, LOCK[1], LOCK[0])["metadata"].get("annotations") or {}
+
+    with LeaseLock(guarded.context()) as lock:
+        lock.arm(update_uid="not-" + uid)  # another incarnation's uid: still refused
+        assert annotations()[UPDATE_ARMED] == "not-" + uid
+        patched_within(kube, t, refused=True)
+        lock.arm(update_uid=uid)
+        patched_within(kube, t, refused=False)
+        assert live(guarded)["spec"]["tolerations"][0]["key"].startswith("example.org/try-")
+        lock.arm()  # armed again without it: gone from the Lease
+        assert UPDATE_ARMED not in annotations() and REQUESTER in annotations()
+        lock.arm(update_uid=uid)
+    assert not {REQUESTER, UPDATE_ARMED} & set(annotations()), annotations()
+    patched_within(kube, t, refused=True)
+    with pytest.raises(FracctlError, match="may be deleted only by fracctl recreate"):
+        kube.delete(t.ref, t.name, dry_run=True)  # the update's arming is no delete's

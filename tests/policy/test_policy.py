@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import copy
+import json
+from typing import Any
+
 import pytest
 
 from fracctl import config as cfg
@@ -20,6 +24,7 @@ from fracctl.core.fractions.policy import (
 )
 from fracctl.core.kube.nodes import node_name_problems
 from fracctl.core.kube.resources import NODES
+from fracctl.core.recreate import guard_policy
 from fracctl.errors import UsageError
 
 P = LabelsConfig()
@@ -384,4 +389,65 @@ def test_node_name_problems() -> None:
         "'a/status' is not a node name (lower-case letters, digits, '-' and '.')",
         "'-a' is not a node name (lower-case letters, digits, '-' and '.')",
         f"'{'a' * 254}' is not a node name (lower-case letters, digits, '-' and '.')",
+    ]
+
+
+# --- the guard policy's update rule ----------------------------------------------------
+
+
+def _guard(naming: str = "gpu-fractioning") -> tuple[Any, Any, list[dict[str, Any]]]:
+    c = cfg.load(env={"FRACCTL_TARGET_NAMING": naming})
+    return c.target, c.recreate, guard_policy.objects(c.target, c.recreate)
+
+
+def test_the_guard_policy_holds_deletes_and_daemon_restarting_updates() -> None:
+    t, lock, (policy, binding, *_rest) = _guard()
+    spec = policy["spec"]
+    assert spec["matchConstraints"]["resourceRules"][0]["operations"] == ["DELETE", "UPDATE"]
+    deleting, updating = spec["validations"]
+    assert deleting["expression"].startswith("request.operation != 'DELETE' ? true : ")
+    assert "request.userInfo.username" in deleting["messageExpression"]
+    assert (
+        json.dumps(guard_policy.message(t, lock) + " (refused: ") in deleting["messageExpression"]
+    )
+    expr = updating["expression"]
+    assert expr.startswith("request.operation != 'UPDATE' || request.dryRun || ")
+    assert f'"{guard_policy.UPDATE_ARMED}"] == oldObject.metadata.uid' in expr
+    assert "object.spec == oldObject.spec" in expr  # the whole spec: unknown fields too
+    assert "fracctl recreate" in updating["messageExpression"]
+    assert updating["reason"] == deleting["reason"] == "Forbidden"
+    assert guard_policy.binding_problems(policy, binding, t, lock) == []
+
+
+def test_the_update_rule_holds_the_older_generations_spec_the_same_way() -> None:
+    t, _lock, (policy, *_rest) = _guard("gpu-sharing")
+    assert "object.spec == oldObject.spec" in policy["spec"]["validations"][1]["expression"]
+    assert t.kind == "GpuSharingConfig"
+
+
+def test_a_policy_from_before_the_update_rule_is_not_fracctls() -> None:
+    """An installed policy of DELETE alone (its rule as it was) is reported."""
+    t, lock, (policy, binding, *_rest) = _guard()
+    old = copy.deepcopy(policy)
+    old["spec"]["matchConstraints"]["resourceRules"][0]["operations"] = ["DELETE"]
+    rule = old["spec"]["validations"][0]
+    rule["expression"] = rule["expression"].split(" ? true : ", 1)[1]
+    del old["spec"]["validations"][1]
+    want = f"the policy does not refuse daemon-restarting updates of {t.plural}.{t.group}"
+    found = guard_policy.binding_problems(old, binding, t, lock)
+    assert want in found and "the policy's rule is not fracctl's" in found, found
+    assert not any("does not match DELETE" in p for p in found)
+    half = copy.deepcopy(policy)  # the UPDATE matched, but no rule for it
+    del half["spec"]["validations"][1]
+    assert guard_policy.binding_problems(half, binding, t, lock) == [want]
+    unmatched = copy.deepcopy(policy)  # the rule, but UPDATE not matched
+    unmatched["spec"]["matchConstraints"]["resourceRules"][0]["operations"] = ["DELETE"]
+    assert guard_policy.binding_problems(unmatched, binding, t, lock) == [want]
+    every = copy.deepcopy(policy)  # "*" matches both
+    every["spec"]["matchConstraints"]["resourceRules"][0]["operations"] = ["*"]
+    assert guard_policy.binding_problems(every, binding, t, lock) == []
+    extra = copy.deepcopy(policy)
+    extra["spec"]["validations"].append({"expression": "true"})
+    assert guard_policy.binding_problems(extra, binding, t, lock) == [
+        "the policy's rule is not fracctl's"
     ]

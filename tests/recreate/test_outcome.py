@@ -15,6 +15,7 @@ EXPECTED = {
     Outcome.APPLIES_IN_PLACE: ExitCode.OK,
     Outcome.DRY_RUN: ExitCode.OK,
     Outcome.RECREATED: ExitCode.OK,
+    Outcome.UPDATED: ExitCode.OK,
     Outcome.READY: ExitCode.OK,
     Outcome.RESTORED: ExitCode.OK,
     Outcome.IN_SYNC: ExitCode.OK,

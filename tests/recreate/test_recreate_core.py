@@ -119,3 +119,34 @@ def test_micro_time_round_trip() -> None:
         ).state
         == STALE
     )
+
+
+def test_a_change_that_restarts_the_daemons_is_updated_in_place_guarded() -> None:
+    plan = r.decide(
+        verdict="restarts-daemons",
+        terminating=False,
+        live_selector=OLD,
+        desired_selector=OLD,
+        unready_nodes=[],
+    )
+    assert plan.reason == r.ROLL
+    assert plan.steps == [r.PROVE, r.GUARDS, r.BACKUP, r.ARM, r.UPDATE, r.VERIFY, r.WAIT_READY,
+                          r.RECORD]  # fmt: skip
+    assert r.DELETE not in plan.steps and plan.changes_cluster
+
+
+def test_an_unfinished_rollout_is_waited_for_though_the_nodes_say_ready() -> None:
+    rolling = ["DaemonSet gpu-fractioning/gpu-fractioning-mpsd: 0 of 1 pod(s) updated, 1 ready"]
+    plan = r.decide(verdict="in-sync", terminating=False, live_selector=OLD,
+                    desired_selector=OLD, unready_nodes=[], rolling=rolling)  # fmt: skip
+    assert plan.reason == r.RESUME_READY and plan.steps == [r.WAIT_READY, r.RECORD]
+    assert "0 of 1 pod(s) updated" in plan.summary
+    assert not plan.changes_cluster
+
+
+def test_a_chart_upgrade_carries_a_change_that_restarts_the_daemons() -> None:
+    plan = r.decide(verdict="restarts-daemons", terminating=False, live_selector=OLD,
+                    desired_selector=OLD, unready_nodes=[],
+                    release=r.ReleaseState(differs=True, interrupted=False))  # fmt: skip
+    assert plan.reason == r.FULL and r.UPGRADE in plan.steps
+    assert plan.summary.startswith("a field that rolls the daemons differs")

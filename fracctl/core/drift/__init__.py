@@ -22,13 +22,15 @@ from fracctl.errors import Cause
 IN_SYNC = "in-sync"
 NEEDS_RECREATE = "needs-recreate"
 APPLIES_IN_PLACE = "applies-in-place"
+# Applies in place, but the operator rolls the MPS daemons with it (the config's spec).
+RESTARTS_DAEMONS = "restarts-daemons"
 MISSING_LIVE = "missing-live"
 MISSING_DESIRED = "missing-desired"
 REJECTED = "rejected"  # the dry run failed for a reason that recreating does not fix
 HOOK = "hook"  # live, not rendered, a chart's hook: whoever runs the chart owns it
 
-VERDICTS = (IN_SYNC, NEEDS_RECREATE, APPLIES_IN_PLACE, MISSING_LIVE, MISSING_DESIRED, REJECTED,
-            HOOK)  # fmt: skip
+VERDICTS = (IN_SYNC, NEEDS_RECREATE, RESTARTS_DAEMONS, APPLIES_IN_PLACE, MISSING_LIVE,
+            MISSING_DESIRED, REJECTED, HOOK)  # fmt: skip
 
 # Metadata an apply does not carry, or the server owns.
 _SERVER_METADATA = tuple(
@@ -93,6 +95,8 @@ class ObjectDrift:
     # says so): its annotations, what recreates it, and carried_by when fracctl does.
     hook: dict[str, Any] | None = None
     unfinished: str = ""  # a fracctl run left it half-done: what stopped where
+    # restarts-daemons: the daemons, the nodes, the fractional pods there, the fields.
+    restarts: dict[str, Any] | None = None
 
     @property
     def key(self) -> str:
@@ -139,6 +143,7 @@ class ObjectDrift:
             "procedure": self.procedure,
             "hook": self.hook,
             "unfinished": self.unfinished,
+            "restarts": self.restarts,
             "next_step": self.next_step,
         }
 

@@ -17,6 +17,7 @@ _VALUE_LIMIT = 300
 NEXT_STEP = {
     d.NEEDS_RECREATE: "only delete + recreate can change it",
     d.APPLIES_IN_PLACE: "a sync would apply it in place; the live object is behind git",
+    d.RESTARTS_DAEMONS: "carry it guarded (fracctl recreate --yes), not by a plain sync",
     d.MISSING_LIVE: "create it (sync), or check the namespace and the CRD",
     d.MISSING_DESIRED: "git no longer renders it; prune it or add it back to git",
     d.REJECTED: "fix the manifest in git: the API server rejects it",
@@ -51,6 +52,8 @@ def describe(o: d.ObjectDrift) -> str:
         lines.append(f"{f.path}: live {value_text(f.live)}, desired {value_text(f.desired)}")
     if len(o.changes) > 5:
         lines.append(f"… and {len(o.changes) - 5} more changed fields")
+    if o.restarts:
+        lines.append(restarts_line(o.restarts))
     if o.message:
         lines.append(f"API server: {rejection.short_message(o.message)}")
     if o.note:
@@ -74,6 +77,19 @@ def describe(o: d.ObjectDrift) -> str:
     if step:
         lines.append(f"Next: {step}")
     return "\n".join(lines)
+
+
+def restarts_line(r: dict[str, Any]) -> str:
+    """Which daemons a change rolls, where, and the fractional pods there."""
+    nodes = r["nodes"]
+    where = f"{len(nodes)} node(s) ({', '.join(nodes[:5])}{' +more' * (len(nodes) > 5)})"
+    pods = r["pods"]
+    hit = (
+        f"{len(pods)} fractional pod(s) there lose their GPU daemon: {', '.join(pods[:5])}"
+        if pods
+        else "no fractional pod runs there"
+    )
+    return f"restarts the {', '.join(r['daemons'])} daemons on {where}; {hit}"
 
 
 def headline(o: d.ObjectDrift) -> str:

@@ -17,9 +17,18 @@ no clock: a Lease left armed by a run that crashed still names its requester unt
 fracctl takes the lock over (after ``timeouts.lock_lease``) or someone disarms it (see
 ``runbooks/guard-policy.md``).
 
-UPDATE is not held to the lock: Argo CD and Flux apply the object's mutable fields, the
-operator writes its status and removes its finalizer, and ``nodeSelector`` is already
-immutable by the CRD's own rule.
+An UPDATE that changes the spec is refused too, outside a guarded run: every spec field
+reaches a daemon's pod template, so its change rolls the MPS node daemons
+(:data:`fracctl.core.fractions.daemons.FIELDS`), and a plain ``kubectl apply`` or an Argo
+CD or Flux sync of it restarts them under the fractional pods running there. What passes:
+a dry run (it changes nothing; ``fracctl drift`` and Argo CD's diff send them), a change
+of metadata alone (labels, annotations, the operator removing its finalizer), the status
+(its own subresource, not matched), and any update while the Lease is armed for this
+object (annotation :data:`UPDATE_ARMED`, the object's uid). ``nodeSelector`` is immutable
+by the CRD's own rule. The limit: the policy cannot know which engine's identity applies
+the update (fracctl itself, Argo CD, Flux's kustomize-controller), so an armed update is
+allowed for any requester while the run holds the Lease armed, from its guards until it
+releases the lock.
 """
 
 from __future__ import annotations
@@ -38,6 +47,9 @@ REQUESTER = "fracctl.io/delete-requester"  # on the lock Lease: who may delete, 
 # On the lock Lease, beside the requester: the controller whose own run deletes the target
 # for the armed recreate (helm-controller running the operator chart's hook), if any.
 DELEGATE = "fracctl.io/delete-delegate"
+# On the lock Lease: the uid of the target object that a guarded run may update now (an
+# update that rolls the MPS daemons is refused otherwise).
+UPDATE_ARMED = "fracctl.io/update-armed"
 PARAM_LABEL = "fracctl.io/guard-parameter"  # on the lock Lease: the policy reads it
 LABELS = {"app.kubernetes.io/part-of": "fracctl", "app.kubernetes.io/component": "guard"}
 
@@ -58,6 +70,16 @@ def message(t: Target, lock: Lock) -> str:
         f"{t.kind}/{t.name} may be deleted only by fracctl recreate, once its proofs and "
         f"guards passed (it then arms the lock Lease {lock.lock_namespace}/{lock.lock_name} "
         "for its own identity); run: fracctl recreate. Break glass: runbooks/guard-policy.md"
+    )
+
+
+def update_message(t: Target) -> str:
+    """What the API server answers an update that rolls the daemons, outside a guarded run."""
+    return (
+        f"this change of {t.kind}/{t.name}'s spec restarts the MPS daemons on every node "
+        "it selects (the operator rolls them under the fractional pods running there), so "
+        "only a guarded run may make it; run: fracctl recreate. Break glass: "
+        "runbooks/guard-policy.md"
     )
 
 
@@ -124,13 +146,15 @@ def objects(t: Target, lock: Lock) -> list[Obj]:
     ]
 
 
+OPERATIONS = ("DELETE", "UPDATE")  # the requests the guard policy judges
+
+
 def _policy(t: Target, lock: Lock, name: str) -> Obj:
-    """The ValidatingAdmissionPolicy: a delete of the target passes only when armed for it."""
-    armed = " || ".join(
-        f"({_cel_string(key)} in params.metadata.annotations && "
-        f"params.metadata.annotations[{_cel_string(key)}] == request.userInfo.username)"
-        for key in (REQUESTER, DELEGATE)
-    )
+    """The ValidatingAdmissionPolicy: deletes and daemon-rolling updates only when armed.
+
+    A delete of the target passes only for the identity armed for it; an update that
+    rolls the daemons only while the Lease is armed for this object.
+    """
     return {
         "apiVersion": API_VERSION,
         "kind": "ValidatingAdmissionPolicy",
@@ -143,7 +167,7 @@ def _policy(t: Target, lock: Lock, name: str) -> Obj:
                     {
                         "apiGroups": [t.group],
                         "apiVersions": ["*"],
-                        "operations": ["DELETE"],
+                        "operations": list(OPERATIONS),
                         "resources": [t.plural],
                     }
                 ]
@@ -154,15 +178,63 @@ def _policy(t: Target, lock: Lock, name: str) -> Obj:
                     "expression": f"oldObject.metadata.name == {_cel_string(t.name)}",
                 }
             ],
-            "validations": [
-                {
-                    "expression": f"has(params.metadata.annotations) && ({armed})",
-                    "messageExpression": _refusal(t, lock),
-                    "reason": "Forbidden",
-                }
-            ],
+            "validations": [_delete_rule(t, lock), _update_rule(t)],
         },
     }
+
+
+def _delete_rule(t: Target, lock: Lock) -> Obj:
+    """A DELETE passes only for the requester (or delegate) armed on the Lease.
+
+    The operation's test comes first, as a conditional: the armed test keeps its own
+    form, ``has(...) && ((requester) || (delegate))``.
+    """
+    armed = " || ".join(
+        f"({_cel_string(key)} in params.metadata.annotations && "
+        f"params.metadata.annotations[{_cel_string(key)}] == request.userInfo.username)"
+        for key in (REQUESTER, DELEGATE)
+    )
+    return {
+        "expression": "request.operation != 'DELETE' ? true : "
+        f"has(params.metadata.annotations) && ({armed})",
+        "messageExpression": _refusal(t, lock),
+        "reason": "Forbidden",
+    }
+
+
+def _update_rule(t: Target) -> Obj:
+    """An UPDATE passes as a dry run, when no daemon-rolling section differs, or when armed.
+
+    Armed: the Lease's :data:`UPDATE_ARMED` names this object's uid.
+    """
+    key = _cel_string(UPDATE_ARMED)
+    armed = (
+        f"(has(params.metadata.annotations) && {key} in params.metadata.annotations && "
+        f"params.metadata.annotations[{key}] == oldObject.metadata.uid)"
+    )
+    return {
+        "expression": "request.operation != 'UPDATE' || request.dryRun || "
+        f"({unchanged(t)}) || {armed}",
+        "messageExpression": f"{_cel_string(update_message(t) + ' (refused: ')} + "
+        "request.userInfo.username + ')'",
+        "reason": "Forbidden",
+    }
+
+
+def unchanged(t: Target) -> str:
+    """CEL: ``object``'s spec equals ``oldObject``'s.
+
+    Every spec field the operator reads reaches a daemon's pod template
+    (:data:`fracctl.core.fractions.daemons.FIELDS`; a field fracctl does not know is taken
+    to reach both), and ``nodeSelector`` cannot change by the CRD's own rule, so any
+    change of the spec restarts daemons. The whole spec is compared, not field by field:
+    a field a release's schema lacks would be an undefined field to the API server's type
+    check, and metadata and status pass untouched.
+    """
+    return (
+        "(has(object.spec) == has(oldObject.spec) && "
+        "(!has(object.spec) || object.spec == oldObject.spec))"
+    )
 
 
 def _refusal(t: Target, lock: Lock) -> str:
@@ -236,17 +308,7 @@ def binding_problems(policy: Obj | None, binding: Obj | None, t: Target, lock: L
         return [f"no ValidatingAdmissionPolicy {name}"]
     if binding is None:
         return [f"no ValidatingAdmissionPolicyBinding {name}"]
-    want = objects(t, lock)[0]["spec"]
-    have = policy.get("spec") or {}
-    problems = []
-    rules = (have.get("matchConstraints") or {}).get("resourceRules") or []
-    if not all(_within(r, rules) for r in want["matchConstraints"]["resourceRules"]):
-        problems.append(f"the policy does not match DELETE of {t.plural}.{t.group}")
-    keys = ("expression", "messageExpression")
-    if [{k: v.get(k) for k in keys} for v in have.get("validations") or []] != [
-        {k: v.get(k) for k in keys} for v in want["validations"]
-    ]:
-        problems.append("the policy's rule is not fracctl's")
+    problems = _policy_problems(policy.get("spec") or {}, t, lock)
     spec = binding.get("spec") or {}
     if spec.get("policyName") != name:
         problems.append(f"the binding binds {spec.get('policyName')!r}, not {name}")
@@ -262,6 +324,42 @@ def binding_problems(policy: Obj | None, binding: Obj | None, t: Target, lock: L
     return problems
 
 
+def _policy_problems(have: Obj, t: Target, lock: Lock) -> list[str]:
+    """What the installed policy's spec lacks of fracctl's: its match, its two rules.
+
+    A policy applied before the update rule (DELETE alone) is reported as such.
+    """
+    want = objects(t, lock)[0]["spec"]
+    (rule,) = want["matchConstraints"]["resourceRules"]
+    rules = (have.get("matchConstraints") or {}).get("resourceRules") or []
+    keys = ("expression", "messageExpression")
+    found = [{k: v.get(k) for k in keys} for v in have.get("validations") or []]
+    deleting, updating = ({k: v.get(k) for k in keys} for v in want["validations"])
+    problems = []
+    if not _within({**rule, "operations": ["DELETE"]}, rules):
+        problems.append(f"the policy does not match DELETE of {t.plural}.{t.group}")
+    if deleting not in found:
+        problems.append("the policy's rule is not fracctl's")
+    if updating not in found or not _within({**rule, "operations": ["UPDATE"]}, rules):
+        problems.append(
+            f"the policy does not refuse daemon-restarting updates of {t.plural}.{t.group}"
+        )
+    if not problems and found != [deleting, updating]:
+        problems.append("the policy's rule is not fracctl's")
+    return problems
+
+
 def _within(rule: Obj, rules: list[Obj]) -> bool:
-    """Whether one of ``rules`` holds every value ``rule`` sets (the server adds defaults)."""
-    return any(all(have.get(k) == v for k, v in rule.items()) for have in rules)
+    """Whether one of ``rules`` holds every value ``rule`` sets (the server adds defaults).
+
+    Its operations may be more than ``rule``'s, or ``*``.
+    """
+    return any(
+        all(
+            set(v) <= set(have.get(k) or []) or "*" in (have.get(k) or [])
+            if k == "operations"
+            else have.get(k) == v
+            for k, v in rule.items()
+        )
+        for have in rules
+    )

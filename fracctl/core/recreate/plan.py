@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from fracctl.core.drift import APPLIES_IN_PLACE, MISSING_LIVE, NEEDS_RECREATE
+from fracctl.core.drift import APPLIES_IN_PLACE, MISSING_LIVE, NEEDS_RECREATE, RESTARTS_DAEMONS
 
 # Steps, in order. A plan is a suffix of this list (or empty).
 PROVE = "prove"
@@ -22,6 +22,8 @@ DELETE = "delete"
 WAIT_GONE = "wait-gone"
 RECREATE = "recreate"
 UPGRADE = "upgrade"  # a backend whose own run deletes and recreates (helm's hook)
+ARM = "arm"  # an in-place change that rolls the daemons: the guard policy lets it through
+UPDATE = "update"  # the backend applies git's object over the live one (no delete)
 VERIFY = "verify"
 WAIT_READY = "wait-ready"
 RECORD = "record"
@@ -35,6 +37,7 @@ RESUME_GONE = "resume-terminating"
 RESUME_MISSING = "resume-missing"
 RESUME_READY = "resume-wait-ready"
 RESUME_UPGRADE = "resume-upgrade"
+ROLL = "restarts-daemons"  # updated in place, guarded: the operator rolls the daemons
 
 
 @dataclass(frozen=True)
@@ -58,7 +61,7 @@ class Plan:
     @property
     def changes_cluster(self) -> bool:
         """Whether any step deletes or creates the object."""
-        return any(s in self.steps for s in (DELETE, RECREATE, UPGRADE))
+        return any(s in self.steps for s in (DELETE, RECREATE, UPGRADE, UPDATE))
 
     def to_dict(self, texts: Mapping[str, str] | None = None) -> dict[str, Any]:
         """Plain data for JSON output; ``texts`` says what each step does."""
@@ -84,6 +87,13 @@ _BY_VERDICT: dict[str, tuple[str, tuple[str, ...], str]] = {
         (PROVE, GUARDS, BACKUP, DELETE, WAIT_GONE, RECREATE, VERIFY, WAIT_READY, RECORD),
         "an immutable field differs: delete and recreate",
     ),
+    RESTARTS_DAEMONS: (
+        ROLL,
+        (PROVE, GUARDS, BACKUP, ARM, UPDATE, VERIFY, WAIT_READY, RECORD),
+        "restarts-daemons: a field the operator writes into its daemons' pod templates "
+        "differs: update it in place, guarded, and wait until the daemons have rolled on "
+        "every selected node",
+    ),
     APPLIES_IN_PLACE: (
         IN_PLACE,
         (),
@@ -100,6 +110,7 @@ def decide(
     desired_selector: dict[str, str] | None,
     unready_nodes: list[str],
     release: ReleaseState | None = None,
+    rolling: list[str] | None = None,
 ) -> Plan:
     """Choose the remaining steps from what the cluster shows now.
 
@@ -114,6 +125,8 @@ def decide(
         release: for a backend whose own run deletes and recreates the object (a
             chart's upgrade whose hook it is), the release's state: see
             :func:`decide_upgrade`.
+        rolling: what of the daemons' rollout is not done yet (an update applied, the
+            operator or the DaemonSet controller not yet through).
     """
     if release is not None:
         return decide_upgrade(
@@ -123,6 +136,7 @@ def decide(
             desired_selector=desired_selector,
             release=release,
             unready_nodes=unready_nodes,
+            rolling=rolling,
         )
     if terminating:
         return Plan(
@@ -136,14 +150,8 @@ def decide(
         name, steps, why = _BY_VERDICT[verdict]
         live = None if verdict == MISSING_LIVE else live_selector
         return Plan(name, list(steps), why, live, desired_selector)
-    if unready_nodes:
-        return Plan(
-            RESUME_READY,
-            [WAIT_READY, RECORD],
-            f"the object matches git; {len(unready_nodes)} selected node(s) not ready yet: wait",
-            live_selector,
-            desired_selector,
-        )
+    if unready_nodes or rolling:
+        return _waiting(unready_nodes, rolling or [], live_selector, desired_selector)
     return Plan(
         NOTHING_TO_DO,
         [],
@@ -153,8 +161,27 @@ def decide(
     )
 
 
+def _waiting(
+    unready: list[str],
+    rolling: list[str],
+    live_selector: dict[str, str] | None,
+    desired_selector: dict[str, str] | None,
+) -> Plan:
+    """The object matches git, and the nodes or the daemons' rollout are not there yet."""
+    waits = [f"{len(unready)} selected node(s) not ready yet"] * bool(unready)
+    waits += [f"the daemons' rollout is not done ({'; '.join(rolling)})"] * bool(rolling)
+    return Plan(
+        RESUME_READY,
+        [WAIT_READY, RECORD],
+        f"the object matches git; {' and '.join(waits)}: wait",
+        live_selector,
+        desired_selector,
+    )
+
+
 _UPGRADE_WHY = {
     NEEDS_RECREATE: "an immutable field differs",
+    RESTARTS_DAEMONS: "a field that rolls the daemons differs",
     APPLIES_IN_PLACE: "the object differs from git",
 }
 
@@ -167,6 +194,7 @@ def decide_upgrade(
     desired_selector: dict[str, str] | None,
     release: ReleaseState,
     unready_nodes: list[str],
+    rolling: list[str] | None = None,
 ) -> Plan:
     """The remaining steps when the backend's own run deletes and recreates the object.
 
@@ -184,6 +212,7 @@ def decide_upgrade(
         release: whether git's chart would change the release (or its newest revision
             is not deployed), and whether that revision is pending, left by a stopped run.
         unready_nodes: nodes the live selector matches that are not ready.
+        rolling: what of the daemons' rollout is not done yet.
     """
     after = [VERIFY, WAIT_READY, RECORD]
     if terminating or release.interrupted or verdict == MISSING_LIVE:
@@ -197,7 +226,7 @@ def decide_upgrade(
             live_selector,
             desired_selector,
         )
-    if verdict in (NEEDS_RECREATE, APPLIES_IN_PLACE) or release.differs:
+    if verdict in (NEEDS_RECREATE, RESTARTS_DAEMONS, APPLIES_IN_PLACE) or release.differs:
         why = _UPGRADE_WHY.get(verdict, "the object matches git but the release does not")
         return Plan(
             FULL,
@@ -213,4 +242,5 @@ def decide_upgrade(
         live_selector=live_selector,
         desired_selector=desired_selector,
         unready_nodes=unready_nodes,
+        rolling=rolling,
     )

@@ -32,6 +32,11 @@ class ConfigTarget(Protocol):
     def ref(self) -> ResourceRef: ...  # noqa: D102
 
 
+#: The words of the guard policy's refusal of an update that restarts the MPS daemons
+#: (:func:`fracctl.core.recreate.guard_policy.update_message`).
+DAEMONS_REFUSAL = "restarts the MPS daemons"
+
+
 @dataclass(frozen=True)
 class SyncTarget:
     """Which object (group, kind, name, namespace), and the fields held to git's."""
@@ -46,8 +51,13 @@ class SyncTarget:
 
     @classmethod
     def of_config(cls, t: ConfigTarget) -> SyncTarget:
-        """The fractioning config: its node selector must be git's."""
-        return cls(t.group, t.kind, t.name, t.ref, fields=(t.selector_field,))
+        """The fractioning config: its node selector must be git's.
+
+        Besides an immutable field, an engine's apply of it can fail on the guard policy's
+        refusal of a change that restarts the daemons (which fracctl's run arms).
+        """
+        return cls(t.group, t.kind, t.name, t.ref, fields=(t.selector_field,),
+                   refusal=DAEMONS_REFUSAL)  # fmt: skip
 
     @classmethod
     def of_object(

@@ -35,6 +35,7 @@ from fracctl.core.kube.resources import ResourceRef
 from fracctl.errors import ApiError, Conflict, Forbidden, NotFound
 from fracctl.flows.context import Context
 from fracctl.flows.drift.items import Item, Obj, check_unique
+from fracctl.flows.drift.restarts import mark
 
 if TYPE_CHECKING:
     from fracctl.adapters.kube import Kube
@@ -175,10 +176,11 @@ class Judge:
     def judge(self, it: Item) -> d.ObjectDrift:
         """The verdict on one item against its live object, and whether it is a hook.
 
-        A live hook that the rendering leaves out is ``hook``, never ``missing-desired``:
-        the tool that runs the chart recreates it, and pruning it deletes the config.
+        A live hook the rendering leaves out is ``hook``, never ``missing-desired``: the
+        tool that runs the chart recreates it, and pruning it deletes the config.
         """
         out = self._judge(it)
+        mark(self.ctx, out)  # an in-place change of the config that rolls the daemons
         out.hook = hook_of(it.live, it.desired)
         if out.hook is not None and out.verdict == d.MISSING_DESIRED and it.live is not None:
             out.verdict = d.HOOK

@@ -286,7 +286,7 @@ def prove(
     Raises:
         BackendCheckFailed: a proof failed; the message says nothing was changed.
     """
-    from fracctl.flows.engines.rehearse import check_owners, check_wait
+    from fracctl.flows.engines.rehearse import check_owners, check_runtime_class, check_wait
 
     evidence: list[str] = []
     try:
@@ -307,7 +307,8 @@ def prove(
     except FracctlError as e:
         raise BackendCheckFailed(backend.name, e) from e
     try:
-        waits = check_wait(ctx, live, proof.creates)
+        waits = check_runtime_class(ctx, live, proof.creates)
+        waits += check_wait(ctx, live, proof.creates)
     except FracctlError as e:
         what = "the wait that follows the recreate could not end"
         raise BackendCheckFailed(backend.name, e, what=what) from e

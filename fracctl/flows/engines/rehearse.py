@@ -170,3 +170,35 @@ def guard_again(
             hint=check.fix,
         )
     return f"right before the delete: {check.evidence}"
+
+
+def check_runtime_class(ctx: Context, live: Obj | None, desired: Obj) -> list[str]:
+    """Git's ``spec.runtimeClassName``, where it changes, names a RuntimeClass that exists.
+
+    The daemons' pods run with it (unset: ``nvidia``, as the operator has it); the API
+    server refuses a pod whose RuntimeClass is missing, so the rolled daemons would never
+    start again and fractions would stay down on every selected node. Only a change is
+    proven: a run that repairs something else is not held to what the live object has.
+    """
+    from fracctl.core.doctor import RUNTIME_CLASSES
+    from fracctl.errors import Forbidden
+
+    def name_of(obj: Obj | None) -> str:
+        return str(((obj or {}).get("spec") or {}).get("runtimeClassName", "nvidia") or "")
+
+    want = name_of(desired)
+    if live is None or not want or want == name_of(live):
+        return []
+    try:
+        found = ctx.kube.get_or_none(RUNTIME_CLASSES, want)
+    except Forbidden:
+        return [f"RuntimeClass {want} could not be read (forbidden): not proven it exists"]
+    if found is None:
+        raise Refused(
+            f"git sets spec.runtimeClassName {want}, and the cluster has no RuntimeClass "
+            f"{want}: the API server would refuse every daemon pod, and fractions would "
+            "stay down on every selected node",
+            hint=f"install the RuntimeClass {want} (kubectl get runtimeclass) or fix "
+            "spec.runtimeClassName in git, then rerun",
+        )
+    return [f"RuntimeClass {want}, which git's spec.runtimeClassName names, exists"]

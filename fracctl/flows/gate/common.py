@@ -20,6 +20,7 @@ FIRST_HALF = (
     recreate_plan.PROVE,
     recreate_plan.GUARDS,
     recreate_plan.BACKUP,
+    recreate_plan.ARM,  # an in-place change that rolls the daemons: the sync applies it
     recreate_plan.DELETE,
     recreate_plan.WAIT_GONE,
 )

@@ -70,7 +70,8 @@ def run_first_half(
     proven = False
 
     def mid_recreate() -> bool:  # past the proofs, the object absent: the sync creates it
-        return run is not None and (_deleted(run) or (proven and run.live is None))
+        # (or armed for an update that rolls the daemons: the sync applies it)
+        return run is not None and (_deleted(run) or (proven and run.live is None) or run.armed)
 
     with held(LeaseLock(ctx, me=me), hand_on=mid_recreate) as lock, interrupt_on_sigterm():
         at("locked")
@@ -86,11 +87,22 @@ def run_first_half(
         _act(run, [s for s in steps if s.acts], lock, at)
         result.outcome, result.reason = Outcome.PLANNED, run.result.plan.reason
         result.backup = run.result.backup
-        result.lines.append(
-            f"{ctx.config.target.kind}/{ctx.config.target.name} is gone; the sync creates "
-            "this revision's object and the PostSync hook waits for the nodes"
-        )
+        result.lines.append(_handed_on(ctx, run))
     return result
+
+
+def _handed_on(ctx: Context, run: Run) -> str:
+    """What the first half leaves to the sync and the PostSync half."""
+    t = ctx.config.target
+    if run.armed:
+        return (
+            f"{t.kind}/{t.name} is armed for this revision's update: the sync applies it in "
+            "place, the operator rolls the daemons, and the PostSync hook waits for the rollout"
+        )
+    return (
+        f"{t.kind}/{t.name} is gone; the sync creates this revision's object and the PostSync "
+        "hook waits for the nodes"
+    )
 
 
 def _first(steps: tuple[str, ...] | list[str]) -> list[str]:
@@ -205,7 +217,14 @@ def _verify(ctx: Context, objects: list[Obj]) -> Obj:
 
 
 def _record(ctx: Context, live: Obj, selector: dict[str, str]) -> None:
+    from fracctl.core.kube.resources import LEASES
+    from fracctl.core.recreate.guard_policy import UPDATE_ARMED
+
     entry = audit_entry(ctx, f"gate {POST_SYNC}", who=gate_identity(ctx), backend="sync")
     before = "the PreSync hook's backup"
-    entry.update(time=utc_timestamp(), outcome=Outcome.RECREATED, before=before, after=selector)
+    r = ctx.config.recreate
+    lease = ctx.kube.get_or_none(LEASES, r.lock_name, r.lock_namespace) or {}
+    armed = ((lease.get("metadata") or {}).get("annotations") or {}).get(UPDATE_ARMED)
+    done = Outcome.UPDATED if armed == live["metadata"]["uid"] else Outcome.RECREATED
+    entry.update(time=utc_timestamp(), outcome=done, before=before, after=selector)
     record(ctx, live=live, entry=entry)

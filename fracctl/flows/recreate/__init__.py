@@ -37,7 +37,9 @@ from fracctl.flows.recreate.pipeline import (
     RecreateResult,
     Run,
     Step,
+    done_outcome,
 )
+from fracctl.flows.recreate.rollout import pending
 from fracctl.flows.recreate.state import (
     audit_entry,
     deleted_since,
@@ -223,6 +225,7 @@ def plan_run(ctx: Context, objects: list[Obj], chosen: Backend, entry: dict[str,
         desired_selector=desired_sel or {},
         unready_nodes=unready_nodes(ctx, live_sel) if drift.verdict == IN_SYNC else [],
         release=chosen.release_state(ctx, desired),  # its own run recreates (helm's hook)
+        rolling=pending(ctx, live) if drift.verdict == IN_SYNC else [],
     )
     entry.update(before=live_sel, after=desired_sel or {})
     result = RecreateResult(plan=plan, outcome=initial_outcome(plan), backend=chosen.name)
@@ -240,19 +243,20 @@ def _act(run: Run, steps: list[Step], lock: LeaseLock | NoLock, at: Boundary) ->
         recreate_plan.RESUME_MISSING,
         recreate_plan.RESUME_UPGRADE,
     )
-    upgrading = False
+    upgrading = updated = False
     try:
         drain_steps.start(run, at)
         for step in steps:
             if step.renew_lock:
                 lock.check()
             upgrading = step.name == recreate_plan.UPGRADE  # the backend's run deletes
+            updated = updated or step.name == recreate_plan.UPDATE
             step.run(run)
             deletes = step.name in (recreate_plan.DELETE, recreate_plan.UPGRADE)
             gone = (gone or deletes) and step.name != recreate_plan.VERIFY
             at(step.boundary)
         drain_steps.finish(run)
-        result.outcome = Outcome.RECREATED if plan.changes_cluster else Outcome.READY
+        result.outcome = done_outcome(plan)
     except (FracctlError, KeyboardInterrupt) as e:
         drain_steps.undo(run, e)
         gone = gone or (upgrading and deleted_since(ctx, run.live))
@@ -261,6 +265,8 @@ def _act(run: Run, steps: list[Step], lock: LeaseLock | NoLock, at: Boundary) ->
         if gone:
             said = way_back(state_after_failure(ctx, run.desired_selector), backup_path,
                             ctx.rerun("recreate", "--yes"))  # fmt: skip
+        elif updated:  # the object was updated in place: nothing is gone
+            said = updated_but(ctx, backup_path)
         elif upgrading:  # the release's upgrade began; the object is still the original
             said = (
                 f"{run.backend.name}'s upgrade of the release stopped before it deleted "
@@ -281,6 +287,17 @@ def _act(run: Run, steps: list[Step], lock: LeaseLock | NoLock, at: Boundary) ->
         with contextlib.suppress(Exception):
             record(ctx, live=None, entry=run.entry)
         raise
+
+
+def updated_but(ctx: Context, backup: str | None) -> str:
+    """What a failure after an in-place update says: what changed, the way on and back."""
+    t = ctx.config.target
+    kept = f"the original is backed up in {backup}" if backup else "no backup was written"
+    return (
+        f"{t.kind}/{t.name} may already be updated in place (its uid is unchanged) and its "
+        f"daemons rolling; {kept}. Finish: {ctx.rerun('recreate', '--yes')} (it waits for the "
+        "rollout); go back: revert the commit in git, then the same command"
+    )
 
 
 def abort_drain(ctx: Context) -> str:

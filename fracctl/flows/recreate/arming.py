@@ -19,16 +19,21 @@ Obj = dict[str, Any]
 ARMED_WITHIN = 10.0
 
 
-def arm(ctx: Context, lock: LeaseLock | NoLock, live: Obj, delegate: str = "") -> None:
+def arm(
+    ctx: Context, lock: LeaseLock | NoLock, live: Obj, delegate: str = "", *, update: bool = False
+) -> None:
     """Arm the lock Lease for this identity, then rehearse the delete once more.
 
     The guard policy lets the delete through only for the identity armed on the Lease
     (and its ``delegate``, a controller whose run deletes for us, armed in the same
     write), so the dry-run delete now runs the same admission the real one will: a
-    policy bound wrongly refuses here, before anything is deleted.
+    policy bound wrongly refuses here, before anything is deleted. With ``update`` the
+    same write arms this object's update that rolls the daemons (whoever applies it:
+    the backend's engine), and the rehearsal shows the policy reads that Lease.
     """
     t = ctx.config.target
-    who = lock.arm(delegate)
+    uid = str(live["metadata"]["uid"]) if update else ""
+    who = lock.arm(delegate, update_uid=uid)
     refused = armed_dry_run_delete(ctx, live["metadata"]["uid"])
     if refused is not None:
         raise Refused(

@@ -79,19 +79,39 @@ def wait_gone(ctx: Context, uid: str, *, timeout: float | None = None) -> None:
     )
 
 
-def verify(ctx: Context, desired_selector: dict[str, str], backend: Backend, said: str) -> Obj:
-    """Read the live object back: it must exist and carry git's selector."""
+def _spec(obj: Obj | None) -> Obj:
+    return {"spec": (obj or {}).get("spec") or {}}
+
+
+def verify(
+    ctx: Context,
+    desired_selector: dict[str, str],
+    backend: Backend,
+    said: str,
+    *,
+    desired: Obj | None = None,
+) -> Obj:
+    """Read the live object back: it must exist and carry git's selector.
+
+    With ``desired`` (an update in place) it must also carry every spec field git sets.
+    """
+    from fracctl.core.drift import changed_fields
+
     t = ctx.config.target
     live = ctx.kube.get_or_none(ctx.config.target.ref, t.name)
     got = selector_of(live, t.selector_field)
+    left = changed_fields(_spec(live), _spec(desired)) if desired is not None else []
     if (
         live is not None
         and got == desired_selector
+        and not left
         and not live["metadata"].get("deletionTimestamp")
     ):
         return live
     claim = backend.claim
     state = "is absent" if live is None else f"has nodeSelector {got}"
+    if live is not None and left:
+        state = "differs from git at " + ", ".join(f.path for f in left[:5])
     raise ExternalError(
         f"{claim}: {t.kind}/{t.name} {state}, git wants {desired_selector} "
         f"(the backend said: {said})",

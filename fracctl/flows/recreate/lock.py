@@ -11,7 +11,7 @@ from datetime import datetime, timezone
 from types import TracebackType
 
 from fracctl.core.kube.resources import LEASES
-from fracctl.core.recreate.guard_policy import DELEGATE, PARAM_LABEL, REQUESTER
+from fracctl.core.recreate.guard_policy import DELEGATE, PARAM_LABEL, REQUESTER, UPDATE_ARMED
 from fracctl.core.recreate.lock import HELD, STALE, judge_lease, lease_spec, run_of
 from fracctl.errors import Conflict, FracctlError, NotFound, Unsafe
 from fracctl.flows.context import Context
@@ -130,14 +130,16 @@ class LeaseLock:
                 hint="rerun: fracctl resumes from what the cluster shows",
             )
 
-    def arm(self, delegate: str = "") -> str:
+    def arm(self, delegate: str = "", update_uid: str = "") -> str:
         """Name this run's identity on the Lease as the one that may delete the target now.
 
         The guard policy (:mod:`fracctl.core.recreate.guard_policy`) lets a DELETE of the target
         through only for the username armed here, and for ``delegate``: the identity of
         a controller whose own run deletes it for this recreate (helm-controller running
-        a chart's hook). Called after the proofs and guards, right before the delete.
-        Returns the username.
+        a chart's hook). ``update_uid``, in the same write: the uid of the target object
+        whose daemon-restarting update the policy lets through now, from any requester
+        (none: such updates stay refused). Called after the proofs and guards, right
+        before the delete (or update). Returns the username.
         """
         requester = self.kube.whoami()
         lease = self.kube.get(LEASES, self.name, self.namespace)
@@ -150,6 +152,10 @@ class LeaseLock:
             annotations[DELEGATE] = delegate
         else:
             annotations.pop(DELEGATE, None)
+        if update_uid:
+            annotations[UPDATE_ARMED] = update_uid
+        else:
+            annotations.pop(UPDATE_ARMED, None)
         self.kube.replace(LEASES, lease)
         return requester
 
@@ -177,7 +183,7 @@ class LeaseLock:
                 return
             meta = lease["metadata"]
             if (meta.get("labels") or {}).get(PARAM_LABEL) == "true":
-                for key in (REQUESTER, DELEGATE):
+                for key in (REQUESTER, DELEGATE, UPDATE_ARMED):
                     (meta.get("annotations") or {}).pop(key, None)
                 lease["spec"] = {}
                 self.kube.replace(LEASES, lease)  # resourceVersion: only the Lease we read
@@ -214,7 +220,7 @@ class NoLock:
     def check(self) -> None:
         """Nothing to renew."""
 
-    def arm(self, delegate: str = "") -> str:
+    def arm(self, delegate: str = "", update_uid: str = "") -> str:
         """Nothing to arm: a run without the lock deletes nothing."""
         return ""
 

@@ -86,6 +86,7 @@ class Run:
     drain: bool = False  # fence and evict the fractional pods before the delete
     force: bool = False  # with drain: evict bare pods too
     journal: Journal | None = None  # the drain's journal, once there is one
+    armed: bool = False  # the guard policy was armed for this object's update
 
     @property
     def desired_selector(self) -> dict[str, str]:
@@ -167,6 +168,26 @@ def _upgrade(run: Run) -> None:
     _recreate(run)
 
 
+def _arm(run: Run) -> None:
+    """Right before an update that rolls the daemons: guard again, arm the guard policy."""
+    from fracctl.flows.engines.rehearse import guard_again
+
+    ctx = run.ctx
+    ctx.info(guard_again(ctx, run.live, run.desired, on_nodes_only=run.drain))
+    if run.live is not None:  # the policy lets this object's update through, whoever sends it
+        arm(ctx, run.lock, run.live, update=True)
+        run.armed = True
+    if run.journal is not None:
+        from fracctl.flows import drain
+
+        drain.before_delete(ctx, run.journal)
+
+
+def _update(run: Run) -> None:
+    """The backend applies git's object over the live one; the operator rolls the daemons."""
+    _recreate(run)
+
+
 def _wait_gone(run: Run) -> None:
     if run.live is not None:
         t = run.ctx.config.target
@@ -186,8 +207,11 @@ def _recreate(run: Run) -> None:
 
 
 def _verify(run: Run) -> None:
-    run.live = verify(run.ctx, run.desired_selector, run.backend, run.created)
-    run.ctx.info(f"verified: live nodeSelector is {run.desired_selector}")
+    rolls = run.result.plan.reason == recreate_plan.ROLL
+    run.live = verify(run.ctx, run.desired_selector, run.backend, run.created,
+                      desired=run.desired if rolls else None)  # fmt: skip
+    held = "spec is git's" if rolls else f"nodeSelector is {run.desired_selector}"
+    run.ctx.info(f"verified: live {held}")
 
 
 def _wait_ready(run: Run) -> None:
@@ -205,10 +229,17 @@ def _record(run: Run) -> None:
     done = {
         **run.entry,
         "time": utc_timestamp(),
-        "outcome": Outcome.RECREATED if result.plan.changes_cluster else Outcome.READY,
+        "outcome": done_outcome(result.plan),
         "backup": result.backup,
     }
     result.audit_file = record(run.ctx, live=final, entry=done)
+
+
+def done_outcome(plan: Plan) -> Outcome:
+    """What a run of ``plan`` that finished came to."""
+    if plan.reason == recreate_plan.ROLL:
+        return Outcome.UPDATED
+    return Outcome.RECREATED if plan.changes_cluster else Outcome.READY
 
 
 @dataclass(frozen=True)
@@ -237,9 +268,14 @@ PIPELINE: tuple[Step, ...] = (
          "helm-controller): its hook deletes the object, waits for it and creates git's",
          "upgraded", _upgrade,
          renew_lock=True),
+    Step(recreate_plan.ARM, "guard again and arm the guard policy for this update",
+         "armed", _arm, renew_lock=True),
+    Step(recreate_plan.UPDATE, "update it in place from git (the backend applies it); the "
+         "operator rolls the daemons", "updated", _update, renew_lock=True),
     Step(recreate_plan.VERIFY, "verify the live object equals git on its immutable fields",
          "verified", _verify),
-    Step(recreate_plan.WAIT_READY, "wait until every selected node reports ready", "ready",
+    Step(recreate_plan.WAIT_READY, "wait until the daemons rolled out and every selected node "
+         "reports ready", "ready",
          _wait_ready),
     Step(recreate_plan.RECORD, "record an Event and an audit line", "recorded", _record),
 )  # fmt: skip

@@ -116,9 +116,7 @@ def record(ctx: Context, *, live: Obj | None, entry: dict[str, Any]) -> str:
                         "name": meta["name"],
                         "uid": meta["uid"],
                     },
-                    "reason": "Recreated"
-                    if entry["outcome"] == Outcome.RECREATED
-                    else "RecreateChecked",
+                    "reason": _REASONS.get(entry["outcome"], "RecreateChecked"),
                     "message": redact(
                         f"fracctl ({entry['who']}): {entry['outcome']}; nodeSelector "
                         f"{entry['before']} -> {entry['after']}"
@@ -135,6 +133,10 @@ def record(ctx: Context, *, live: Obj | None, entry: dict[str, Any]) -> str:
         except FracctlError as e:
             ctx.warn(f"could not record an Event: {e}")
     return str(path)
+
+
+#: The Event's reason for each outcome that changed the object (others: checked).
+_REASONS = {Outcome.RECREATED: "Recreated", Outcome.UPDATED: "UpdatedInPlace"}
 
 
 def way_back(state: str, backup: str | None, resume: str = "fracctl recreate --yes") -> str:

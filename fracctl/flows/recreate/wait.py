@@ -59,15 +59,22 @@ def wait_ready(
     timeout: float | None = None,
     quiet: bool = False,
 ) -> ReadyResult:
-    """Block until every node ``selector`` matches has the readiness condition True.
+    """Block until the daemons rolled out and every node ``selector`` matches is ready.
+
+    The rollout first (:mod:`fracctl.flows.recreate.rollout`): while daemons are being
+    replaced a node can still show the condition it had before.
 
     Raises:
-        TimedOut: naming each node that is not ready, with status, reason and message.
+        TimedOut: naming what still rolls, or each node that is not ready, with status,
+            reason and message.
     """
+    from fracctl.flows.recreate.rollout import wait_rollout
+
     cond = ctx.config.condition
     timeout = ctx.config.timeouts.ready if timeout is None else timeout
     label_selector = selector_string(selector)
     start = ctx.clock.monotonic()
+    wait_rollout(ctx, deadline=start + timeout)
     factory = ctx.node_progress or PlainProgress
     progress = None if quiet else factory(ctx, cond)
 

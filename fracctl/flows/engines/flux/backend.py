@@ -89,6 +89,8 @@ class FluxBackend(BackendBase):
             else f"Flux Kustomization {where} exists, suspended by fracctl's earlier run of "
             "this procedure (resumed when the hold is released)"
         ]
+        if not spec.get("suspend"):
+            evidence += fp.guarded_roll(ctx, desired)
         if ctx.config.flux.leases:
             evidence += fp.controllers_lead(ctx)
         said, revision = _ready_source(flux, spec.get("sourceRef") or {})

@@ -233,3 +233,44 @@ def handles_now(ctx: Context, flux: Any, ks: Obj) -> tuple[list[str], Obj]:
             hint="start kustomize-controller (or check its --watch-label-selector), then rerun",
         ) from None
     return [f"kustomize-controller handled a reconcile request of {where} now"], flux.get()
+
+
+def guarded_roll(ctx: Context, desired: Obj) -> list[str]:
+    """A change that rolls the daemons is Flux's to apply only once fracctl armed it.
+
+    Flux applies git's object on its own interval (and when asked to reconcile, as a
+    proof without ``flux.leases`` does), so an in-place change that restarts the MPS
+    daemons goes through unguarded unless the guard policy refuses it: it must be
+    installed and current. Nothing to prove when git's object rolls nothing.
+    """
+    from fracctl.core.drift import changed_fields
+    from fracctl.core.fractions.daemons import restarts
+    from fracctl.core.kube.resources import BINDINGS, POLICIES
+    from fracctl.core.recreate.guard_policy import binding_problems, policy_name
+
+    t, r = ctx.config.target, ctx.config.recreate
+    live = ctx.kube.get_or_none(t.ref, t.name)
+    if live is None:
+        return []
+    diffs = changed_fields({"spec": live.get("spec") or {}}, {"spec": desired.get("spec") or {}})
+    found = restarts((f.path, f.live, f.desired) for f in diffs)
+    if not found:
+        return []
+    policy = ctx.kube.get_or_none(POLICIES, policy_name(t))
+    problems = (
+        ["it is not installed"]
+        if policy is None
+        else binding_problems(policy, ctx.kube.get_or_none(BINDINGS, policy_name(t)), t, r)
+    )
+    if problems:
+        raise Refused(
+            f"git changes {', '.join(f.path for f in found[:3])} of {t.kind}/{t.name}, which "
+            "restarts the MPS daemons, and Flux applies it on its own unless fracctl's guard "
+            f"policy refuses it ({'; '.join(problems)})",
+            hint="install it first (fracctl policy apply), or suspend the Kustomization, "
+            "then rerun",
+        )
+    return [
+        "the guard policy refuses Flux's own apply of this daemon-restarting change until "
+        "fracctl arms it"
+    ]
