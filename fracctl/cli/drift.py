@@ -108,9 +108,9 @@ as a server-side dry-run apply. The API server's answers are the verdict:
 
   in-sync            live matches git
   needs-recreate     refused as immutable: only a delete + recreate applies it
-  restarts-daemons   the config differs in a field a sync applies in place, but
-                     the operator then rolls the MPS daemons on every selected
-                     node: carry it guarded (fracctl recreate --yes)
+  restarts-daemons   the config differs where a sync applies it in place, but
+                     the operator then rolls the MPS daemons on every node it
+                     selects: carry it guarded (fracctl recreate --yes)
   applies-in-place   differs, and a sync would apply it
   missing-live       in git, not in the cluster
   missing-desired    in the cluster (or configured), not in git

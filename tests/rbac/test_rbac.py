@@ -43,9 +43,10 @@ def test_the_configuration_names_the_lock_the_target_and_flux(tmp_path: Path) ->
     by_ns = {d["metadata"].get("namespace", ""): d for d in r.json}
     assert set(by_ns) == {"", "ops", "default", "gitops", "gpu-fractioning", "flux-system"}
     operator = by_ns["gpu-fractioning"]["rules"]
-    assert [(r["resources"], r["resourceNames"], r["verbs"]) for r in operator] == [
+    assert [(r["resources"], r.get("resourceNames"), r["verbs"]) for r in operator] == [
         (["deployments"], ["gpu-fractioning"], ["get"]),
         (["daemonsets"], ["gpu-fractioning-mpsd", "gpu-fractioning-fractiond"], ["get"]),
+        (["daemonsets"], None, ["list", "watch"]),  # the rollout's wait
         (["leases"], ["gpu-fractioning.kai.scheduler"], ["get"]),
     ]
     cluster = by_ns[""]["rules"]

@@ -246,6 +246,11 @@ DRAIN_ONLY = {
 }  # fmt: skip
 
 
+#: What the recreate role grants for a change that restarts the daemons in place (the wait
+#: for their rollout, a changed RuntimeClass): a recreate may find them rolled out already.
+IN_PLACE_ONLY = {("get", "runtimeclasses"), ("list", "daemonsets"), ("watch", "daemonsets")}
+
+
 def assert_all_used(
     identity: Identity, used: set[tuple[str, str]], *, but: set[tuple[str, str]] = frozenset()
 ) -> None:
@@ -419,8 +424,42 @@ def test_recreate_runs_as_its_role_and_uses_every_grant(
     assert live is not None and live["spec"]["nodeSelector"] == NEW
     assert "could not record an Event" not in r.stderr
     assert "could not release" not in r.stderr
-    assert_all_used(who, recorded, but=DRAIN_ONLY)
+    assert_all_used(who, recorded, but=DRAIN_ONLY | IN_PLACE_ONLY)
     assert not DRAIN_ONLY & recorded, "a run without --drain fences and evicts nothing"
+
+
+def test_an_in_place_change_runs_as_the_recreate_role_and_uses_its_grants(
+    cluster: Cluster, control_plane: ControlPlane, recorded: set[tuple[str, str]], tmp_path: Path
+) -> None:
+    """Tolerations and a RuntimeClass that exists: the update, the RuntimeClass proof and
+    the wait for the rollout, each allowed by the role."""
+    from fracctl.core.doctor import RUNTIME_CLASSES
+    from tests.recreate.test_restarts_daemons_cluster import (
+        TOLERATIONS_YAML,
+        git_wants,
+        incident_without_b200,
+        settled,
+    )
+
+    incident = incident_without_b200(cluster, tmp_path)
+    cluster.runtime_class("nvidia-rbac-test")  # cluster-scoped: removed after
+    git_wants(incident, TOLERATIONS_YAML + "  runtimeClassName: nvidia-rbac-test\n")
+    config = incident.config()
+    ensure_namespace(cluster.kube, config.recreate.lock_namespace)
+    try:
+        with incident.operator():
+            settled(cluster)
+            with bound(cluster, control_plane, incident.root, "recreate", config) as who:
+                recorded.clear()
+                r = run_cli("-c", str(incident.config_file), "--kubeconfig", who.kubeconfig,
+                            "recreate", "--yes", "-o", "json")  # fmt: skip
+    finally:
+        cluster.kube.delete(RUNTIME_CLASSES, "nvidia-rbac-test")
+    assert r.exit_code == ExitCode.OK, r.output
+    assert r.json["outcome"] == "updated"
+    assert "forbidden" not in r.stderr.lower()
+    assert IN_PLACE_ONLY <= recorded, recorded
+    assert recorded - BASIC <= granted(who.roles)
 
 
 def test_recreate_drain_runs_as_its_role_and_uses_every_grant(
@@ -443,7 +482,7 @@ def test_recreate_drain_runs_as_its_role_and_uses_every_grant(
         live = busy.incident.cluster.live_target()
         assert live is not None and live["spec"]["nodeSelector"] == NEW
     assert "forbidden" not in r.stderr.lower()
-    assert_all_used(who, recorded)
+    assert_all_used(who, recorded, but=IN_PLACE_ONLY)
 
 
 @pytest.mark.e2e
@@ -472,7 +511,7 @@ def test_recreate_through_flux_runs_as_its_role(
     assert ("patch", "kustomizations") in recorded and ("get", "kustomizations") in recorded
     assert ("get", "gitrepositories") in recorded
     # Flux creates the object: this identity's create is its dry run only.
-    assert_all_used(who, recorded, but=DRAIN_ONLY)
+    assert_all_used(who, recorded, but=DRAIN_ONLY | IN_PLACE_ONLY)
 
 
 def test_node_agent_needs_no_api_access(tmp_path: Path) -> None:

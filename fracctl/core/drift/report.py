@@ -81,6 +81,10 @@ def describe(o: d.ObjectDrift) -> str:
 
 def restarts_line(r: dict[str, Any]) -> str:
     """Which daemons a change rolls, where, and the fractional pods there."""
+    if r.get("unread"):
+        return (
+            f"restarts the {', '.join(r['daemons'])} daemons on every selected node; {r['unread']}"
+        )
     nodes = r["nodes"]
     where = f"{len(nodes)} node(s) ({', '.join(nodes[:5])}{' +more' * (len(nodes) > 5)})"
     pods = r["pods"]

@@ -6,7 +6,7 @@ from dataclasses import replace
 
 from fracctl.core.drain import drain_grants, journal_grants
 from fracctl.core.rbac.model import Params, RbacRule, Rules
-from fracctl.core.rbac.rules import lock_rules, recreate_rules
+from fracctl.core.rbac.rules import lock_rules, recreate_rules, rollout_rule
 
 
 def pre_sync_rules(p: Params) -> Rules:
@@ -26,9 +26,9 @@ def pre_sync_rules(p: Params) -> Rules:
 def post_sync_rules(p: Params) -> Rules:
     """``gate post-sync``: read the object the sync made, watch the nodes, end the run."""
     cluster = [
-        RbacRule((p.target.group,), (p.target.plural,), ("get",),
-                 "read the object the sync created, to hold it to the revision",
-                 (p.target.name,)),
+        RbacRule((p.target.group,), (p.target.plural,), ("get", "list", "watch"),
+                 "read the object the sync created, to hold it to the revision; watch the "
+                 "operator act on its generation", (p.target.name,)),
         RbacRule(("",), ("nodes",), ("list", "watch"),
                  "watch the selected nodes become ready"),
         *(RbacRule(*g) for g in drain_grants(p.cluster.scheduler_config)
@@ -41,6 +41,7 @@ def post_sync_rules(p: Params) -> Rules:
     namespaced.setdefault(p.events_namespace, []).append(
         RbacRule(("",), ("events",), ("create",), "record a Recreated Event on the object")
     )
+    namespaced.setdefault(p.cluster.agent_namespace, []).append(rollout_rule())
     return cluster, namespaced
 
 

@@ -141,6 +141,12 @@ def _recreate_cluster(p: Params) -> list[RbacRule]:
             "(RBAC cannot name an object that does not exist yet)",
         ),
         RbacRule(
+            ("node.k8s.io",),
+            ("runtimeclasses",),
+            ("get",),
+            "prove the RuntimeClass a changed spec.runtimeClassName names exists (any name)",
+        ),
+        RbacRule(
             ("apiextensions.k8s.io",),
             ("customresourcedefinitions",),
             ("get",),
@@ -168,6 +174,13 @@ def _recreate_cluster(p: Params) -> list[RbacRule]:
         ),
         *(RbacRule(*g) for g in drain_grants(p.cluster.scheduler_config)),
     ]
+
+
+def rollout_rule() -> RbacRule:
+    """In the agents' namespace: wait until their DaemonSets rolled out after a change."""
+    return RbacRule(("apps",), ("daemonsets",), ("list", "watch"),
+                    "wait until the agents' DaemonSets rolled out (every pod updated and "
+                    "ready) after a change of the config")  # fmt: skip
 
 
 def lock_rules(p: Params) -> list[RbacRule]:
@@ -224,6 +237,7 @@ def recreate_rules(p: Params) -> tuple[list[RbacRule], dict[str, list[RbacRule]]
             tuple(p.cluster.agent_daemonsets),
         )
     )
+    operator.append(rollout_rule())
     if p.cluster.operator_lease:
         operator.append(
             RbacRule(

@@ -41,13 +41,23 @@ def blast(
     fields: list[dict[str, Any]],
     daemons: tuple[str, ...],
 ) -> dict[str, Any]:
-    """Which daemons restart on which nodes, and the fractional pods running there."""
+    """Which daemons restart on which nodes, and the fractional pods running there.
+
+    An identity that may not list nodes or pods (drift's own role reads neither) gets the
+    daemons and the fields, and ``unread`` says what it could not see.
+    """
+    from fracctl.errors import Forbidden
     from fracctl.flows.guards.preflight import node_labels
     from fracctl.flows.guards.scan import fractions, scan_fractional_pods
 
+    out: dict[str, Any] = {"daemons": list(daemons), "nodes": [], "pods": [], "fields": fields}
     selector = selector_of(live, ctx.config.target.selector_field) or {}
-    nodes = sorted(n for n, labels in node_labels(ctx).items() if matches(selector, labels))
-    scan = scan_fractional_pods(ctx, fractions(ctx, live=live))
-    by_node = scan.by_node()
-    pods = [str(p) for n in nodes for p in by_node.get(n, [])]
-    return {"daemons": list(daemons), "nodes": nodes, "pods": pods, "fields": fields}
+    try:
+        nodes = sorted(n for n, labels in node_labels(ctx).items() if matches(selector, labels))
+        out["nodes"] = nodes
+        by_node = scan_fractional_pods(ctx, fractions(ctx, live=live)).by_node()
+    except Forbidden as e:
+        out["unread"] = f"the nodes and pods there are not known: {e.message}"
+        return out
+    out["pods"] = [str(p) for n in nodes for p in by_node.get(n, [])]
+    return out

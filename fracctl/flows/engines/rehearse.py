@@ -147,9 +147,14 @@ def _labels(node: Obj) -> dict[str, str]:
 
 
 def guard_again(
-    ctx: Context, live: Obj | None, desired: Obj, *, on_nodes_only: bool = False
+    ctx: Context,
+    live: Obj | None,
+    desired: Obj,
+    *,
+    on_nodes_only: bool = False,
+    change: str = "delete",
 ) -> str:
-    """The fractional-pod guard, once more, right before the delete.
+    """The fractional-pod guard, once more, right before the ``change`` (delete, update).
 
     ``on_nodes_only`` (after a drain): pods waiting unscheduled do not count; they hold no
     CUDA context, and are the evicted pods' replacements.
@@ -166,10 +171,11 @@ def guard_again(
     check = fractional_pods_check(ctx, scan)
     if not check.ok:
         raise Refused(
-            f"fractional pods appeared since the guards ran: {check.evidence}; nothing was deleted",
+            f"fractional pods appeared since the guards ran: {check.evidence}; nothing was "
+            + ("deleted" if change == "delete" else "changed"),
             hint=check.fix,
         )
-    return f"right before the delete: {check.evidence}"
+    return f"right before the {change}: {check.evidence}"
 
 
 def check_runtime_class(ctx: Context, live: Obj | None, desired: Obj) -> list[str]:

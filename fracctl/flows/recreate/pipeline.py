@@ -173,7 +173,7 @@ def _arm(run: Run) -> None:
     from fracctl.flows.engines.rehearse import guard_again
 
     ctx = run.ctx
-    ctx.info(guard_again(ctx, run.live, run.desired, on_nodes_only=run.drain))
+    ctx.info(guard_again(ctx, run.live, run.desired, on_nodes_only=run.drain, change="update"))
     if run.live is not None:  # the policy lets this object's update through, whoever sends it
         arm(ctx, run.lock, run.live, update=True)
         run.armed = True

@@ -59,10 +59,10 @@ def daemonset_pending(ds: Obj) -> str:
 def pending(ctx: Context, live: Obj | None) -> list[str]:
     """What of the rollout is not done, read now (empty: nothing to wait for)."""
     k = ctx.config.cluster
+    names = set(k.agent_daemonsets)
+    found = ctx.kube.list(DAEMONSETS, namespace=k.agent_namespace)  # one LIST, as the wait's
     out = [config_pending(ctx, live)]
-    for name in k.agent_daemonsets:
-        ds = ctx.kube.get_or_none(DAEMONSETS, name, k.agent_namespace)
-        out.append(daemonset_pending(ds) if ds is not None else "")
+    out += [daemonset_pending(ds) for ds in found if ds["metadata"]["name"] in names]
     return [line for line in out if line]
 
 

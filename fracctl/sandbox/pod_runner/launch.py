@@ -65,10 +65,13 @@ class Launch:
             )
             lines += [f"[ -e {q(dst)} ] || {{ {point}; }}",
                       f"mount --bind {q(ROOT_VIEW + src)} {q(dst)}"]  # fmt: skip
-        for root in install_roots():  # fracctl itself stays where it is
+        roots = install_roots()
+        for root in roots:  # fracctl itself stays where it is
             hidden = any(_under(root, dst) and root != dst for _src, dst in self.mounts)
             if hidden:
                 lines += [f"mkdir -p {q(root)}", f"mount --bind {q(ROOT_VIEW + root)} {q(root)}"]
+        if switch_user:
+            lines += self._reachable(roots)
         lines.append(f"cd {q(self.cwd)}")
         uid, gid = self.user
         switch = f"/usr/bin/setpriv --reuid {uid} --regid {gid} --clear-groups -- " * switch_user
@@ -78,6 +81,38 @@ class Launch:
             unshare.insert(1, "--map-root-user")
             unshare.insert(1, "--user")
         return [*unshare, "--", "/bin/sh", "-c", "\n".join(lines), "sh", *self.argv]
+
+    def _reachable(self, roots: list[str]) -> list[str]:
+        """Lines that let the image's user reach fracctl's install through a private folder.
+
+        A checkout under a folder others may not enter (``mktemp -d``, a 0700 home) keeps
+        the image's user (uid 65532) from the venv's ``fracctl``: in this mount namespace
+        an empty world-readable tmpfs covers that folder, and fracctl's own folders alone
+        are bound back into it, as the image has its install under ``/opt``.
+        """
+        q = shlex.quote
+        out: list[str] = []
+        covered = {str(Path(dst)) for _src, dst in self.mounts}
+        for folder in sorted({f for r in roots if (f := _closed(r))}):
+            if any(_under(folder, dst) for dst in covered):
+                continue  # a volume mounted over it already: the roots were bound afresh
+            out.append(f"mount -t tmpfs -o mode=0755 tmpfs {q(folder)}")
+            for root in (r for r in roots if _under(r, folder)):
+                out += [f"mkdir -p {q(root)}", f"mount --bind {q(ROOT_VIEW + root)} {q(root)}"]
+        return out
+
+
+def _closed(path: str) -> str | None:
+    """The first folder above ``path`` that others may not enter (no ``o+x``), if any."""
+    folder = Path("/")
+    for part in Path(path).parts[1:-1]:
+        folder = folder / part
+        try:
+            if not folder.stat().st_mode & 0o001:
+                return str(folder)
+        except OSError:
+            return None
+    return None
 
 
 def _under(path: str, folder: str) -> bool:
