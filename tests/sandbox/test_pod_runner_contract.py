@@ -4,6 +4,7 @@ Containerfile that builds it, and its KWOK selector to what the runner runs."""
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -71,3 +72,45 @@ def test_kwok_deletes_fracctls_pods_but_starts_none() -> None:
     assert leave_to_runner(stage("pod-delete"))["spec"]["selector"]["matchExpressions"] == []
     node = {"metadata": {"name": "node-initialize"}, "spec": {"resourceRef": {"kind": "Node"}}}
     assert "selector" not in leave_to_runner(node)["spec"]
+
+
+def _launch(mounts: list[tuple[str, str]]) -> launch.Launch:
+    return launch.Launch(argv=["fracctl"], env={}, cwd="/tmp", user=launch.USER,
+                         termination_file=Path("/dev/null"), policy="File",
+                         mounts=mounts)  # fmt: skip
+
+
+@pytest.fixture
+def open_folder() -> Iterator[Path]:
+    """A folder every ancestor of which others may enter (pytest's own tmp is 0700)."""
+    import shutil
+    import tempfile
+
+    folder = Path(tempfile.mkdtemp(dir="/tmp", prefix="fracctl-open-"))
+    folder.chmod(0o755)
+    try:
+        yield folder
+    finally:
+        shutil.rmtree(folder)
+
+
+def test_a_checkout_in_a_folder_others_may_not_enter_is_reached_through_a_tmpfs(
+    open_folder: Path,
+) -> None:
+    """A ``mktemp -d`` clone (mode 0700): the image's user could not open the venv's
+    fracctl; the runner covers that folder with a world-readable tmpfs in the pod's mount
+    namespace and binds fracctl's own folders back into it, and nothing else."""
+    tmp_path = open_folder
+    private = tmp_path / "private"
+    (private / "ci" / ".venv").mkdir(parents=True)
+    private.chmod(0o700)
+    roots = [str(private / "ci"), str(private / "ci" / ".venv")]
+    lines = _launch([])._reachable(roots)
+    assert lines[0] == f"mount -t tmpfs -o mode=0755 tmpfs {private}"
+    assert f"mount --bind {launch.ROOT_VIEW}{private / 'ci'} {private / 'ci'}" in lines
+    assert len(lines) == 1 + 2 * len(roots)
+    private.chmod(0o755)
+    assert _launch([])._reachable(roots) == [], "an open folder needs nothing"
+    private.chmod(0o700)
+    covered = _launch([("/src", str(tmp_path))])._reachable(roots)
+    assert covered == [], "a volume mounted over it already bound the roots afresh"
