@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import pytest
 
-from fracctl.core.kube.resources import NODES
+from fracctl.core.kube.resources import NODES, PODS
 from fracctl.errors import ExitCode
 from tests.recreate.test_restarts_daemons_cluster import (
     TOLERATIONS_YAML,
@@ -23,6 +23,7 @@ from tests.recreate.test_restarts_daemons_cluster import (
 )
 from tests.support.flux_real import RealFlux, ready
 from tests.support.helpers import run_cli
+from tests.support.kinds_fixtures import wait_for
 from tests.support.recreate_fixtures import Incident
 
 pytestmark = pytest.mark.e2e
@@ -43,6 +44,15 @@ def test_flux_carries_a_daemon_restarting_change_once_armed(
             assert "restarts the MPS daemons" in str(ready(ks).get("message")), ready(ks)
             assert daemon_pods(cluster) == before, "Flux's own apply was refused"
             config = served.configure(incident)
+            cluster.pod("ml-team", "trainer-0", annotations={"gpu-fraction": "0.5"},
+                        node="rtx-pro-6000-0")  # fmt: skip
+            refused = run_cli("-c", config, "recreate", "--backend", "flux", "--yes")
+            assert refused.exit_code == ExitCode.FINDING, refused.output
+            assert "ml-team/trainer-0" in refused.output
+            assert daemon_pods(cluster) == before
+            cluster.kube.delete(PODS, "trainer-0", "ml-team", grace_period=0)
+            wait_for(lambda: cluster.kube.get_or_none(PODS, "trainer-0", "ml-team") is None,
+                     "the fractional pod gone")  # fmt: skip
             r = run_cli("-c", config, "recreate", "--backend", "flux", "--yes", "-o", "json")
             assert r.exit_code == ExitCode.OK, r.output
             assert r.json["outcome"] == "updated"

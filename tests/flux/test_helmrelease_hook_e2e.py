@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from fracctl.adapters.git import init_repo
-from fracctl.core.kube.resources import LEASES, PODS
+from fracctl.core.kube.resources import LEASES, NODES, PODS
 from fracctl.errors import ExitCode
 from fracctl.sandbox.operator_sim import OperatorSimulation, SimulationThread
 from tests.support.config_files import write_config
@@ -396,3 +396,37 @@ def test_sandbox_up_flux_with_the_operator_chart_recreates_through_the_helmrelea
     finally:
         down = run_cli("sandbox", "down", "--state-dir", state)
     assert down.exit_code == ExitCode.OK, down.output
+
+
+def test_a_toleration_added_in_the_values_is_refused_then_run_guarded(hook: HookRelease) -> None:
+    """A values change that reaches the daemons (their tolerations): helm-controller's own
+    upgrade is refused at the hook's delete; recreate refuses while a fractional pod runs
+    on a selected node, then runs the upgrade guarded. The chart keeps upstream's
+    selector (every GPU node), so the denied H200 node is taken out first: the label
+    guard would refuse it, rightly."""
+    hook.cluster.kube.delete(NODES, "h200-0")
+    uid = hook.uid()
+    values = hook.gitops / RELEASE / "values.yaml"
+    second = "  - key: example.org/dedicated\n    operator: Exists\n    effect: NoSchedule\n"
+    text = values.read_text()
+    values.write_text(
+        text.replace("    effect: NoSchedule\n", "    effect: NoSchedule\n" + second, 1)
+    )
+    commit_all(hook.gitops, message="the daemons tolerate the ML pool")
+    hook.served.reconcile_source()
+    hook.served.wait_upgrade_failed()
+    assert hook.uid() == uid
+    failed = int(hook.history()["version"])
+    drift = hook.cli("drift")
+    assert drift.exit_code == ExitCode.FINDING, drift.output
+    ns = hook.cluster.namespace("ml-team")
+    hook.cluster.pod(ns, "train-0", node="rtx-pro-6000-0", annotations=FRACTIONAL)
+    r = hook.cli("recreate", "--yes")
+    assert r.exit_code == ExitCode.FINDING, r.output
+    assert "ml-team/train-0" in r.output and "nothing changed" in r.output
+    assert hook.uid() == uid and int(hook.history()["version"]) == failed
+    hook.cluster.kube.delete(PODS, "train-0", ns, grace_period=0)
+    r = hook.cli("recreate", "--yes")
+    assert r.exit_code == ExitCode.OK, r.output
+    live = hook.cluster.live_target()
+    assert live is not None and len(live["spec"]["tolerations"]) == 2
