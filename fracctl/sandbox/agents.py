@@ -28,7 +28,8 @@ import json
 import re
 from typing import Any
 
-from fracctl.core.fractions.daemons import FRACTIOND, MPSD, rolled_fields, spec_value
+from fracctl.core.drift.immutability import get_path
+from fracctl.core.fractions.daemons import FRACTIOND, MPSD, rolled_fields
 
 MANAGED_BY = "app.kubernetes.io/managed-by"
 MANAGED_BY_VALUE = "gpu-fractioning"
@@ -99,7 +100,7 @@ def daemonset(
     if runtime_class and (component != FRACTIOND or metrics_on):
         pod["runtimeClassName"] = runtime_class
     if component == MPSD:
-        stop_delay = spec_value(spec, "mpsDaemon.gracefulStopDelay")
+        stop_delay = get_path(spec, "mpsDaemon.gracefulStopDelay")
         pod["terminationGracePeriodSeconds"] = _seconds(stop_delay) + GRACE_BUFFER
     annotations = {**kwok_delays(delay), TEMPLATE_HASH: _hash(pod)}
     return {
@@ -136,7 +137,7 @@ def _args(spec: dict[str, Any], component: str) -> list[str]:
     for path in rolled_fields(component):
         if path in _OWN_FIELDS:
             continue
-        value = spec_value(spec, path.removeprefix("spec."))
+        value = get_path(spec, path.removeprefix("spec."))
         if value is not None:
             out.append(f"--{path.removeprefix('spec.')}={json.dumps(value, sort_keys=True)}")
     return out

@@ -285,6 +285,12 @@ def changed_fields(live: Mapping[str, Any], desired: Mapping[str, Any]) -> list[
     return diff_paths(comparable(live), comparable(desired), subset=True)
 
 
+def spec_changes(live: Mapping[str, Any] | None, desired: Mapping[str, Any]) -> list[FieldDiff]:
+    """The spec fields ``desired`` sets that ``live`` does not have (apply semantics)."""
+    return changed_fields({"spec": (live or {}).get("spec") or {}},
+                          {"spec": desired.get("spec") or {}})  # fmt: skip
+
+
 def update_changes(live: Mapping[str, Any], after: Mapping[str, Any]) -> list[FieldDiff]:
     """What an accepted (dry-run) update would change: live versus the server's answer."""
     return diff_paths(comparable(live), comparable(after), subset=False)

@@ -26,8 +26,8 @@ fields to the templates, never to the operator alone.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass
 from typing import Any
 
 MPSD = "mpsd"
@@ -52,8 +52,7 @@ class FieldEffect:
 
     def to_dict(self) -> dict[str, Any]:
         """Plain data for JSON output."""
-        return {"path": self.path, "effect": self.effect, "daemons": list(self.daemons),
-                "lands": self.lands, "source": self.source}  # fmt: skip
+        return {**asdict(self), "daemons": list(self.daemons)}
 
 
 _MPSD_GO = "components/mpsd/mpsd.go buildArgs"
@@ -76,13 +75,27 @@ def _metrics(key: str, flag: str) -> FieldEffect:
 
 #: Every field of the config's spec, and what a change of it does.
 FIELDS: tuple[FieldEffect, ...] = (
-    FieldEffect("spec.nodeSelector", IMMUTABLE, _BOTH, "both pods' nodeSelector",
-                "CRD rule self == oldSelf; BuildDaemonSet DaemonNodeSelector"),
-    FieldEffect("spec.tolerations", ROLLS, _BOTH, "both pods' tolerations",
-                "buildOptions: podSpec.Tolerations = opts.Tolerations"),
-    FieldEffect("spec.runtimeClassName", ROLLS, _BOTH,
-                "mpsd's runtimeClassName; fractiond's while metricsAgent.enabled",
-                "daemonset_helpers.go ResolveRuntimeClassName"),
+    FieldEffect(
+        "spec.nodeSelector",
+        IMMUTABLE,
+        _BOTH,
+        "both pods' nodeSelector",
+        "CRD rule self == oldSelf; BuildDaemonSet DaemonNodeSelector",
+    ),
+    FieldEffect(
+        "spec.tolerations",
+        ROLLS,
+        _BOTH,
+        "both pods' tolerations",
+        "buildOptions: podSpec.Tolerations = opts.Tolerations",
+    ),
+    FieldEffect(
+        "spec.runtimeClassName",
+        ROLLS,
+        _BOTH,
+        "mpsd's runtimeClassName; fractiond's while metricsAgent.enabled",
+        "daemonset_helpers.go ResolveRuntimeClassName",
+    ),
     _agent("annotationPrefix", "--annotation-prefix"),
     _agent("nriSocketPath", "--socket-path and the nri-socket hostPath volume"),
     _agent("criSocketPath", "--cri-socket and the cri-socket hostPath volume"),
@@ -114,30 +127,61 @@ FIELDS: tuple[FieldEffect, ...] = (
     _mpsd("recycleWhenIdle", "--recycle-when-idle"),
     _mpsd("clientDrainTimeout", "--client-drain-timeout"),
     _mpsd("resources", "the mpsd container's resources"),
-)  # fmt: skip
+)
 
 #: The operator chart's values that reach the daemons through the operator's environment
 #: (``deployment.yaml``, ``main.go``); a change restarts the operator, whose next
 #: reconcile rolls them.
 CHART_VALUES: tuple[FieldEffect, ...] = (
-    FieldEffect("images.mpsd", ROLLS, (MPSD,), "the mpsd container's image",
-                "MPSD_IMAGE_{REPOSITORY,TAG,PULL_POLICY}"),
-    FieldEffect("images.fractiond", ROLLS, (FRACTIOND,), "the fractiond container's image",
-                "FRACTIOND_IMAGE_{REPOSITORY,TAG,PULL_POLICY}"),
-    FieldEffect("images.metricsd", ROLLS, (FRACTIOND,), "the metricsd container's image",
-                "METRICSD_IMAGE_{REPOSITORY,TAG,PULL_POLICY}"),
-    FieldEffect("mpsd.auditLog", ROLLS, (MPSD,), "mpsd env MPS_MEMACCT_AUDIT_LOG",
-                "MPSD_AUDIT_LOG"),
-    FieldEffect("supportSmSharing", ROLLS, _BOTH,
-                "mpsd env MPS_SUPPORT_SM_SHARING, fractiond --support-sm-sharing",
-                "SUPPORT_SM_SHARING"),
-    FieldEffect("global.fipsMode", ROLLS, _BOTH, "image tag suffix -fips, env GODEBUG",
-                "FIPS_MODE"),
-    FieldEffect("daemonServiceAccount", ROLLS, (MPSD,), "mpsd's serviceAccountName",
-                "DAEMON_SERVICE_ACCOUNT_NAME"),
-    FieldEffect("skipGpuStackVersionChecks", NO_EFFECT, (), "the operator only",
-                "SKIP_GPU_STACK_VERSION_CHECKS"),
-)  # fmt: skip
+    FieldEffect(
+        "images.mpsd",
+        ROLLS,
+        (MPSD,),
+        "the mpsd container's image",
+        "MPSD_IMAGE_{REPOSITORY,TAG,PULL_POLICY}",
+    ),
+    FieldEffect(
+        "images.fractiond",
+        ROLLS,
+        (FRACTIOND,),
+        "the fractiond container's image",
+        "FRACTIOND_IMAGE_{REPOSITORY,TAG,PULL_POLICY}",
+    ),
+    FieldEffect(
+        "images.metricsd",
+        ROLLS,
+        (FRACTIOND,),
+        "the metricsd container's image",
+        "METRICSD_IMAGE_{REPOSITORY,TAG,PULL_POLICY}",
+    ),
+    FieldEffect(
+        "mpsd.auditLog", ROLLS, (MPSD,), "mpsd env MPS_MEMACCT_AUDIT_LOG", "MPSD_AUDIT_LOG"
+    ),
+    FieldEffect(
+        "supportSmSharing",
+        ROLLS,
+        _BOTH,
+        "mpsd env MPS_SUPPORT_SM_SHARING, fractiond --support-sm-sharing",
+        "SUPPORT_SM_SHARING",
+    ),
+    FieldEffect(
+        "global.fipsMode", ROLLS, _BOTH, "image tag suffix -fips, env GODEBUG", "FIPS_MODE"
+    ),
+    FieldEffect(
+        "daemonServiceAccount",
+        ROLLS,
+        (MPSD,),
+        "mpsd's serviceAccountName",
+        "DAEMON_SERVICE_ACCOUNT_NAME",
+    ),
+    FieldEffect(
+        "skipGpuStackVersionChecks",
+        NO_EFFECT,
+        (),
+        "the operator only",
+        "SKIP_GPU_STACK_VERSION_CHECKS",
+    ),
+)
 
 #: The older generation (GpuSharingConfig) names the agent's section ``sharingAgent``.
 _ALIASES = {"spec.sharingAgent": "spec.fractioningAgent"}
@@ -172,8 +216,8 @@ def effect_of(path: str) -> FieldEffect:
         if path == section:  # the whole section: each of its fields, so every daemon of it
             daemons = next(f.daemons for f in FIELDS if f.path.startswith(section + "."))
             return FieldEffect(path, ROLLS, daemons, "a whole section", "see its fields")
-    return FieldEffect(path, ROLLS, _BOTH, "unknown to fracctl: assumed to reach both",
-                       "every spec field upstream reaches a template")  # fmt: skip
+    assumed = "unknown to fracctl: assumed to reach both"
+    return FieldEffect(path, ROLLS, _BOTH, assumed, "every spec field upstream reaches a template")
 
 
 @dataclass(frozen=True)
@@ -187,8 +231,7 @@ class Restart:
 
     def to_dict(self) -> dict[str, Any]:
         """Plain data for JSON output."""
-        return {"path": self.path, "live": self.live, "desired": self.desired,
-                "daemons": list(self.daemons)}  # fmt: skip
+        return {**asdict(self), "daemons": list(self.daemons)}
 
 
 def restarts(changes: Iterable[tuple[str, Any, Any]]) -> list[Restart]:
@@ -210,13 +253,3 @@ def daemons_of(found: Iterable[Restart]) -> tuple[str, ...]:
 def rolled_fields(daemon: str) -> tuple[str, ...]:
     """The spec fields whose change rolls ``daemon`` (the simulation renders exactly these)."""
     return tuple(f.path for f in FIELDS if daemon in f.daemons)
-
-
-def spec_value(obj: Mapping[str, Any] | None, path: str) -> Any:
-    """The value at dotted ``path`` of ``obj`` (None where absent)."""
-    cur: Any = obj or {}
-    for key in path.split("."):
-        if not isinstance(cur, Mapping):
-            return None
-        cur = cur.get(key)
-    return cur

@@ -178,9 +178,11 @@ def _recreate_cluster(p: Params) -> list[RbacRule]:
 
 def rollout_rule() -> RbacRule:
     """In the agents' namespace: wait until their DaemonSets rolled out after a change."""
-    return RbacRule(("apps",), ("daemonsets",), ("list", "watch"),
-                    "wait until the agents' DaemonSets rolled out (every pod updated and "
-                    "ready) after a change of the config")  # fmt: skip
+    why = (
+        "wait until the agents' DaemonSets rolled out (every pod updated and ready) after a "
+        "change of the config"
+    )
+    return RbacRule(("apps",), ("daemonsets",), ("list", "watch"), why)
 
 
 def lock_rules(p: Params) -> list[RbacRule]:

@@ -203,7 +203,7 @@ def _delete_rule(t: Target, lock: Lock) -> Obj:
 
 
 def _update_rule(t: Target) -> Obj:
-    """An UPDATE passes as a dry run, when no daemon-rolling section differs, or when armed.
+    """An UPDATE passes as a dry run, when the spec is unchanged, or when armed.
 
     Armed: the Lease's :data:`UPDATE_ARMED` names this object's uid.
     """
@@ -214,27 +214,25 @@ def _update_rule(t: Target) -> Obj:
     )
     return {
         "expression": "request.operation != 'UPDATE' || request.dryRun || "
-        f"({unchanged(t)}) || {armed}",
+        f"({SPEC_UNCHANGED}) || {armed}",
         "messageExpression": f"{_cel_string(update_message(t) + ' (refused: ')} + "
         "request.userInfo.username + ')'",
         "reason": "Forbidden",
     }
 
 
-def unchanged(t: Target) -> str:
-    """CEL: ``object``'s spec equals ``oldObject``'s.
-
-    Every spec field the operator reads reaches a daemon's pod template
-    (:data:`fracctl.core.fractions.daemons.FIELDS`; a field fracctl does not know is taken
-    to reach both), and ``nodeSelector`` cannot change by the CRD's own rule, so any
-    change of the spec restarts daemons. The whole spec is compared, not field by field:
-    a field a release's schema lacks would be an undefined field to the API server's type
-    check, and metadata and status pass untouched.
-    """
-    return (
-        "(has(object.spec) == has(oldObject.spec) && "
-        "(!has(object.spec) || object.spec == oldObject.spec))"
-    )
+#: CEL: ``object``'s spec equals ``oldObject``'s.
+#:
+#: Every spec field the operator reads reaches a daemon's pod template
+#: (:data:`fracctl.core.fractions.daemons.FIELDS`; a field fracctl does not know is taken
+#: to reach both), and ``nodeSelector`` cannot change by the CRD's own rule, so any change
+#: of the spec restarts daemons. The whole spec is compared, not field by field: a field a
+#: release's schema lacks would be an undefined field to the API server's type check, and
+#: metadata and status pass untouched.
+SPEC_UNCHANGED = (
+    "(has(object.spec) == has(oldObject.spec) && "
+    "(!has(object.spec) || object.spec == oldObject.spec))"
+)
 
 
 def _refusal(t: Target, lock: Lock) -> str:

@@ -56,8 +56,8 @@ class SyncTarget:
         Besides an immutable field, an engine's apply of it can fail on the guard policy's
         refusal of a change that restarts the daemons (which fracctl's run arms).
         """
-        return cls(t.group, t.kind, t.name, t.ref, fields=(t.selector_field,),
-                   refusal=DAEMONS_REFUSAL)  # fmt: skip
+        fields = (t.selector_field,)
+        return cls(t.group, t.kind, t.name, t.ref, fields=fields, refusal=DAEMONS_REFUSAL)
 
     @classmethod
     def of_object(

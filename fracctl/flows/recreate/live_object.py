@@ -79,10 +79,6 @@ def wait_gone(ctx: Context, uid: str, *, timeout: float | None = None) -> None:
     )
 
 
-def _spec(obj: Obj | None) -> Obj:
-    return {"spec": (obj or {}).get("spec") or {}}
-
-
 def verify(
     ctx: Context,
     desired_selector: dict[str, str],
@@ -95,12 +91,12 @@ def verify(
 
     With ``desired`` (an update in place) it must also carry every spec field git sets.
     """
-    from fracctl.core.drift import changed_fields
+    from fracctl.core.drift import spec_changes
 
     t = ctx.config.target
     live = ctx.kube.get_or_none(ctx.config.target.ref, t.name)
     got = selector_of(live, t.selector_field)
-    left = changed_fields(_spec(live), _spec(desired)) if desired is not None else []
+    left = spec_changes(live, desired) if desired is not None else []
     if (
         live is not None
         and got == desired_selector

@@ -183,11 +183,6 @@ def _arm(run: Run) -> None:
         drain.before_delete(ctx, run.journal)
 
 
-def _update(run: Run) -> None:
-    """The backend applies git's object over the live one; the operator rolls the daemons."""
-    _recreate(run)
-
-
 def _wait_gone(run: Run) -> None:
     if run.live is not None:
         t = run.ctx.config.target
@@ -208,8 +203,8 @@ def _recreate(run: Run) -> None:
 
 def _verify(run: Run) -> None:
     rolls = run.result.plan.reason == recreate_plan.ROLL
-    run.live = verify(run.ctx, run.desired_selector, run.backend, run.created,
-                      desired=run.desired if rolls else None)  # fmt: skip
+    spec = run.desired if rolls else None  # an update in place: every spec field git sets
+    run.live = verify(run.ctx, run.desired_selector, run.backend, run.created, desired=spec)
     held = "spec is git's" if rolls else f"nodeSelector is {run.desired_selector}"
     run.ctx.info(f"verified: live {held}")
 
@@ -271,7 +266,7 @@ PIPELINE: tuple[Step, ...] = (
     Step(recreate_plan.ARM, "guard again and arm the guard policy for this update",
          "armed", _arm, renew_lock=True),
     Step(recreate_plan.UPDATE, "update it in place from git (the backend applies it); the "
-         "operator rolls the daemons", "updated", _update, renew_lock=True),
+         "operator rolls the daemons", "updated", _recreate, renew_lock=True),
     Step(recreate_plan.VERIFY, "verify the live object equals git on its immutable fields",
          "verified", _verify),
     Step(recreate_plan.WAIT_READY, "wait until the daemons rolled out and every selected node "

@@ -243,7 +243,7 @@ def guarded_roll(ctx: Context, desired: Obj) -> list[str]:
     daemons goes through unguarded unless the guard policy refuses it: it must be
     installed and current. Nothing to prove when git's object rolls nothing.
     """
-    from fracctl.core.drift import changed_fields
+    from fracctl.core.drift import spec_changes
     from fracctl.core.fractions.daemons import restarts
     from fracctl.core.kube.resources import BINDINGS, POLICIES
     from fracctl.core.recreate.guard_policy import binding_problems, policy_name
@@ -252,8 +252,7 @@ def guarded_roll(ctx: Context, desired: Obj) -> list[str]:
     live = ctx.kube.get_or_none(t.ref, t.name)
     if live is None:
         return []
-    diffs = changed_fields({"spec": live.get("spec") or {}}, {"spec": desired.get("spec") or {}})
-    found = restarts((f.path, f.live, f.desired) for f in diffs)
+    found = restarts((f.path, f.live, f.desired) for f in spec_changes(live, desired))
     if not found:
         return []
     policy = ctx.kube.get_or_none(POLICIES, policy_name(t))
