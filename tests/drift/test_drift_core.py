@@ -491,3 +491,22 @@ def test_a_go_value_in_an_api_message_is_cut_short() -> None:
     )
     cut = 'spec.template: Invalid value: {"labels":{"controller-uid":"u"},"Spec":{"Host'
     assert rejection.short_message(cut) == "spec.template: Invalid value: {…}"
+
+
+def test_the_restarts_line_names_daemons_nodes_and_pods_or_what_was_not_seen() -> None:
+    from fracctl.core.drift.report import restarts_line
+
+    seen = {"daemons": ["mpsd", "fractiond"], "nodes": ["rtx-0"], "pods": ["ml/t-0"],
+            "fields": []}  # fmt: skip
+    assert restarts_line(seen) == (
+        "restarts the mpsd, fractiond daemons on 1 node(s) (rtx-0); 1 fractional pod(s) "
+        "there lose their GPU daemon: ml/t-0"
+    )
+    quiet = {**seen, "pods": []}
+    assert restarts_line(quiet).endswith("; no fractional pod runs there")
+    unread = {**seen, "nodes": [], "pods": [], "unread": "the nodes and pods there are not "
+              "known: nodes is forbidden"}  # fmt: skip
+    assert restarts_line(unread) == (
+        "restarts the mpsd, fractiond daemons on every selected node; the nodes and pods "
+        "there are not known: nodes is forbidden"
+    )

@@ -210,3 +210,28 @@ def test_sigkill_at_random_moments_then_rerun_converges(incident: Incident) -> N
         result = recreate(incident.context(timeouts__lock_lease="2s"), yes=True)
         assert result.outcome in ("updated", "ready", "nothing-to-do"), result.outcome
         assert_updated(incident, uid, before)
+
+
+def test_a_failure_after_the_update_says_what_changed_and_the_way_on_and_back(
+    incident: Incident,
+) -> None:
+    from fracctl.errors import ExternalError
+
+    def fail_at(step: str) -> None:
+        if step == "updated":
+            raise ExternalError("the API server went away")
+
+    with incident.operator():
+        before = settled(incident.cluster)
+        uid = incident.cluster.live_target()["metadata"]["uid"]  # type: ignore[index]
+        with pytest.raises(ExternalError) as failed:
+            recreate(incident.context(), yes=True, boundary=fail_at)
+        said = str(failed.value)
+        assert "may already be updated in place (its uid is unchanged)" in said, said
+        (backup,) = sorted((incident.state_dir / "backups").glob("*.yaml"))
+        assert f"the original is backed up in {backup}" in said, said
+        assert "recreate --yes (it waits for the rollout)" in said, said
+        assert "go back: revert the commit in git" in said, said
+        result = recreate(incident.context(), yes=True)
+        assert result.outcome in ("ready", "nothing-to-do"), result.outcome
+        assert_updated(incident, uid, before)
