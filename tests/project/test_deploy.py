@@ -17,11 +17,10 @@ from ruamel.yaml import YAML
 
 from fracctl.config import Config, MPSConfig
 from fracctl.core import rbac
-from fracctl.core.kube.resources import NAMESPACES
 from fracctl.errors import Conflict, ExitCode
 from fracctl.flows.rbac import params
 from fracctl.sandbox.argocd_local import locate_kustomize
-from tests.support.helpers import Cluster, run_cli
+from tests.support.helpers import Cluster, ensure_namespace, run_cli
 
 REPO = Path(__file__).resolve().parents[2]
 DEPLOY = REPO / "deploy"
@@ -194,17 +193,10 @@ def test_the_node_agent_daemonset() -> None:
 def test_every_object_passes_a_server_side_dry_run(cluster: Cluster, overlay: str) -> None:
     kube = cluster.kube
     objs = build(overlay)
-    for ns in by_kind(objs, "Namespace"):  # the others are created into it
-        try:
-            kube.create(NAMESPACES, ns)
-        except Conflict:
-            pass
-    # Roles in the namespaces an install already has (the operator's, Flux's).
-    for name in sorted({o["metadata"].get("namespace") for o in objs} - {None}):
-        try:
-            kube.create(NAMESPACES, {"metadata": {"name": name}})
-        except Conflict:
-            pass
+    # Its own namespaces and those an install already has (the operator's, Flux's).
+    names = {ns["metadata"]["name"] for ns in by_kind(objs, "Namespace")}
+    for name in sorted(names | {o["metadata"].get("namespace") for o in objs} - {None}):
+        ensure_namespace(kube, name)
     for obj in objs:
         ref = kube.resolve(obj["apiVersion"], obj["kind"])
         try:
@@ -217,12 +209,7 @@ def test_the_doctor_role_passes_a_server_side_dry_run(cluster: Cluster) -> None:
     kube = cluster.kube
     objs = load_all((DEPLOY / "rbac" / "doctor.yaml").read_text())
     for name in sorted({o["metadata"]["namespace"] for o in objs if "namespace" in o["metadata"]}):
-        try:
-            kube.create(
-                NAMESPACES, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
-            )
-        except Conflict:
-            pass
+        ensure_namespace(kube, name)
     for obj in objs:
         kube.create(kube.resolve(obj["apiVersion"], obj["kind"]), obj, dry_run=True)
 

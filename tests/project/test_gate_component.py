@@ -13,11 +13,10 @@ import pytest
 
 from fracctl.config import Config
 from fracctl.core import rbac
-from fracctl.core.kube.resources import NAMESPACES
 from fracctl.errors import Conflict, ExitCode
 from fracctl.flows.rbac import params
 from tests.project.test_deploy import assert_options_exist, dump_all, kustomize_argv, load_all
-from tests.support.helpers import Cluster, run_cli
+from tests.support.helpers import Cluster, ensure_namespace, run_cli
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "examples" / "argocd"
@@ -125,10 +124,7 @@ def test_the_build_passes_fracctl_lint(built: list[Obj], tmp_path: Path) -> None
 def test_every_object_passes_a_server_side_dry_run(cluster: Cluster, built: list[Obj]) -> None:
     kube = cluster.kube
     for name in sorted({o["metadata"].get("namespace") for o in built} - {None}) + ["fracctl"]:
-        try:
-            kube.create(NAMESPACES, {"metadata": {"name": name}})
-        except Conflict:
-            pass
+        ensure_namespace(kube, name)
     for obj in built:
         try:
             kube.create(kube.resolve(obj["apiVersion"], obj["kind"]), obj, dry_run=True)

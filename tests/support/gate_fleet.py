@@ -26,7 +26,7 @@ from fracctl.sandbox.operator_sim import OperatorSimulation
 from fracctl.sandbox.pod_runner.runner import PodRunner
 from tests.support.argocd_real import RealArgoCD
 from tests.support.fleet_fixtures import seed_incident
-from tests.support.helpers import Cluster, commit_all, run_cli, wait_enforced
+from tests.support.helpers import Cluster, commit_all, run_cli, wait_deleted, wait_enforced
 from tests.support.recreate_fixtures import NEW, OLD
 
 REPO = Path(__file__).resolve().parents[2]
@@ -181,6 +181,7 @@ def wipe_member(member: Member) -> None:
         kube.delete(LEASES, "fracctl-recreate", "default")
     with contextlib.suppress(NotFound):
         kube.delete(NAMESPACES, "fracctl")
+    wait_deleted(kube, NAMESPACES, "fracctl")  # the next test on this plane may want it
     member.cluster.cleanup()
 
 

@@ -33,6 +33,44 @@ SMP = "application/strategic-merge-patch+json"
 GPU_TOLERATIONS = [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
 
 
+def ensure_namespace(kube: Kube, name: str, timeout: float = 120.0) -> None:
+    """``name`` exists and is active: one another test deleted is waited out first (the
+    namespace controller empties it; until then it takes nothing new)."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            kube.create(NAMESPACES, {"apiVersion": "v1", "kind": "Namespace",
+                                     "metadata": {"name": name}})  # fmt: skip
+            return
+        except Conflict:
+            pass
+        try:
+            phase = kube.get(NAMESPACES, name).get("status", {}).get("phase")
+        except NotFound:
+            continue
+        if phase != "Terminating":
+            return
+        assert time.monotonic() < deadline, f"namespace {name} stayed Terminating"
+        time.sleep(0.5)
+
+
+def wait_deleted(kube: Kube, ref: ResourceRef, name: str, namespace: str | None = None,
+                 timeout: float = 120.0) -> None:  # fmt: skip
+    """Until ``name`` is gone (its finalizers done)."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            kube.get(ref, name, namespace)
+        except NotFound:
+            return
+        assert time.monotonic() < deadline, f"{ref.plural}/{name} was not deleted"
+        time.sleep(0.5)
+
+
 def pods_report(kube: Kube, namespace: str) -> str:
     """Each pod of ``namespace`` with its phase, node and why it is not scheduled, and the
     namespace's last events: what a failed wait on pods says."""
@@ -271,12 +309,7 @@ class Cluster:
     # --- namespaces and pods ----------------------------------------------------------
 
     def namespace(self, name: str) -> str:
-        try:
-            self.kube.create(
-                NAMESPACES, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
-            )
-        except Conflict:
-            pass
+        ensure_namespace(self.kube, name)
         if name not in self.created_namespaces:
             self.created_namespaces.append(name)
         return name
