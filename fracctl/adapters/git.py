@@ -166,3 +166,30 @@ def resolve_commit(gitdir: str, revision: str, repo: str) -> str:
                 hint="commit to it, or give --revision",
             )
     raise ExternalError(f"unknown revision {revision!r} in git repository {name}")
+
+
+def remote_commit(url: str, revision: str) -> str:
+    """The commit a branch, a tag or ``HEAD`` names at ``url``, by ``git ls-remote``.
+
+    Nothing is cloned; a commit given as one is returned as it is.
+
+    Raises:
+        ExternalError: naming the repository: it cannot be read, or has no such ref.
+    """
+    import tempfile
+
+    if re.fullmatch(r"[0-9a-f]{40}", revision):
+        return revision
+    register_url_credentials(url)
+    ref = revision or "HEAD"
+    proc = git(["ls-remote", "--", url, ref], cwd=tempfile.gettempdir(), check=False)
+    if proc.returncode != 0:
+        raise ExternalError(f"git ls-remote {safe_url(url)}: {message_of(proc.stderr, proc)}")
+    found: dict[str, str] = {}
+    for line in proc.stdout.splitlines():
+        sha, _, name = line.partition("\t")
+        found[name] = sha
+    for name in (f"refs/tags/{ref}^{{}}", f"refs/heads/{ref}", f"refs/tags/{ref}", ref):
+        if name in found:
+            return found[name]
+    raise ExternalError(f"git repository {safe_url(url)} has no branch or tag {ref!r}")

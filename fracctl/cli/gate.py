@@ -86,6 +86,24 @@ def pre_sync(
     force: Annotated[
         bool, typer.Option("--force", help="With --drain: evict bare pods too.")
     ] = False,
+    fleet: Annotated[
+        Path | None,
+        typer.Option(
+            "--fleet",
+            help="The folder of the fleet hub's kubeconfig (the Secret fracctl-gate-fleet): "
+            "refuse until every earlier step's cluster runs the revision.",
+            show_default=False,
+        ),
+    ] = None,
+    tracking: Annotated[
+        str,
+        typer.Option(
+            "--tracking-id",
+            envvar="FRACCTL_GATE_TRACKING_ID",
+            help="With --fleet: the hook pod's Argo CD tracking id (its Application).",
+            show_default=False,
+        ),
+    ] = "",
     termination_log: TerminationLog = TERMINATION_LOG,
     output: _app.Output = "table",
 ) -> None:
@@ -99,11 +117,18 @@ def pre_sync(
     without the lock. A refusal exits non-zero and is the pod's termination
     message, which Argo CD shows as the hook's message.
 
+    In a fleet (--fleet, the hub's kubeconfig), a change that needs the gate
+    is refused until every cluster of the ApplicationSet's earlier steps
+    runs the revision: the canary first, whatever order Argo CD syncs in.
+    Set up: deploy/components/argocd-gate, runbooks/fleet-rollout.md.
+
     Examples:
         fracctl gate pre-sync --desired /etc/fracctl/desired
         fracctl gate pre-sync --desired /etc/fracctl/desired --drain
+        fracctl gate pre-sync --desired desired/ --fleet /etc/fracctl/fleet
     """
-    _run(ctx, "pre-sync", desired, termination_log, output, drain=drain, force=force)
+    _run(ctx, "pre-sync", desired, termination_log, output, drain=drain, force=force,
+         fleet=fleet, tracking=tracking)  # fmt: skip
 
 
 @app.command("post-sync")

@@ -16,7 +16,15 @@ import re
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from fracctl.core.appset_order import applied, not_at, out_of_turn
+
 Obj = dict[str, Any]
+#: The label the example ApplicationSet's template gives each Application: its cluster's
+#: name (the cluster generator's ``{{name}}``, as ``fracctl sandbox env --cluster`` knows it).
+CLUSTER_LABEL = "fracctl.io/cluster"
+#: Argo CD's message while a deny window holds an operation (``controller/sync.go``
+#: l.141-149: the phase stays Running).
+WINDOW = "Sync operation blocked by sync window"
 
 FAILED_PHASES = ("Failed", "Error")
 #: The fix part of each check in a fracctl refusal: "NAME: EVIDENCE -> FIX; NAME2: …".
@@ -52,6 +60,14 @@ class ClusterRollout:
     hook: HookFailure | None = None
     fix: str = ""
     retries: int = 0  # Argo CD's retries of the current operation (``retryCount``)
+    applied: str = ""  # the revision its last successful sync applied
+    behind: str = ""  # why it does not run git's revision ("" when it does)
+    out_of_turn: str = ""  # an earlier step's cluster that had not run what this one applied
+
+    @property
+    def windowed(self) -> bool:
+        """A sync window holds its operation (the last hook's message is stale then)."""
+        return self.operation == "Running" and self.operation_message.startswith(WINDOW)
 
     @property
     def retrying(self) -> bool:
@@ -70,7 +86,22 @@ class ClusterRollout:
             or self.hook is not None
             or self.health == "Degraded"
             or self.retrying
+            or self.windowed
         )
+
+    @property
+    def blocker(self) -> str:
+        """What holds this cluster now, in a few words ("" when nothing does)."""
+        if self.windowed:
+            return "a sync window holds its sync"
+        if self.retrying:
+            return f"Argo CD retries a failed sync (attempt #{self.retries})"
+        if self.hook:
+            h = self.hook
+            return f"{h.hook_type} hook {h.kind}/{h.name} {h.phase.lower()}"
+        if self.operation in FAILED_PHASES or self.health == "Degraded":
+            return f"its sync {self.operation.lower() or 'failed'}"
+        return ""
 
 
 @dataclass
@@ -81,11 +112,17 @@ class Rollout:
     strategy: str
     steps: list[str]
     clusters: list[ClusterRollout] = field(default_factory=list)
+    revision: str = ""  # git's: what every cluster must run ("" when unknown)
+    unknown: str = ""  # why git's revision is unknown
 
     @property
     def done(self) -> bool:
-        """Every cluster is Healthy."""
-        return bool(self.clusters) and all(c.status == "Healthy" for c in self.clusters)
+        """Every cluster runs git's revision.
+
+        Its Application is Synced and Healthy at it, and its last sync (the gate's PostSync
+        included, which verified the live config) applied it.
+        """
+        return bool(self.clusters and self.revision) and not any(c.behind for c in self.clusters)
 
     @property
     def stopped(self) -> list[ClusterRollout]:
@@ -98,9 +135,11 @@ class Rollout:
             "appset": self.appset,
             "strategy": self.strategy,
             "steps": self.steps,
+            "revision": self.revision,
+            "revision_unknown": self.unknown,
             "done": self.done,
             "stopped": [c.application for c in self.stopped],
-            "clusters": [asdict(c) for c in self.clusters],
+            "clusters": [{**asdict(c), "blocker": c.blocker} for c in self.clusters],
         }
 
 
@@ -128,6 +167,8 @@ def hook_failure(app: Obj) -> HookFailure | None:
     return None
 
 
+WINDOW_FIX = ("the window's end (or `argocd app sync {app}` where the window allows manual "
+              "syncs) lets it run; fracctl's gate guards it then")  # fmt: skip
 RETRYING_FIX = ("its last attempt failed and Argo CD is trying again; the hook's message "
                 "shows once this attempt ends: run this again")  # fmt: skip
 
@@ -141,16 +182,22 @@ def fix_of(failure: HookFailure | None, app: str) -> str:
     return "; ".join([*fixes, then]) if fixes else f"see the hook's message; {then}"
 
 
-def cluster_rollout(entry: Obj, app: Obj | None) -> ClusterRollout:
-    """One ``status.applicationStatus[]`` entry with its Application (None: not found)."""
+def cluster_rollout(entry: Obj, app: Obj | None, revision: str = "") -> ClusterRollout:
+    """One ``status.applicationStatus[]`` entry with its Application (None: not found).
+
+    Judged against git's ``revision`` ("" when unknown).
+    """
     name = str(entry.get("application", ""))
     status = (app or {}).get("status") or {}
     dest = ((app or {}).get("spec") or {}).get("destination") or {}
+    labels = ((app or {}).get("metadata") or {}).get("labels") or {}
     op = status.get("operationState") or {}
     failure = hook_failure(app or {})
+    if failure and op.get("phase") == "Running" and str(op.get("message", "")).startswith(WINDOW):
+        failure = None  # the last attempt's, not what holds it now
     cluster = ClusterRollout(
         application=name,
-        cluster=str(dest.get("name") or dest.get("server") or ""),
+        cluster=str(labels.get(CLUSTER_LABEL) or dest.get("name") or dest.get("server") or ""),
         step=str(entry.get("step", "")),
         status=str(entry.get("status", "")),
         message=str(entry.get("message", "")),
@@ -163,22 +210,49 @@ def cluster_rollout(entry: Obj, app: Obj | None) -> ClusterRollout:
         hook=failure,
         fix=fix_of(failure, name),
         retries=int(op.get("retryCount") or 0),
+        applied=applied(app or {}),
+        behind=(not_at(app, revision) if app else "no Application") if revision else "",
     )
     if cluster.retrying:
         cluster.fix = RETRYING_FIX
+    if cluster.windowed:
+        cluster.fix = WINDOW_FIX.format(app=name)
     return cluster
 
 
-def rollout(appset: Obj, applications: list[Obj]) -> Rollout:
-    """The rollout of ``appset``, its Applications read beside it."""
+def rollout(appset: Obj, applications: list[Obj], revision: str = "",
+            unknown: str = "") -> Rollout:  # fmt: skip
+    """The rollout of ``appset``, its Applications read beside it.
+
+    Judged against git's ``revision`` (``unknown`` says why there is none).
+    """
     by_name = {a["metadata"]["name"]: a for a in applications}
     spec = appset.get("spec") or {}
     entries = (appset.get("status") or {}).get("applicationStatus") or []
-    clusters = [cluster_rollout(e, by_name.get(str(e.get("application")))) for e in entries]
+    clusters = [cluster_rollout(e, by_name.get(str(e.get("application"))), revision)
+                for e in entries]  # fmt: skip
     clusters.sort(key=lambda c: (int(c.step) if c.step.isdigit() else 0, c.application))
+    broken_at = out_of_turn(appset, applications)
+    for c in clusters:
+        broken = broken_at.get(c.application)
+        c.out_of_turn = str(broken) if broken else ""
     return Rollout(
         appset=appset["metadata"]["name"],
         strategy=str((spec.get("strategy") or {}).get("type") or "AllAtOnce"),
         steps=steps_of(appset),
         clusters=clusters,
+        revision=revision,
+        unknown=unknown,
     )
+
+
+def source_of(appset: Obj) -> tuple[str, str]:
+    """(repoURL, targetRevision) of the template's single source.
+
+    Both "" where either is a template expression, or there are several sources.
+    """
+    source = (((appset.get("spec") or {}).get("template") or {}).get("spec") or {}).get("source")
+    if not isinstance(source, dict):
+        return "", ""
+    url, ref = str(source.get("repoURL") or ""), str(source.get("targetRevision") or "HEAD")
+    return ("", "") if "{{" in url + ref else (url, ref)

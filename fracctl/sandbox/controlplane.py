@@ -78,31 +78,28 @@ class ControlPlane:
         return alive(self.etcd_pid) and alive(self.apiserver_pid)
 
     def write_kubeconfig(self, path: str, *, token: str, user: str) -> None:
-        """Write a kubeconfig for ``user`` with a bearer token."""
-        ca = Path(self.ca_file).read_bytes()
+        """Write a kubeconfig for ``user`` with a bearer token (mode 0600)."""
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as f:
+            f.write(self.kubeconfig_text(token=token, user=user))
+
+    def kubeconfig_text(self, *, token: str, user: str) -> str:
+        """A kubeconfig (JSON, which is YAML) for ``user`` with a bearer token."""
         import base64
 
+        ca = base64.b64encode(Path(self.ca_file).read_bytes()).decode()
+        cluster = {"server": self.url, "certificate-authority-data": ca}
         doc = {
             "apiVersion": "v1",
             "kind": "Config",
-            "clusters": [
-                {
-                    "name": "fracctl-sandbox",
-                    "cluster": {
-                        "server": self.url,
-                        "certificate-authority-data": base64.b64encode(ca).decode(),
-                    },
-                }
-            ],
+            "clusters": [{"name": "fracctl-sandbox", "cluster": cluster}],
             "users": [{"name": user, "user": {"token": token}}],
             "contexts": [
                 {"name": "fracctl-sandbox", "context": {"cluster": "fracctl-sandbox", "user": user}}
             ],
             "current-context": "fracctl-sandbox",
         }
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w") as f:
-            json.dump(doc, f, indent=2)
+        return json.dumps(doc, indent=2)
 
     def stop(self, *, timeout: float = 15.0) -> None:
         """Stop the controllers, the API server, then etcd, by their recorded PIDs."""

@@ -35,6 +35,14 @@ APPSET = "gpu-fractioning"  # the example's ApplicationSet
 PROJECT = "gpu-fractioning-fleet"
 FLEET = {"fracctl.io/fleet": APPSET}  # every member's cluster Secret carries it
 STEP = "fracctl.io/step"  # and its step: canary, early or rest
+#: On the hub: the identity each member's gate reads the rollout's order as.
+HUB_READER = "fracctl-fleet-hub-reader"
+#: In each member: the Secret holding its kubeconfig (mounted by the PreSync hook), in
+#: the namespace the hooks run in (the Applications' destination namespace).
+GATE_FLEET = "fracctl-gate-fleet"
+HOOKS_NAMESPACE = "fracctl"
+#: How long that identity's token lasts (a sandbox outlives a test session).
+TOKEN_SECONDS = 7 * 24 * 3600
 #: How the sandbox's Applications retry a failed sync: every 5 s (the example's is slower).
 RETRY = {"limit": 60, "backoff": {"duration": "5s", "factor": 1, "maxDuration": "5s"}}
 
@@ -123,9 +131,87 @@ def commit_config(repo: Path, config_text: str, message: str) -> None:
     commit_all(repo, message=message)
 
 
-def register(kube: Kube, repo: Path, members: dict[str, tuple[ControlPlane, str]]) -> None:
-    """Argo CD's side: the project, every member's cluster Secret, the ApplicationSet."""
+def register(kube: Kube, repo: Path, members: dict[str, tuple[ControlPlane, str]],
+             hub: ControlPlane) -> None:  # fmt: skip
+    """Argo CD's side and each member's: what a gated fleet needs registered.
+
+    On the hub, the project, every member's cluster Secret and the ApplicationSet; in each
+    member, the hub's read-only kubeconfig its gate keeps the rollout's order with.
+    """
     put_object(kube, argocd_local.APPPROJECTS, project())
     for name, (cp, step) in members.items():
         put_object(kube, argocd_local.SECRETS, cluster_secret(name, cp, step))
+    reader = hub_reader(kube, hub)
+    for cp, _step in members.values():
+        member = Kube.connect(kubeconfig=cp.kubeconfig)
+        try:
+            put_gate_fleet(member, reader)
+        finally:
+            member.close()
     put_object(kube, APPSETS, appset(repo))
+
+
+def hub_reader(kube: Kube, hub: ControlPlane) -> str:
+    """A kubeconfig for the hub, as what each member's gate reads the rollout's order.
+
+    The ServiceAccount ``HUB_READER`` with exactly the ``fleet-status`` role (``fracctl
+    rbac print --role fleet-status``), its token from a TokenRequest.
+    """
+    from fracctl.config import Config
+    from fracctl.core import rbac
+    from fracctl.core.rbac.render import to_yaml
+    from fracctl.flows.rbac import params
+
+    p = params(Config())
+    account = {"apiVersion": "v1", "kind": "ServiceAccount",
+               "metadata": {"name": HUB_READER, "namespace": argocd_local.NAMESPACE}}  # fmt: skip
+    roles = load_all(to_yaml("fleet-status", rbac.roles("fleet-status", p), p))
+    bindings = [_binding(r) for r in roles]
+    for obj in [account, *roles, *bindings]:
+        apply_object(kube, obj)
+    request = {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
+               "spec": {"expirationSeconds": TOKEN_SECONDS}}  # fmt: skip
+    path = f"/api/v1/namespaces/{argocd_local.NAMESPACE}/serviceaccounts/{HUB_READER}/token"
+    token = kube.request("POST", path, body=request)["status"]["token"]
+    return hub.kubeconfig_text(token=token, user=HUB_READER)
+
+
+def _binding(role: Obj) -> Obj:
+    kind = "ClusterRoleBinding" if role["kind"] == "ClusterRole" else "RoleBinding"
+    meta = {k: v for k, v in role["metadata"].items() if k in ("name", "namespace")}
+    return {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": kind, "metadata": meta,
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": role["kind"],
+                        "name": role["metadata"]["name"]},
+            "subjects": [{"kind": "ServiceAccount", "name": HUB_READER,
+                          "namespace": argocd_local.NAMESPACE}]}  # fmt: skip
+
+
+def put_gate_fleet(member: Kube, kubeconfig: str) -> None:
+    """In the hooks' namespace, the Secret the PreSync hook mounts: the hub's kubeconfig."""
+    for obj in (
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": HOOKS_NAMESPACE}},
+        {"apiVersion": "v1", "kind": "Secret",
+         "metadata": {"name": GATE_FLEET, "namespace": HOOKS_NAMESPACE},
+         "data": {"kubeconfig": base64.b64encode(kubeconfig.encode()).decode()}},
+    ):  # fmt: skip
+        apply_object(member, obj)
+
+
+def apply_object(kube: Kube, obj: Obj) -> None:
+    """Create ``obj``, or replace the one of its name (a Namespace is left as it is)."""
+    ref = kube.resolve(obj["apiVersion"], obj["kind"])
+    ns = obj["metadata"].get("namespace")
+    live = kube.get_or_none(ref, obj["metadata"]["name"], ns)
+    if live is None:
+        kube.create(ref, obj)
+    elif obj["kind"] != "Namespace":
+        version = live["metadata"]["resourceVersion"]
+        obj = {**obj, "metadata": {**obj["metadata"], "resourceVersion": version}}
+        kube.replace(ref, obj)
+
+
+def load_all(text: str) -> list[Obj]:
+    """The documents of a YAML stream."""
+    import yaml
+
+    return [d for d in yaml.safe_load_all(text) if d]

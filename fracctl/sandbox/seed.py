@@ -140,15 +140,16 @@ def sandbox_config(
     git: dict[str, str] | None = None,
     backend: str = "apply",
     lock_namespace: str = "gpu-fractioning",
+    repo: Path | None = None,
 ) -> str:
-    """The fracctl.yaml that points every command at the sandbox."""
+    """The fracctl.yaml that points every command at the sandbox (git: ``repo`` or its own)."""
     extra = "".join(f"  {k}: {v}\n" for k, v in (git or {}).items() if k != "path")
     return (
         "# Written by `fracctl sandbox up`: points fracctl at the local sandbox.\n"
         "kube:\n"
         f"  kubeconfig: {box.kubeconfig}\n"
         "git:\n"
-        f"  repo: {box.gitops}\n"
+        f"  repo: {repo or box.gitops}\n"
         f"  path: {gitops_path}\n"
         "  revision: HEAD\n"
         f"{extra}"

@@ -46,7 +46,7 @@ def fleet(
 ) -> Iterator[GateFleet]:
     cps = dict(zip(STEPS, (*extra_control_planes, control_plane), strict=True))
     planes = {name: (cps[name], step) for name, step in STEPS.items()}
-    with gate_fleet(real_argocd, planes, tmp_path) as f:
+    with gate_fleet(real_argocd, planes, tmp_path, hub=control_plane) as f:
         yield f
 
 
@@ -117,6 +117,10 @@ def test_a_gated_rollout_no_op_then_canary_first_then_a_refusal_until_the_pod_is
     before = second.uid()
     began = time.monotonic()
     fleet.commit(NEW, "extend fractions by the opt-in label")
+    # Before Argo CD has seen the commit, every cluster is Healthy, and none runs git's.
+    early = fleet_status(fleet, "-o", "json").json
+    assert not early["done"] and early["revision"] == rev_parse(fleet.repo), early
+    assert all(c["behind"] for c in early["clusters"]), early
     fleet.refresh()
 
     refusal: list[str] = []  # the hook's message as Argo CD shows it (a retry resets it)
@@ -147,7 +151,7 @@ def test_a_gated_rollout_no_op_then_canary_first_then_a_refusal_until_the_pod_is
     # retry runs, Argo CD has cleared the last attempt's hooks: it says so; ask again).
     r = read_refusal(fleet)
     assert r.exit_code == ExitCode.FINDING, r.output
-    assert f"stopped at {second.plane.url} (step 2, {second.app}): PreSync hook " in r.stdout
+    assert f"stopped at {second.name} (step 2, {second.app}): PreSync hook " in r.stdout
     assert "team-a/trainer-0" in r.stdout
     assert "fix: let them finish or scale them down first" in r.stdout, r.stdout
     js = fleet_status(fleet, "-o", "json").json
@@ -168,7 +172,11 @@ def test_a_gated_rollout_no_op_then_canary_first_then_a_refusal_until_the_pod_is
     assert second.uid() != before and third.uid() != uids["eu"]
     done = fleet_status(fleet)
     assert done.exit_code == ExitCode.OK, done.output
-    assert f"every cluster ({len(STEPS)}) is Healthy: the rollout is done" in done.stdout
+    sha = rev_parse(fleet.repo)
+    assert f"every cluster ({len(STEPS)}) runs {sha[:7]}: the rollout is done" in done.stdout
+    js = fleet_status(fleet, "-o", "json").json
+    assert js["done"] and js["revision"] == sha, js
+    assert [c["cluster"] for c in js["clusters"]] == list(STEPS), js
     print(f"the gated rollout of {len(STEPS)} clusters, refusal and retry included: "
           f"{time.monotonic() - began:.1f}s")  # fmt: skip
 
@@ -248,3 +256,90 @@ def test_hooks_killed_at_random_moments_then_argo_cds_retries_converge(
     for name, m in fleet.members.items():
         assert_converged(fleet, name)
         assert m.cluster.kube.get_or_none(CONFIGMAPS, "fracctl-recreate-drain", "default") is None
+
+
+@pytest.mark.timeout(480)  # the session's Argo CD and planes may start for this test
+def test_a_later_step_synced_by_hand_before_the_canary_waits_for_the_canary(
+    fleet: GateFleet,
+) -> None:
+    """The second step's cluster is synced by hand to the new commit before Argo CD has
+    even seen it for the canary (as `argocd app sync` sets the Application's operation):
+    its PreSync hook refuses, naming the canary, until the canary runs the commit; then
+    the rollout finishes, and the second cluster's config was recreated only after."""
+    start(fleet)
+    canary, second, _third = (fleet.members[name] for name in STEPS)
+    began = time.monotonic()
+    uids = {name: m.uid() for name, m in fleet.members.items()}
+    print(explain(fleet))
+    fleet.commit(NEW, "extend fractions by the opt-in label")
+    sha = rev_parse(fleet.repo)
+    print(f"git's new commit {sha}")
+    retry = {"limit": 60, "backoff": {"duration": "5s", "factor": 1, "maxDuration": "5s"}}
+    fleet.argocd.kube.patch(argocd_local.APPLICATIONS, second.app, {"operation": {
+        "initiatedBy": {"username": "admin"}, "retry": retry,
+        "sync": {"revision": sha, "syncStrategy": {"hook": {}}}}},
+        namespace=argocd_local.NAMESPACE)  # fmt: skip
+
+    def refused_for_order(_rollout: dict[str, Any]) -> bool:
+        hook = hook_results(fleet, "ap").get("fracctl-gate-pre-sync") or {}
+        return "rollout-order" in hook.get("message", "")
+
+    try:
+        fleet.wait(refused_for_order, "the hand-synced second step was not refused for the order")
+    except AssertionError as e:
+        raise AssertionError(f"{e}\n{explain(fleet)}") from None
+    message = hook_results(fleet, "ap")["fracctl-gate-pre-sync"]["message"]
+    assert f"{canary.app} (step 1)" in message, message
+    assert second.uid() == uids["ap"] and second.selector() == OLD, "recreated out of turn"
+    r = read_refusal(fleet)
+    assert r.exit_code == ExitCode.FINDING, r.output
+    assert f"stopped at {second.name} (step 2, {second.app})" in r.stdout, r.stdout
+    assert "rollout-order" in r.stdout and "fix: let the earlier steps finish" in r.stdout
+    # Argo CD sees the commit: the canary syncs, then the held cluster's retry goes on (the
+    # third step follows as in the test above).
+    fleet.refresh()
+    fleet.wait(lambda r: all(healthy(m.app)(r) and m.selector() == NEW for m in (canary, second)),
+               "the second step did not follow the canary", timeout=240)  # fmt: skip
+    for name in ("us", "ap"):
+        assert_converged(fleet, name)
+    canary_done = deployed(fleet, "us", sha)
+    created = second.cluster.live_target()["metadata"]["creationTimestamp"]  # type: ignore[index]
+    assert created >= canary_done, (created, canary_done)
+    print(f"canary ran {sha[:7]} by {canary_done}; the second step's config created {created}; "
+          f"{time.monotonic() - began:.1f}s")  # fmt: skip
+
+
+def explain(fleet: GateFleet) -> str:
+    """Each member's Application operation and hooks, and its gate pods' last words."""
+    lines = []
+    for name, m in fleet.members.items():
+        app = fleet.application(name)
+        op = app["status"].get("operationState") or {}
+        result = op.get("syncResult") or {}
+        hooks = {
+            k: (v.get("hookPhase"), v.get("message")) for k, v in hook_results(fleet, name).items()
+        }
+        lines.append(f"{name}: {op.get('phase')} {op.get('message')!r} {op.get('startedAt')}"
+                     f"-{op.get('finishedAt')} synced={result.get('revision')} "
+                     f"sync={app['status'].get('sync')} operation={app.get('operation')} "
+                     f"op={op.get('operation')} hooks={hooks} uid={m.uid()} "
+                     f"selector={m.selector()} history={app['status'].get('history')}")  # fmt: skip
+        for pod in m.cluster.kube.list(PODS, namespace="fracctl"):
+            states = (pod.get("status") or {}).get("containerStatuses") or [{}]
+            lines.append(f"  {pod['metadata']['name']}: {states[0].get('state')}")
+        lines.append(f"  ran: {m.runner.ran[-4:]}")
+    return "\n".join(lines)
+
+
+def rev_parse(repo: Path) -> str:
+    import subprocess
+
+    return subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True,
+                          text=True, check=True).stdout.strip()  # fmt: skip
+
+
+def deployed(fleet: GateFleet, member: str, sha: str) -> str:
+    """When the member's Application finished deploying ``sha`` (its history)."""
+    history = fleet.application(member)["status"].get("history") or []
+    (when,) = [h["deployedAt"] for h in history if h.get("revision") == sha][-1:]
+    return str(when)

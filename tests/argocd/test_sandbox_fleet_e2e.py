@@ -14,10 +14,12 @@ from typing import Any
 
 import pytest
 
+from fracctl.adapters.kube import Kube
 from fracctl.errors import ExitCode
 from fracctl.sandbox import argocd_local, fleet_box, fleet_wiring
 from fracctl.sandbox.controlplane import alive
 from fracctl.sandbox.layout import Sandbox
+from fracctl.sandbox.pod_runner.launch import SECRETS
 from tests.support.argocd_real import require_built
 from tests.support.helpers import run_cli
 
@@ -62,12 +64,22 @@ def test_sandbox_up_clusters_starts_a_gated_fleet_that_argo_cd_rolls_out(tmp_pat
                               state).stdout)  # fmt: skip
         assert env["KUBECONFIG"].endswith("members/member-1/controlplane/kubeconfig")
         assert env["FRACCTL_CONFIG"] == member["config"]
+        # The member's git is the fleet's (what Argo CD syncs), and its gate reads the hub.
+        assert f"repo: {Path(state) / 'fleet-git'}\n" in Path(member["config"]).read_text()
+        kube = Kube.connect(kubeconfig=env["KUBECONFIG"])
+        try:
+            assert kube.get_or_none(SECRETS, "fracctl-gate-fleet", "fracctl") is not None
+        finally:
+            kube.close()
         other = run_cli("sandbox", "env", "--cluster", "member-2", "--state-dir", state)
         assert other.exit_code == ExitCode.USAGE and "members: member-1" in other.stderr
         # The fleet starts in sync: its first rollout ran the gate's hooks, which passed.
         done = wait_status(state, lambda r: r.json["done"] and len(r.json["clusters"]) == 1,
                            "the fleet did not start in sync")  # fmt: skip
         assert done.json["clusters"][0]["step"] == "1"
+        assert done.json["clusters"][0]["cluster"] == "member-1"
+        drift = run_cli("-c", member["config"], "drift")  # git is the fleet's: in sync
+        assert drift.exit_code == ExitCode.OK, drift.output
         box = Sandbox(Path(state))
         log = (fleet_box.members_of(box)["member-1"].root / "operator-sim.log").read_text()
         assert "pod-runner: fracctl/fracctl-gate-pre-sync exit 0" in log

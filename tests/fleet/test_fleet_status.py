@@ -17,6 +17,9 @@ REFUSAL = (
 )
 
 
+REV, OLDER = "c" * 40, "d" * 40
+
+
 def appset(*entries: dict[str, Any]) -> dict[str, Any]:
     steps = [{"matchExpressions": [{"key": "step", "operator": "In", "values": ["canary"]}]},
              {"matchExpressions": [{"key": "step", "operator": "In", "values": ["rest"]}],
@@ -34,10 +37,10 @@ def app(name: str, server: str, *, phase: str = "Succeeded", hooks: list[Any] | 
         "metadata": {"name": name},
         "spec": {"destination": {"server": server, "namespace": "fracctl"}},
         "status": {
-            "sync": {"status": "Synced"},
+            "sync": {"status": "Synced", "revision": REV},
             "health": {"status": health},
             "operationState": {"phase": phase, "message": "one or more tasks failed",
-                               "syncResult": {"resources": hooks or []}},
+                               "syncResult": {"resources": hooks or [], "revision": REV}},
         },
     }  # fmt: skip
 
@@ -92,9 +95,43 @@ def test_a_failure_without_a_fracctl_refusal_points_at_the_hook() -> None:
     assert fix_of(None, "a") == ""
 
 
-def test_a_done_rollout_and_an_application_not_found() -> None:
-    r = rollout(appset(entry("a", "1", "Healthy")), [app("a", "s")])
-    assert r.done and not r.stopped
+def test_done_only_when_every_cluster_runs_gits_revision() -> None:
+    a = appset(entry("a", "1", "Healthy"))
+    r = rollout(a, [app("a", "s")], REV)
+    assert r.done and not r.stopped and r.clusters[0].behind == ""
+    assert r.to_dict()["revision"] == REV and r.to_dict()["done"]
+    unknown = rollout(a, [app("a", "s")], unknown="git ls-remote x: denied")
+    assert not unknown.done and unknown.to_dict()["revision_unknown"] == "git ls-remote x: denied"
+    newer = rollout(a, [app("a", "s")], OLDER)  # git moved on; Argo CD has not seen it
+    assert not newer.done
+    assert newer.clusters[0].behind == "Argo CD compares it with ccccccc"
+    between = app("b", "s", phase="Running")
+    between["status"]["operationState"]["syncResult"]["revision"] = OLDER
+    two = rollout(appset(entry("a", "1", "Healthy"), entry("b", "2", "Progressing")),
+                  [app("a", "s"), between], REV)  # fmt: skip
+    assert not two.done and [c.behind for c in two.clusters] == [
+        "", "its last sync (Running) was of ddddddd"]  # fmt: skip
+
+
+def test_a_sync_window_is_the_blocker_not_the_last_attempts_refusal() -> None:
+    failed = {"kind": "Pod", "name": "fracctl-gate-pre-sync", "hookType": "PreSync",
+              "hookPhase": "Failed", "message": REFUSAL}  # fmt: skip
+    held = app("b", "https://b", phase="Running", hooks=[failed])
+    held["status"]["operationState"]["message"] = "Sync operation blocked by sync window"
+    held["metadata"]["labels"] = {"fracctl.io/cluster": "member-2"}
+    (c,) = rollout(appset(entry("b", "2", "Progressing")), [held], REV).stopped
+    assert c.windowed and c.hook is None and c.cluster == "member-2"
+    assert c.blocker == "a sync window holds its sync"
+    assert c.fix.startswith("the window's end (or `argocd app sync b` where the window allows")
+    retrying = app("r", "s", phase="Running")
+    retrying["status"]["operationState"].update(retryCount=2, syncResult=None)
+    (r,) = rollout(appset(entry("r", "2", "Progressing")), [retrying], REV).clusters
+    assert r.blocker == "Argo CD retries a failed sync (attempt #2)"
+    js = rollout(appset(entry("r", "2", "Progressing")), [retrying], REV).to_dict()
+    assert js["clusters"][0]["blocker"] == r.blocker
+
+
+def test_an_application_not_found() -> None:
     missing = rollout(appset(entry("gone", "1", "Waiting")), [])
     assert missing.clusters[0].cluster == "" and not missing.stopped
     plain = rollout({"metadata": {"name": "x"}, "spec": {}}, [])

@@ -186,9 +186,10 @@ def wipe_member(member: Member) -> None:
 
 
 @contextlib.contextmanager
-def gate_fleet(argocd: RealArgoCD, planes: dict[str, tuple[ControlPlane, str]],
-               root: Path) -> Iterator[GateFleet]:  # fmt: skip
-    """The gated fleet (``planes``: name -> (control plane, step label)); all removed after."""
+def gate_fleet(argocd: RealArgoCD, planes: dict[str, tuple[ControlPlane, str]], root: Path,
+               hub: ControlPlane) -> Iterator[GateFleet]:  # fmt: skip
+    """The gated fleet (``planes``: name -> (control plane, step label)), each member's gate
+    reading the rollout's order from ``hub`` (where Argo CD runs); all removed after."""
     kube = argocd.kube
     members: dict[str, Member] = {}
     project = fleet_wiring.project(PROJECT)
@@ -201,6 +202,9 @@ def gate_fleet(argocd: RealArgoCD, planes: dict[str, tuple[ControlPlane, str]],
         put_object(kube, argocd_local.APPPROJECTS, project)
         for name, (cp, step) in planes.items():
             put_object(kube, argocd_local.SECRETS, cluster_secret(name, cp, step))
+        reader = fleet_wiring.hub_reader(kube, hub)
+        for member in members.values():
+            fleet_wiring.put_gate_fleet(member.cluster.kube, reader)
         yield fleet
     finally:
         with contextlib.suppress(NotFound):

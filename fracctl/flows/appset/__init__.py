@@ -6,17 +6,21 @@ Applications); :mod:`fracctl.core.appset` says what they mean.
 
 from __future__ import annotations
 
-from fracctl.core.appset import Rollout, rollout
+from fracctl.core.appset import Rollout, rollout, source_of
 from fracctl.core.kube.resources import ResourceRef
-from fracctl.errors import UsageError
+from fracctl.errors import ExternalError, UsageError
 from fracctl.flows.context import Context
 
 APPSETS = ResourceRef("argoproj.io", "v1alpha1", "applicationsets", "ApplicationSet", True)
 APPLICATIONS = ResourceRef("argoproj.io", "v1alpha1", "applications", "Application", True)
 
 
-def status(ctx: Context, *, appset: str, namespace: str) -> Rollout:
+def status(ctx: Context, *, appset: str, namespace: str, revision: str | None = None) -> Rollout:
     """The rollout of ApplicationSet ``namespace/appset`` and of each Application it made.
+
+    Judged against git's revision: ``revision``, else the commit the template's source
+    names now (``git ls-remote``, with the caller's own git credentials); when neither
+    can be had, the rollout says why and is never done.
 
     Raises:
         UsageError: there is no such ApplicationSet (in this cluster and namespace).
@@ -34,4 +38,16 @@ def status(ctx: Context, *, appset: str, namespace: str) -> Rollout:
         for app in ctx.kube.list(APPLICATIONS, namespace=namespace)
         if any(o.get("uid") == uid for o in app["metadata"].get("ownerReferences") or [])
     ]
-    return rollout(found, owned)
+    from fracctl.adapters.git import remote_commit
+
+    url, ref = source_of(found)
+    want = revision or ref
+    if len(want) == 40 and all(c in "0123456789abcdef" for c in want):
+        return rollout(found, owned, want)
+    if not url:
+        return rollout(found, owned, unknown="the template's source is a template expression "
+                       "or several sources: give --revision with a commit")  # fmt: skip
+    try:
+        return rollout(found, owned, remote_commit(url, want))
+    except ExternalError as e:
+        return rollout(found, owned, unknown=f"{e.message}: give --revision with a commit")

@@ -17,6 +17,7 @@ gate runs never overlap; a ``fracctl recreate`` from elsewhere still finds the l
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 
 from fracctl.errors import FracctlError
 from fracctl.flows.context import Context
@@ -41,10 +42,16 @@ def pre_sync(
     drain: bool = False,
     force: bool = False,
     boundary: Callable[[str], None] | None = None,
+    fleet: Path | None = None,
+    tracking: str = "",
 ) -> GateResult:
-    """The PreSync half; see the module. Raises what ``recreate`` raises (Refused, ...)."""
-    return run_first_half(ctx, objects, drain=drain, force=force,
-                          at=boundary or (lambda _step: None))  # fmt: skip
+    """The PreSync half; see the module. Raises what ``recreate`` raises (Refused, ...).
+
+    ``fleet``: the folder of the hub's kubeconfig (:mod:`.order`); ``tracking``: the
+    hook pod's Argo CD tracking id.
+    """
+    return run_first_half(ctx, objects, drain=drain, force=force, fleet=fleet,
+                          tracking=tracking, at=boundary or (lambda _step: None))  # fmt: skip
 
 
 def post_sync(

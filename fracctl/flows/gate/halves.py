@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
 from fracctl.core.clock import utc_timestamp
 from fracctl.core.kube.nodes import selector_of
@@ -50,11 +51,15 @@ def held(lock: LeaseLock, *, hand_on: Callable[[], bool]) -> Iterator[LeaseLock]
             lock.release()
 
 
-def run_first_half(
-    ctx: Context, objects: list[Obj], *, drain: bool, force: bool, at: Boundary
-) -> GateResult:
-    """The PreSync half: nothing (and no lock) unless the revision needs the delete."""
+def run_first_half(ctx: Context, objects: list[Obj], *, drain: bool, force: bool, at: Boundary,
+                   fleet: Path | None = None, tracking: str = "") -> GateResult:  # fmt: skip
+    """The PreSync half: nothing (and no lock) unless the revision needs the gate.
+
+    A revision that deletes the config, or restarts the daemons, needs it; in a fleet it
+    then goes on only once every earlier step's cluster runs the revision.
+    """
     from fracctl.flows.drain import journal as journals
+    from fracctl.flows.gate.order import check_order
 
     me = gate_identity(ctx)
     entry = audit_entry(ctx, f"gate {PRE_SYNC}", who=me, backend=SyncBackend.name)
@@ -66,6 +71,9 @@ def run_first_half(
             "applies this revision as it is; the lock was not taken"
         )
         return result
+    ordered = check_order(ctx, fleet, tracking)  # Refused: a step ahead does not run it yet
+    if ordered:
+        result.lines.append(ordered)
     run: Run | None = None
     proven = False
 

@@ -163,13 +163,17 @@ def _value(kube: Kube, pod: Obj, var: Obj) -> str:
     source, ns = var["valueFrom"], pod["metadata"]["namespace"]
     if "fieldRef" in source:
         path = source["fieldRef"]["fieldPath"]
-        fields = {
+        fields: dict[str, str] = {
             "metadata.name": pod["metadata"]["name"],
             "metadata.namespace": ns,
             "metadata.uid": pod["metadata"]["uid"],
             "spec.nodeName": pod["spec"].get("nodeName", ""),
             "spec.serviceAccountName": _account(pod),
         }
+        for key in ("annotations", "labels"):  # metadata.annotations['name']
+            prefix = f"metadata.{key}['"
+            if path.startswith(prefix) and path.endswith("']"):
+                fields[path] = (pod["metadata"].get(key) or {}).get(path[len(prefix) : -2], "")
         if path not in fields:
             raise PodError(f"env {var['name']}: fieldRef {path} is not supported here")
         return str(fields[path])
