@@ -42,6 +42,7 @@ def status(
             help="Git's revision every cluster must run (a commit, branch or tag). "
             "Default: what the template's source names now (git ls-remote).",
             show_default=False,
+            callback=_app.not_blank,
         ),
     ] = None,
     output: _app.Output = "table",
@@ -94,8 +95,8 @@ def _show(c: Context, rollout: Rollout) -> None:
     rows = [(r.step or "-", r.cluster or "-", short(r.applied) if r.applied else "-",
              r.status or "-", r.sync or "-", r.health or "-", r.blocker or r.behind or "-")
             for r in rollout.clusters]  # fmt: skip
-    _table.show(c.out, ("step", "cluster", "applied", "rollout", "sync", "health", "holds it"),
-                rows)  # fmt: skip
+    _table.show(c.out, ("step", "cluster", "last synced", "rollout", "sync", "health",
+                        "holds it"), rows)  # fmt: skip
     for r in rollout.clusters:
         if r.out_of_turn:
             say(f"out of order at {r.cluster} (step {r.step}): before {r.out_of_turn}")

@@ -145,6 +145,9 @@ def post_sync(
     the fence of a drain and release the lock the PreSync hook kept. A
     failure exits non-zero and leaves the lock held for the retry.
 
+    Installed by deploy/components/argocd-gate (roles: fracctl rbac print
+    --role gate-pre-sync, --role gate-post-sync); runbooks/fleet-rollout.md.
+
     Examples:
         fracctl gate post-sync --desired /etc/fracctl/desired
     """

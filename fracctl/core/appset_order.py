@@ -95,12 +95,15 @@ def not_at(app: Obj, revision: str) -> str:
     compared = str(sync.get("revision") or "")
     if compared != revision:
         return f"Argo CD compares it with {short(compared)}"
+    last = str((op.get("syncResult") or {}).get("revision") or "")
     if sync.get("status") != "Synced":
+        if op.get("phase") == "Succeeded" and last == revision:  # the incident's pattern
+            return (f"{sync.get('status')} at {short(revision)} although its last sync of it "
+                    "reported success: the live objects are not git's")  # fmt: skip
         return f"{sync.get('status') or 'unknown sync status'} at {short(revision)}"
     health = (status.get("health") or {}).get("status") or "unknown"
     if health != "Healthy":
         return f"health {health}"
-    last = str((op.get("syncResult") or {}).get("revision") or "")
     if op.get("phase") != "Succeeded" or last != revision:
         return f"its last sync ({op.get('phase') or 'none'}) was of {short(last)}"
     return ""

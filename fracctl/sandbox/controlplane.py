@@ -161,7 +161,9 @@ def find_binaries(repo_root: Path | None = None) -> Path:
 
 def _build_script(repo_root: Path | None) -> Path | None:
     candidates = [repo_root] if repo_root else []
-    candidates.append(Path(__file__).resolve().parents[2])
+    from fracctl.sandbox.layout import REPO_ROOT  # the checkout, or an installed copy
+
+    candidates.append(REPO_ROOT)
     for root in candidates:
         if root and (root / "scripts" / "build-control-plane.sh").is_file():
             return root / "scripts" / "build-control-plane.sh"

@@ -75,14 +75,25 @@ def stop_recorded(pid_file: Path, timeout: float = 5.0) -> bool:
 
 
 def stop_members(box: Sandbox) -> bool:
-    """Stop every member's simulation and control plane; whether any was found."""
-    found = False
-    for member in members_of(box).values():
-        found = stop_recorded(member.sim_pid_file) or found
-        cp = controlplane.ControlPlane.load(member.cp_dir)
-        if cp is not None:
-            found = True
-            cp.stop()
+    """Stop every member's simulation and control plane; whether any was found.
+
+    The members side by side: each API server takes seconds to shut down.
+    """
+    from concurrent.futures import ThreadPoolExecutor
+
+    members = list(members_of(box).values())
+    if not members:
+        return False
+    with ThreadPoolExecutor(max_workers=len(members)) as pool:
+        return any(list(pool.map(_stop_member, members)))
+
+
+def _stop_member(member: Sandbox) -> bool:
+    found = stop_recorded(member.sim_pid_file)
+    cp = controlplane.ControlPlane.load(member.cp_dir)
+    if cp is not None:
+        found = True
+        cp.stop()
     return found
 
 

@@ -205,8 +205,16 @@ def down(*, root: Path) -> bool:
 
 def _stop(box: Sandbox) -> bool:
     """Stop every process the sandbox started (by recorded PID); whether any was found."""
-    found = fleet_box.stop_members(box)
-    found = fleet_box.stop_recorded(box.sim_pid_file) or found
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=1) as pool:  # the members beside the hub
+        members = pool.submit(fleet_box.stop_members, box)
+        found = _stop_hub(box)
+        return members.result() or found
+
+
+def _stop_hub(box: Sandbox) -> bool:
+    found = fleet_box.stop_recorded(box.sim_pid_file)
     for local in (
         argocd_local.LocalArgoCD.load(box.argocd_dir),
         flux_local.LocalFlux.load(box.flux_dir),

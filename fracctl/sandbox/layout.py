@@ -12,7 +12,22 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
+_PACKAGE = Path(__file__).resolve().parents[1]
+
+
+def tree_root(package: Path = _PACKAGE) -> Path:
+    """Where ``examples/`` and ``deploy/`` are, as the sandbox reads them.
+
+    The source checkout the package sits in, else the copy an installed wheel carries
+    (``fracctl/_tree``, package data: symbolic links to both in the checkout).
+    """
+    source = package.parent
+    if (source / "examples").is_dir() and (source / "deploy").is_dir():
+        return source
+    return package / "_tree"
+
+
+REPO_ROOT = tree_root()
 DEFAULT_SCENARIO = REPO_ROOT / "examples" / "sandbox" / "incident.yaml"
 SANDBOX_APP = "gpu-fractioning"  # the Argo CD application and project of `up --argocd`
 

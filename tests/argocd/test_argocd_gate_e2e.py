@@ -71,8 +71,8 @@ def healthy(app: str) -> Any:
 
 
 def hook_results(fleet: GateFleet, member: str) -> dict[str, dict[str, Any]]:
-    op = fleet.application(member)["status"]["operationState"]
-    return {r["name"]: r for r in op.get("syncResult", {}).get("resources") or []
+    op = fleet.application(member)["status"].get("operationState") or {}  # none before a sync
+    return {r["name"]: r for r in (op.get("syncResult") or {}).get("resources") or []
             if r.get("hookType")}  # fmt: skip
 
 
@@ -263,7 +263,7 @@ def test_a_later_step_synced_by_hand_before_the_canary_waits_for_the_canary(
     fleet: GateFleet,
 ) -> None:
     """The second step's cluster is synced by hand to the new commit before Argo CD has
-    even seen it for the canary (as `argocd app sync` sets the Application's operation):
+    even seen it for the canary (`argocd app sync --revision`, through Argo CD's API):
     its PreSync hook refuses, naming the canary, until the canary runs the commit; then
     the rollout finishes, and the second cluster's config was recreated only after."""
     start(fleet)
@@ -274,11 +274,8 @@ def test_a_later_step_synced_by_hand_before_the_canary_waits_for_the_canary(
     fleet.commit(NEW, "extend fractions by the opt-in label")
     sha = rev_parse(fleet.repo)
     print(f"git's new commit {sha}")
-    retry = {"limit": 60, "backoff": {"duration": "5s", "factor": 1, "maxDuration": "5s"}}
-    fleet.argocd.kube.patch(argocd_local.APPLICATIONS, second.app, {"operation": {
-        "initiatedBy": {"username": "admin"}, "retry": retry,
-        "sync": {"revision": sha, "syncStrategy": {"hook": {}}}}},
-        namespace=argocd_local.NAMESPACE)  # fmt: skip
+    # What `argocd app sync APP --revision SHA` asks of Argo CD's API server.
+    fleet.argocd.client("admin").sync(second.app, resources=None, revision=sha)
 
     def refused_for_order(_rollout: dict[str, Any]) -> bool:
         hook = hook_results(fleet, "ap").get("fracctl-gate-pre-sync") or {}

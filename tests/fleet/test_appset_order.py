@@ -68,7 +68,12 @@ def test_the_revision_a_sync_applies_is_a_resolved_sha_only() -> None:
     [
         ({}, ""),
         ({"compared": OLD}, "Argo CD compares it with aaaaaaa"),
-        ({"sync": "OutOfSync"}, "OutOfSync at bbbbbbb"),
+        ({"sync": "OutOfSync", "phase": "Running"}, "OutOfSync at bbbbbbb"),
+        (
+            {"sync": "OutOfSync"},
+            "OutOfSync at bbbbbbb although its last sync of it reported "
+            "success: the live objects are not git's",
+        ),
         ({"health": "Progressing"}, "health Progressing"),
         ({"phase": "Failed"}, "its last sync (Failed) was of bbbbbbb"),
         ({"phase": "Running", "last": OLD}, "its last sync (Running) was of aaaaaaa"),
@@ -81,7 +86,8 @@ def test_a_cluster_runs_a_revision_only_when_synced_healthy_and_its_last_sync_ap
 
 
 def test_only_the_earlier_steps_that_do_not_run_the_revision_hold_a_cluster_back() -> None:
-    apps = [app("canary", compared=OLD, last=OLD), app("early"), app("rest-1", sync="OutOfSync"),
+    apps = [app("canary", compared=OLD, last=OLD), app("early"),
+            app("rest-1", sync="OutOfSync", phase="Running"),
             app("rest-2", compared=OLD)]  # fmt: skip
     a = appset(canary=1, early=2, **{"rest-1": 3, "rest-2": 3})
     assert behind(a, apps, "canary", NEW) == []

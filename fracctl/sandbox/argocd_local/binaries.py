@@ -61,7 +61,9 @@ def locate_redis(env: dict[str, str] | None = None) -> Path | None:
 
 def build(script: str, repo_root: Path | None = None) -> Path:
     """Run ``scripts/<script>`` (which builds only when its cache is empty); its folder."""
-    roots = [r for r in (repo_root, Path(__file__).resolve().parents[3]) if r]
+    from fracctl.sandbox.layout import REPO_ROOT  # the checkout, or an installed copy
+
+    roots = [r for r in (repo_root, REPO_ROOT) if r]
     for root in roots:
         path = root / "scripts" / script
         if path.is_file():
