@@ -46,7 +46,11 @@ def find_kwok(repo_root: Path | None = None) -> Path:
             return Path(folder)
         raise UsageError(f"FRACCTL_KWOK_DIR={folder} lacks kwok or stages/")
     from fracctl.sandbox.argocd_local.binaries import build
+    from fracctl.sandbox.layout import REPO_ROOT, built
 
+    cached = built("kwok", ("kwok", "stages"))
+    if repo_root is None and not (REPO_ROOT / "scripts").is_dir() and cached is not None:
+        return cached  # an installed fracctl: no build scripts, the parts already built
     return build("build-kwok.sh", repo_root)
 
 

@@ -146,6 +146,11 @@ def find_binaries(repo_root: Path | None = None) -> Path:
         raise UsageError(f"KUBEBUILDER_ASSETS={assets} lacks {', '.join(lacks)}")
     script = _build_script(repo_root)
     if script is None:
+        from fracctl.sandbox.layout import built
+
+        cached = built("control-plane", BINARIES)
+        if cached is not None:
+            return cached
         raise UsageError(
             "no control-plane binaries: set KUBEBUILDER_ASSETS to a folder holding "
             + ", ".join(BINARIES)

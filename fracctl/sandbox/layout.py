@@ -28,6 +28,19 @@ def tree_root(package: Path = _PACKAGE) -> Path:
 
 
 REPO_ROOT = tree_root()
+
+
+def built(kind: str, needs: tuple[str, ...]) -> Path | None:
+    """The newest folder of the parts cache under ``kind`` holding all of ``needs``.
+
+    The cache is ``$FRACCTL_CACHE`` or ``~/.cache/fracctl``, as the build scripts fill it:
+    what an installed fracctl, which has no build scripts, starts from.
+    """
+    root = Path(os.environ.get("FRACCTL_CACHE") or Path.home() / ".cache" / "fracctl") / kind
+    found = [f for f in root.glob("*") if all((f / n).exists() for n in needs)]
+    return max(found, key=lambda f: f.name) if found else None
+
+
 DEFAULT_SCENARIO = REPO_ROOT / "examples" / "sandbox" / "incident.yaml"
 SANDBOX_APP = "gpu-fractioning"  # the Argo CD application and project of `up --argocd`
 

@@ -34,9 +34,9 @@ def tracked(*folders: str) -> list[str]:
     return [line for line in proc.stdout.splitlines() if line]
 
 
-def test_every_file_of_examples_deploy_and_scripts_is_in_the_wheel(wheel: zipfile.ZipFile) -> None:
+def test_every_file_of_examples_and_deploy_is_in_the_wheel(wheel: zipfile.ZipFile) -> None:
     names = set(wheel.namelist())
-    files = tracked("examples", "deploy") + [f for f in tracked("scripts") if f.count("/") == 1]
+    files = tracked("examples", "deploy")
     assert files, "git ls-files found nothing"
     missing = [f for f in files if f"fracctl/_tree/{f}" not in names]
     assert not missing, missing
@@ -56,3 +56,16 @@ def test_an_installed_package_reads_its_own_copy(tmp_path: Path) -> None:
     (package / "_tree" / "examples").mkdir(parents=True)
     assert layout.tree_root(package) == package / "_tree"
     assert layout.tree_root(REPO / "fracctl") == REPO
+
+
+def test_an_installed_package_finds_the_parts_already_built(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("FRACCTL_CACHE", str(tmp_path))
+    assert layout.built("kwok", ("kwok", "stages")) is None
+    for version in ("v0.7.0", "v0.8.0", "v0.9.0"):
+        folder = tmp_path / "kwok" / version
+        (folder / "stages").mkdir(parents=True)
+        if version != "v0.9.0":  # built only in part
+            (folder / "kwok").write_text("")
+    assert layout.built("kwok", ("kwok", "stages")) == tmp_path / "kwok" / "v0.8.0"
