@@ -12,12 +12,13 @@ from typing import Any
 
 import pytest
 
-from fracctl.core.kube.resources import CONFIGMAPS, LEASES
+from fracctl.core.kube.resources import CONFIGMAPS, EVENTS, LEASES
 from fracctl.errors import ExitCode, ExternalError, Refused, Unsafe
 from fracctl.flows import gate
 from fracctl.flows.engines import clean_desired
 from fracctl.flows.gate.backup import backup_name
 from fracctl.flows.recreate import recreate
+from fracctl.flows.recreate.lock import NOTES
 from fracctl.flows.render import to_yaml
 from tests.support.helpers import Cluster, run_cli
 from tests.support.recreate_fixtures import NEW, OLD, Incident, make_incident
@@ -76,6 +77,15 @@ def test_the_halves_recreate_around_the_sync_and_release_the_lock(incident: Inci
     live = incident.cluster.live_target()
     assert live is not None and live["spec"]["nodeSelector"] == NEW
     assert holder(incident) is None
+    # The new object's Event says what it was and where its backup is (no run hash).
+    (event,) = [e for e in incident.cluster.kube.list(EVENTS, namespace="default")
+                if e["involvedObject"].get("uid") == live["metadata"]["uid"]]  # fmt: skip
+    saved = f"ConfigMap {NS}/{backup_name(original)}"
+    assert event["reason"] == "Recreated", event
+    assert event["message"] == (f"fracctl (fracctl gate, backup {saved}): recreated; "
+                                f"nodeSelector {OLD} -> {NEW}"), event["message"]  # fmt: skip
+    lease = incident.cluster.kube.get_or_none(LEASES, "fracctl-recreate", NS) or {}
+    assert not set((lease.get("metadata") or {}).get("annotations") or {}) & set(NOTES.values())
 
 
 def test_without_an_immutable_change_pre_sync_ends_at_once_without_the_lock(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import json
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -144,6 +145,9 @@ def _act(run: Run, steps: list[Step], lock: LeaseLock, at: Boundary) -> None:
             if step.name == recreate_plan.BACKUP and run.live is not None:
                 saved = to_cluster(run.ctx, run.live)
                 run.ctx.info(f"backed up to {saved}")
+                lock.note(
+                    before=json.dumps(run.live_selector or {}, sort_keys=True), backup=saved
+                )  # fmt: skip  (what the PostSync half records)
             at(step.boundary)
     except (FracctlError, KeyboardInterrupt) as e:
         drain_steps.undo(run, e)
@@ -227,12 +231,19 @@ def _verify(ctx: Context, objects: list[Obj]) -> Obj:
 def _record(ctx: Context, live: Obj, selector: dict[str, str]) -> None:
     from fracctl.core.kube.resources import LEASES
     from fracctl.core.recreate.guard_policy import UPDATE_ARMED
+    from fracctl.flows.recreate.lock import NOTES
 
-    entry = audit_entry(ctx, f"gate {POST_SYNC}", who=gate_identity(ctx), backend="sync")
-    before = "the PreSync hook's backup"
     r = ctx.config.recreate
     lease = ctx.kube.get_or_none(LEASES, r.lock_name, r.lock_namespace) or {}
-    armed = ((lease.get("metadata") or {}).get("annotations") or {}).get(UPDATE_ARMED)
+    notes = (lease.get("metadata") or {}).get("annotations") or {}
+    armed = notes.get(UPDATE_ARMED)
+    saved = notes.get(NOTES["backup"])
+    who = f"fracctl gate, backup {saved}" if saved else "fracctl gate"
+    entry = audit_entry(ctx, f"gate {POST_SYNC}", who=who, backend="sync")
+    try:
+        before: object = json.loads(notes[NOTES["before"]])
+    except (KeyError, ValueError):
+        before = "the PreSync hook's backup"
     done = Outcome.UPDATED if armed == live["metadata"]["uid"] else Outcome.RECREATED
     entry.update(time=utc_timestamp(), outcome=done, before=before, after=selector)
     record(ctx, live=live, entry=entry)

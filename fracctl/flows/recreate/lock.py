@@ -16,6 +16,10 @@ from fracctl.core.recreate.lock import HELD, STALE, judge_lease, lease_spec, run
 from fracctl.errors import Conflict, FracctlError, NotFound, Unsafe
 from fracctl.flows.context import Context
 
+#: What a run notes on its Lease for the half that takes it on: the live selector before
+#: the change (JSON) and where its backup is.
+NOTES = {"before": "fracctl.io/before", "backup": "fracctl.io/backup"}
+
 
 def new_run_id() -> str:
     """A run's id: the one its Lease, its drain's fence and its journal all name."""
@@ -159,6 +163,20 @@ class LeaseLock:
         self.kube.replace(LEASES, lease)
         return requester
 
+    def note(self, **notes: str) -> None:
+        """Write ``notes`` (``before``, ``backup``) on the Lease this run holds.
+
+        For the half that takes the Lease on (the gate's PostSync records them); cleared
+        on release.
+        """
+        lease = self.kube.get(LEASES, self.name, self.namespace)
+        if (lease.get("spec") or {}).get("holderIdentity") != self.me:
+            self.lost = "the Lease is no longer ours"
+            self.check()
+        annotations = lease.setdefault("metadata", {}).setdefault("annotations", {})
+        annotations.update({NOTES[key]: value for key, value in notes.items()})
+        self.kube.replace(LEASES, lease)
+
     def stop(self) -> None:
         """Stop renewing but keep the Lease, for a later holder of the same identity.
 
@@ -183,7 +201,7 @@ class LeaseLock:
                 return
             meta = lease["metadata"]
             if (meta.get("labels") or {}).get(PARAM_LABEL) == "true":
-                for key in (REQUESTER, DELEGATE, UPDATE_ARMED):
+                for key in (REQUESTER, DELEGATE, UPDATE_ARMED, *NOTES.values()):
                     (meta.get("annotations") or {}).pop(key, None)
                 lease["spec"] = {}
                 self.kube.replace(LEASES, lease)  # resourceVersion: only the Lease we read
