@@ -101,10 +101,11 @@ def members_status(ctx: Context, box: Sandbox) -> list[dict[str, Any]]:
     """Each member: its server, kubeconfig, whether it runs, and its live selector."""
     out = []
     t = ctx.config.target
-    for name, member in members_of(box).items():
+    for i, (name, member) in enumerate(members_of(box).items()):
         cp = controlplane.ControlPlane.load(member.cp_dir)
         alive = cp is not None and cp.alive()
-        row: dict[str, Any] = {"name": name, "running": alive, "kubeconfig": str(member.kubeconfig),
+        row: dict[str, Any] = {"name": name, "step": fleet_wiring.step_of(i), "running": alive,
+                               "kubeconfig": str(member.kubeconfig),
                                "config": str(member.config_file)}  # fmt: skip
         if alive and cp is not None:
             row["server"] = cp.url

@@ -148,6 +148,10 @@ def up(
     return status(ctx, root=root)
 
 
+#: The fleet's git repository in the sandbox's folder: a commit there is the rollout.
+FLEET_GIT = "fleet-git"
+
+
 def _check_flags(*, argocd: bool, flux: bool, clusters: int) -> None:
     """Refuse (exit 2) flags that do not go together, before anything starts."""
     if argocd and flux:
@@ -165,7 +169,7 @@ def _start_fleet(ctx: Context, box: Sandbox, hub: controlplane.ControlPlane, cou
     members = fleet_box.start_members(ctx, box, count, scenario, scenario_file,
                                       binaries=binaries, kwok=kwok)  # fmt: skip
     text = fleet_box.live_config_text(scenario, ctx.config.target.kind)
-    repo = fleet_wiring.gated_repo(box.root / "fleet-git", text)
+    repo = fleet_wiring.gated_repo(box.root / FLEET_GIT, text)
     for member in fleet_box.members_of(box).values():  # git is the fleet's, as Argo CD's
         member.config_file.write_text(sandbox_config(member, "app", repo=repo,
                                       lock_namespace=fleet_box.GATE_LOCK_NAMESPACE))  # fmt: skip
@@ -278,6 +282,7 @@ def status(ctx: Context, *, root: Path) -> dict[str, Any]:
         "argocd": argocd_status(box),
         "flux": flux_status(box),
         "members": fleet_box.members_status(ctx, box),
+        "fleet_git": str(box.root / FLEET_GIT) if (box.root / FLEET_GIT).is_dir() else None,
     }
 
 

@@ -56,6 +56,8 @@ def test_sandbox_up_clusters_starts_a_gated_fleet_that_argo_cd_rolls_out(tmp_pat
     try:
         assert up.exit_code == ExitCode.OK, up.output
         assert "fracctl fleet status --appset gpu-fractioning" in up.stdout
+        assert f"fleet git:  {Path(state) / 'fleet-git'} (commit to app/ there" in up.stdout
+        assert "member:     member-1 (step canary) https://" in up.stdout
         st = run_cli("sandbox", "status", "-o", "json", "--state-dir", state).json
         (member,) = st["members"]
         assert member["name"] == "member-1" and member["running"], member
