@@ -50,6 +50,9 @@ class LeaseLock:
         self._thread: threading.Thread | None = None
         self.acquired: datetime | None = None
         self.lost = ""  # why the lease is no longer ours, once it is not
+        # One write of the Lease at a time from this run: the renewal thread, and the
+        # main thread's check, arm and note (each a read and a replace).
+        self._writing = threading.Lock()
 
     def _now(self) -> datetime:
         return datetime.fromtimestamp(self.ctx.clock.now(), tz=timezone.utc)
@@ -110,16 +113,27 @@ class LeaseLock:
                     self.lost = f"renewals failed for {self.duration}s ({e})"
 
     def renew(self) -> None:
-        """Push ``renewTime`` forward; notes a lease that is no longer ours."""
-        lease = self.kube.get_or_none(LEASES, self.name, self.namespace)
-        holder = (lease or {}).get("spec", {}).get("holderIdentity")
-        if lease is None or holder != self.me:
-            self.lost = f"the Lease is now held by {holder or 'nobody'}"
-            return
-        lease["spec"] = lease_spec(
-            me=self.me, now=self._now(), duration=self.duration, acquired=self.acquired
-        )
-        self.kube.replace(LEASES, lease)
+        """Push ``renewTime`` forward; notes a lease that is no longer ours.
+
+        A write that conflicts while the Lease is still ours (another writer of its
+        annotations came between the read and the replace) is read and tried again.
+        """
+        with self._writing:
+            for attempt in range(3):
+                lease = self.kube.get_or_none(LEASES, self.name, self.namespace)
+                holder = (lease or {}).get("spec", {}).get("holderIdentity")
+                if lease is None or holder != self.me:
+                    self.lost = f"the Lease is now held by {holder or 'nobody'}"
+                    return
+                lease["spec"] = lease_spec(
+                    me=self.me, now=self._now(), duration=self.duration, acquired=self.acquired
+                )
+                try:
+                    self.kube.replace(LEASES, lease)
+                    return
+                except Conflict:
+                    if attempt == 2:
+                        raise
 
     def check(self) -> None:
         """Renew now, and raise Unsafe when the lock was lost (before each destructive step)."""
@@ -146,22 +160,26 @@ class LeaseLock:
         before the delete (or update). Returns the username.
         """
         requester = self.kube.whoami()
-        lease = self.kube.get(LEASES, self.name, self.namespace)
-        if (lease.get("spec") or {}).get("holderIdentity") != self.me:
-            self.lost = "the Lease is no longer ours"
-            self.check()
-        annotations = lease.setdefault("metadata", {}).setdefault("annotations", {})
-        annotations[REQUESTER] = requester
-        if delegate:
-            annotations[DELEGATE] = delegate
-        else:
-            annotations.pop(DELEGATE, None)
-        if update_uid:
-            annotations[UPDATE_ARMED] = update_uid
-        else:
-            annotations.pop(UPDATE_ARMED, None)
-        self.kube.replace(LEASES, lease)
+        self._annotate({REQUESTER: requester, DELEGATE: delegate or None,
+                        UPDATE_ARMED: update_uid or None})  # fmt: skip
         return requester
+
+    def _annotate(self, changes: dict[str, str | None]) -> None:
+        """Set (or, for None, remove) annotations of the Lease this run holds."""
+        with self._writing:
+            lease = self.kube.get(LEASES, self.name, self.namespace)
+            if (lease.get("spec") or {}).get("holderIdentity") != self.me:
+                self.lost = "the Lease is no longer ours"
+            else:
+                annotations = lease.setdefault("metadata", {}).setdefault("annotations", {})
+                for key, value in changes.items():
+                    if value is None:
+                        annotations.pop(key, None)
+                    else:
+                        annotations[key] = value
+                self.kube.replace(LEASES, lease)
+        if self.lost:
+            self.check()
 
     def note(self, **notes: str) -> None:
         """Write ``notes`` (``before``, ``backup``) on the Lease this run holds.
@@ -169,13 +187,7 @@ class LeaseLock:
         For the half that takes the Lease on (the gate's PostSync records them); cleared
         on release.
         """
-        lease = self.kube.get(LEASES, self.name, self.namespace)
-        if (lease.get("spec") or {}).get("holderIdentity") != self.me:
-            self.lost = "the Lease is no longer ours"
-            self.check()
-        annotations = lease.setdefault("metadata", {}).setdefault("annotations", {})
-        annotations.update({NOTES[key]: value for key, value in notes.items()})
-        self.kube.replace(LEASES, lease)
+        self._annotate({NOTES[key]: value for key, value in notes.items()})
 
     def stop(self) -> None:
         """Stop renewing but keep the Lease, for a later holder of the same identity.
