@@ -71,8 +71,9 @@ def status(
     from fracctl.flows.appset import status as read
 
     c = _app.context(ctx)
-    rollout = read(c, appset=appset, namespace=namespace or c.config.argocd.namespace,
-                   revision=revision)  # fmt: skip
+    rollout = read(
+        c, appset=appset, namespace=namespace or c.config.argocd.namespace, revision=revision
+    )
     if output == "json":
         _app.emit_json(rollout.to_dict())
     else:
@@ -95,8 +96,9 @@ def _show(c: Context, rollout: Rollout) -> None:
     rows = [(r.step or "-", r.cluster or "-", short(r.applied) if r.applied else "-",
              r.status or "-", r.sync or "-", r.health or "-", r.blocker or r.behind or "-")
             for r in rollout.clusters]  # fmt: skip
-    _table.show(c.out, ("step", "cluster", "last synced", "rollout", "sync", "health",
-                        "holds it"), rows)  # fmt: skip
+    _table.show(
+        c.out, ("step", "cluster", "last synced", "rollout", "sync", "health", "holds it"), rows
+    )
     for r in rollout.clusters:
         if r.out_of_turn:
             say(f"out of order at {r.cluster} (step {r.step}): before {r.out_of_turn}")
@@ -106,12 +108,16 @@ def _show(c: Context, rollout: Rollout) -> None:
         if r.fix:
             say(f"  fix: {r.fix}")
     if rollout.done:
-        say(f"every cluster ({len(rollout.clusters)}) runs {short(rollout.revision)}: "
-            "the rollout is done")  # fmt: skip
+        say(
+            f"every cluster ({len(rollout.clusters)}) runs {short(rollout.revision)}: "
+            "the rollout is done"
+        )
     elif rollout.revision:
         behind = [r for r in rollout.clusters if r.behind]
-        say(f"{len(rollout.clusters) - len(behind)} of {len(rollout.clusters)} cluster(s) run "
-            f"{short(rollout.revision)}: not done")  # fmt: skip
+        say(
+            f"{len(rollout.clusters) - len(behind)} of {len(rollout.clusters)} cluster(s) run "
+            f"{short(rollout.revision)}: not done"
+        )
 
 
 def register(root: typer.Typer) -> None:

@@ -117,18 +117,26 @@ def pre_sync(
     without the lock. A refusal exits non-zero and is the pod's termination
     message, which Argo CD shows as the hook's message.
 
-    In a fleet (--fleet, the hub's kubeconfig), a change that needs the gate
-    is refused until every cluster of the ApplicationSet's earlier steps
-    runs the revision: the canary first, whatever order Argo CD syncs in.
-    Set up: deploy/components/argocd-gate, runbooks/fleet-rollout.md.
+    In a fleet (--fleet: the hub's kubeconfig), it refuses until every
+    cluster of the earlier steps runs the revision, whatever order Argo CD
+    syncs in (deploy/components/argocd-gate, runbooks/fleet-rollout.md).
 
     Examples:
         fracctl gate pre-sync --desired /etc/fracctl/desired
         fracctl gate pre-sync --desired /etc/fracctl/desired --drain
         fracctl gate pre-sync --desired desired/ --fleet /etc/fracctl/fleet
     """
-    _run(ctx, "pre-sync", desired, termination_log, output, drain=drain, force=force,
-         fleet=fleet, tracking=tracking)  # fmt: skip
+    _run(
+        ctx,
+        "pre-sync",
+        desired,
+        termination_log,
+        output,
+        drain=drain,
+        force=force,
+        fleet=fleet,
+        tracking=tracking,
+    )
 
 
 @app.command("post-sync")

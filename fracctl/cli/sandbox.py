@@ -153,14 +153,23 @@ def _show_up(c: Context, st: dict[str, Any]) -> None:
             soft_wrap=True,
         )
     for m in st.get("members") or []:
-        c.out.print(f"  member:     {m['name']} (step {m['step']}) "
-                    f"{m.get('server', '(stopped)')}, config {m['config']}",
-                    markup=False, soft_wrap=True)  # fmt: skip
+        c.out.print(
+            f"  member:     {m['name']} (step {m['step']}) "
+            f"{m.get('server', '(stopped)')}, config {m['config']}",
+            markup=False,
+            soft_wrap=True,
+        )
     if st.get("members"):
-        c.out.print(f"  fleet git:  {st.get('fleet_git')} (commit to app/ there: the rollout)",
-                    markup=False, soft_wrap=True)  # fmt: skip
-        c.out.print("  fleet:      fracctl fleet status --appset gpu-fractioning",
-                    markup=False, soft_wrap=True)  # fmt: skip
+        c.out.print(
+            f"  fleet git:  {st.get('fleet_git')} (commit to app/ there: the rollout)",
+            markup=False,
+            soft_wrap=True,
+        )
+        c.out.print(
+            "  fleet:      fracctl fleet status --appset gpu-fractioning",
+            markup=False,
+            soft_wrap=True,
+        )
     c.out.print('  next:       eval "$(fracctl sandbox env)"', markup=False, soft_wrap=True)
 
 

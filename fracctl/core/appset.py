@@ -167,8 +167,10 @@ def hook_failure(app: Obj) -> HookFailure | None:
     return None
 
 
-WINDOW_FIX = ("the window's end (or `argocd app sync {app}` where the window allows manual "
-              "syncs) lets it run; fracctl's gate guards it then")  # fmt: skip
+WINDOW_FIX = (
+    "the window's end (or `argocd app sync {app}` where the window allows manual "
+    "syncs) lets it run; fracctl's gate guards it then"
+)
 RETRYING_FIX = ("its last attempt failed and Argo CD is trying again; the hook's message "
                 "shows once this attempt ends: run this again")  # fmt: skip
 
@@ -220,8 +222,7 @@ def cluster_rollout(entry: Obj, app: Obj | None, revision: str = "") -> ClusterR
     return cluster
 
 
-def rollout(appset: Obj, applications: list[Obj], revision: str = "",
-            unknown: str = "") -> Rollout:  # fmt: skip
+def rollout(appset: Obj, applications: list[Obj], revision: str = "", unknown: str = "") -> Rollout:
     """The rollout of ``appset``, its Applications read beside it.
 
     Judged against git's ``revision`` (``unknown`` says why there is none).
@@ -229,8 +230,9 @@ def rollout(appset: Obj, applications: list[Obj], revision: str = "",
     by_name = {a["metadata"]["name"]: a for a in applications}
     spec = appset.get("spec") or {}
     entries = (appset.get("status") or {}).get("applicationStatus") or []
-    clusters = [cluster_rollout(e, by_name.get(str(e.get("application"))), revision)
-                for e in entries]  # fmt: skip
+    clusters = [
+        cluster_rollout(e, by_name.get(str(e.get("application"))), revision) for e in entries
+    ]
     clusters.sort(key=lambda c: (int(c.step) if c.step.isdigit() else 0, c.application))
     broken_at = out_of_turn(appset, applications)
     for c in clusters:

@@ -98,8 +98,10 @@ def not_at(app: Obj, revision: str) -> str:
     last = str((op.get("syncResult") or {}).get("revision") or "")
     if sync.get("status") != "Synced":
         if op.get("phase") == "Succeeded" and last == revision:  # the incident's pattern
-            return (f"{sync.get('status')} at {short(revision)} although its last sync of it "
-                    "reported success: the live objects are not git's")  # fmt: skip
+            return (
+                f"{sync.get('status')} at {short(revision)} although its last sync of it "
+                "reported success: the live objects are not git's"
+            )
         return f"{sync.get('status') or 'unknown sync status'} at {short(revision)}"
     health = (status.get("health") or {}).get("status") or "unknown"
     if health != "Healthy":
@@ -124,8 +126,11 @@ class Behind:
 def steps_by_app(appset: Obj) -> dict[str, int]:
     """Each Application's step (1-based), as the applicationset-controller assigned it."""
     entries = _status(appset).get("applicationStatus") or []
-    return {str(e.get("application")): int(e.get("step") or 0) for e in entries
-            if str(e.get("step") or "").isdigit()}  # fmt: skip
+    return {
+        str(e.get("application")): int(e.get("step") or 0)
+        for e in entries
+        if str(e.get("step") or "").isdigit()
+    }
 
 
 def progressive(appset: Obj) -> bool:
@@ -184,7 +189,8 @@ def out_of_turn(appset: Obj, applications: list[Obj]) -> dict[str, Behind]:
             theirs = deployed_at(by_name[other], revision)
             if theirs is None or not theirs[1] or theirs[1] > mine[0]:
                 when = f"finished {theirs[1]}" if theirs and theirs[1] else "not deployed"
-                broken[name] = Behind(other, step, f"{short(revision)} {when}; this one "
-                                                   f"began {mine[0]}")  # fmt: skip
+                broken[name] = Behind(
+                    other, step, f"{short(revision)} {when}; this one began {mine[0]}"
+                )
                 break
     return broken

@@ -131,8 +131,9 @@ def commit_config(repo: Path, config_text: str, message: str) -> None:
     commit_all(repo, message=message)
 
 
-def register(kube: Kube, repo: Path, members: dict[str, tuple[ControlPlane, str]],
-             hub: ControlPlane) -> None:  # fmt: skip
+def register(
+    kube: Kube, repo: Path, members: dict[str, tuple[ControlPlane, str]], hub: ControlPlane
+) -> None:
     """Argo CD's side and each member's: what a gated fleet needs registered.
 
     On the hub, the project, every member's cluster Secret and the ApplicationSet; in each
@@ -157,61 +158,53 @@ def hub_reader(kube: Kube, hub: ControlPlane) -> str:
     The ServiceAccount ``HUB_READER`` with exactly the ``fleet-status`` role (``fracctl
     rbac print --role fleet-status``), its token from a TokenRequest.
     """
+    import yaml
+
     from fracctl.config import Config
     from fracctl.core import rbac
     from fracctl.core.rbac.render import to_yaml
     from fracctl.flows.rbac import params
 
     p = params(Config())
-    account = {"apiVersion": "v1", "kind": "ServiceAccount",
-               "metadata": {"name": HUB_READER, "namespace": argocd_local.NAMESPACE}}  # fmt: skip
-    roles = load_all(to_yaml("fleet-status", rbac.roles("fleet-status", p), p))
-    bindings = [_binding(r) for r in roles]
-    for obj in [account, *roles, *bindings]:
-        apply_object(kube, obj)
-    request = {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
-               "spec": {"expirationSeconds": TOKEN_SECONDS}}  # fmt: skip
-    path = f"/api/v1/namespaces/{argocd_local.NAMESPACE}/serviceaccounts/{HUB_READER}/token"
-    token = kube.request("POST", path, body=request)["status"]["token"]
+    namespace = argocd_local.NAMESPACE
+    account = {
+        "apiVersion": "v1",
+        "kind": "ServiceAccount",
+        "metadata": {"name": HUB_READER, "namespace": namespace},
+    }
+    text = to_yaml("fleet-status", rbac.roles("fleet-status", p), p)
+    roles = [d for d in yaml.safe_load_all(text) if d]
+    for obj in [account, *roles, *(_binding(r) for r in roles)]:
+        put_object(kube, kube.resolve(obj["apiVersion"], obj["kind"]), obj)
+    token = kube.service_account_token(namespace, HUB_READER, TOKEN_SECONDS)
     return hub.kubeconfig_text(token=token, user=HUB_READER)
 
 
 def _binding(role: Obj) -> Obj:
+    """A binding of ``role`` (a ClusterRole or a Role) to ``HUB_READER``."""
     kind = "ClusterRoleBinding" if role["kind"] == "ClusterRole" else "RoleBinding"
     meta = {k: v for k, v in role["metadata"].items() if k in ("name", "namespace")}
-    return {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": kind, "metadata": meta,
-            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": role["kind"],
-                        "name": role["metadata"]["name"]},
-            "subjects": [{"kind": "ServiceAccount", "name": HUB_READER,
-                          "namespace": argocd_local.NAMESPACE}]}  # fmt: skip
+    subject = {"kind": "ServiceAccount", "name": HUB_READER, "namespace": argocd_local.NAMESPACE}
+    return {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": kind,
+        "metadata": meta,
+        "roleRef": {
+            "apiGroup": "rbac.authorization.k8s.io",
+            "kind": role["kind"],
+            "name": role["metadata"]["name"],
+        },
+        "subjects": [subject],
+    }
 
 
 def put_gate_fleet(member: Kube, kubeconfig: str) -> None:
     """In the hooks' namespace, the Secret the PreSync hook mounts: the hub's kubeconfig."""
-    for obj in (
-        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": HOOKS_NAMESPACE}},
-        {"apiVersion": "v1", "kind": "Secret",
-         "metadata": {"name": GATE_FLEET, "namespace": HOOKS_NAMESPACE},
-         "data": {"kubeconfig": base64.b64encode(kubeconfig.encode()).decode()}},
-    ):  # fmt: skip
-        apply_object(member, obj)
-
-
-def apply_object(kube: Kube, obj: Obj) -> None:
-    """Create ``obj``, or replace the one of its name (a Namespace is left as it is)."""
-    ref = kube.resolve(obj["apiVersion"], obj["kind"])
-    ns = obj["metadata"].get("namespace")
-    live = kube.get_or_none(ref, obj["metadata"]["name"], ns)
-    if live is None:
-        kube.create(ref, obj)
-    elif obj["kind"] != "Namespace":
-        version = live["metadata"]["resourceVersion"]
-        obj = {**obj, "metadata": {**obj["metadata"], "resourceVersion": version}}
-        kube.replace(ref, obj)
-
-
-def load_all(text: str) -> list[Obj]:
-    """The documents of a YAML stream."""
-    import yaml
-
-    return [d for d in yaml.safe_load_all(text) if d]
+    member.ensure_namespace(HOOKS_NAMESPACE)
+    secret = {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"name": GATE_FLEET, "namespace": HOOKS_NAMESPACE},
+        "data": {"kubeconfig": base64.b64encode(kubeconfig.encode()).decode()},
+    }
+    put_object(member, argocd_local.SECRETS, secret)

@@ -162,17 +162,25 @@ def _check_flags(*, argocd: bool, flux: bool, clusters: int) -> None:
         raise UsageError(f"--clusters {clusters}: give 1 to 8 member clusters")
 
 
-def _start_fleet(ctx: Context, box: Sandbox, hub: controlplane.ControlPlane, count: int,
-                 scenario: dict[str, Any], scenario_file: Path, binaries: Path,
-                 kwok: Path) -> None:  # fmt: skip
+def _start_fleet(
+    ctx: Context,
+    box: Sandbox,
+    hub: controlplane.ControlPlane,
+    count: int,
+    scenario: dict[str, Any],
+    scenario_file: Path,
+    binaries: Path,
+    kwok: Path,
+) -> None:
     """The member clusters, the fleet's git repository and Argo CD's side of it."""
     members = fleet_box.start_members(ctx, box, count, scenario, scenario_file,
                                       binaries=binaries, kwok=kwok)  # fmt: skip
     text = fleet_box.live_config_text(scenario, ctx.config.target.kind)
     repo = fleet_wiring.gated_repo(box.root / FLEET_GIT, text)
     for member in fleet_box.members_of(box).values():  # git is the fleet's, as Argo CD's
-        member.config_file.write_text(sandbox_config(member, "app", repo=repo,
-                                      lock_namespace=fleet_box.GATE_LOCK_NAMESPACE))  # fmt: skip
+        member.config_file.write_text(
+            sandbox_config(member, "app", repo=repo, lock_namespace=fleet_box.GATE_LOCK_NAMESPACE)
+        )
     kube = Kube.connect(kubeconfig=str(box.kubeconfig))
     try:
         fleet_wiring.register(kube, repo, members, hub=hub)

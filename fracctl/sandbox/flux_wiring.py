@@ -83,9 +83,14 @@ def install_chart(box: Sandbox, kube: Kube, chart: dict[str, Any], folder: str) 
     release, namespace = charts.release_of(chart, folder)
     # The first install may meet a busy machine (its wait runs out): helm-controller
     # uninstalls and tries again. Upgrades keep no remediation: their failure is the scenario.
-    body = flux_local.helm_release(release, source=SOURCE, chart=f"./{folder}",
-                                   release=release, target=namespace,
-                                   install={"remediation": {"retries": 3}})  # fmt: skip
+    body = flux_local.helm_release(
+        release,
+        source=SOURCE,
+        chart=f"./{folder}",
+        release=release,
+        target=namespace,
+        install={"remediation": {"retries": 3}},
+    )
     flux_local.put(kube, flux_local.HELMRELEASES, body)
     _wait_flux(
         kube,

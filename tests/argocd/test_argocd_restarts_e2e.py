@@ -11,18 +11,17 @@ from __future__ import annotations
 
 import pytest
 
-from fracctl.core.kube.resources import NODES, PODS
+from fracctl.core.kube.resources import NODES
 from fracctl.errors import ExitCode
 from tests.recreate.test_restarts_daemons_cluster import (
     TOLERATIONS_YAML,
     assert_updated,
-    daemon_pods,
     git_wants,
+    refused_then_updated,
     settled,
 )
 from tests.support.argocd_real import RealArgoCD, configure
 from tests.support.helpers import run_cli
-from tests.support.kinds_fixtures import wait_for
 from tests.support.recreate_fixtures import Incident
 
 pytestmark = pytest.mark.e2e
@@ -45,15 +44,7 @@ def test_argocd_carries_a_daemon_restarting_change_guarded(
             drift = run_cli("-c", config, "drift", "--app", app_name)
             assert drift.exit_code == ExitCode.FINDING, drift.output
             assert "restarts-daemons" in drift.stdout and "team-a/trainer-0" in drift.stdout
-            refused = run_cli("-c", config, "recreate", "--yes", "--backend", "argocd")
-            assert refused.exit_code == ExitCode.FINDING, refused.output
-            assert "team-a/trainer-0" in refused.output
-            assert daemon_pods(cluster) == before
-            cluster.kube.delete(PODS, "trainer-0", "team-a", grace_period=0)
-            wait_for(lambda: cluster.kube.get_or_none(PODS, "trainer-0", "team-a") is None,
-                     "the fractional pod gone")  # fmt: skip
-            r = run_cli("-c", config, "recreate", "--yes", "--backend", "argocd", "-o", "json")
-            assert r.exit_code == ExitCode.OK, r.output
-            assert r.json["outcome"] == "updated"
+            r = refused_then_updated(cluster, "team-a", before, lambda *o: run_cli(
+                "-c", config, "recreate", "--yes", "--backend", "argocd", *o))  # fmt: skip
             assert any("Argo CD" in n for n in r.json["notes"]), r.json["notes"]
             assert_updated(real_incident, uid, before)

@@ -12,18 +12,18 @@ from __future__ import annotations
 
 import pytest
 
-from fracctl.core.kube.resources import NODES, PODS
+from fracctl.core.kube.resources import NODES
 from fracctl.errors import ExitCode
 from tests.recreate.test_restarts_daemons_cluster import (
     TOLERATIONS_YAML,
     assert_updated,
     daemon_pods,
     git_wants,
+    refused_then_updated,
     settled,
 )
 from tests.support.flux_real import RealFlux, ready
 from tests.support.helpers import run_cli
-from tests.support.kinds_fixtures import wait_for
 from tests.support.recreate_fixtures import Incident
 
 pytestmark = pytest.mark.e2e
@@ -46,16 +46,8 @@ def test_flux_carries_a_daemon_restarting_change_once_armed(
             config = served.configure(incident)
             cluster.pod("ml-team", "trainer-0", annotations={"gpu-fraction": "0.5"},
                         node="rtx-pro-6000-0")  # fmt: skip
-            refused = run_cli("-c", config, "recreate", "--backend", "flux", "--yes")
-            assert refused.exit_code == ExitCode.FINDING, refused.output
-            assert "ml-team/trainer-0" in refused.output
-            assert daemon_pods(cluster) == before
-            cluster.kube.delete(PODS, "trainer-0", "ml-team", grace_period=0)
-            wait_for(lambda: cluster.kube.get_or_none(PODS, "trainer-0", "ml-team") is None,
-                     "the fractional pod gone")  # fmt: skip
-            r = run_cli("-c", config, "recreate", "--backend", "flux", "--yes", "-o", "json")
-            assert r.exit_code == ExitCode.OK, r.output
-            assert r.json["outcome"] == "updated"
+            r = refused_then_updated(cluster, "ml-team", before, lambda *o: run_cli(
+                "-c", config, "recreate", "--backend", "flux", "--yes", *o))  # fmt: skip
             assert any("guard policy refuses Flux's own apply" in p for p in r.json["proofs"])
             assert_updated(incident, uid, before)
 

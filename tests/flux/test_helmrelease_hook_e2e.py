@@ -146,16 +146,7 @@ def test_the_hook_refused_by_the_guard_then_run_guarded_by_helm_controller(
     )
     assert "creates GpuFractioningConfig/default with git's nodeSelector" in plan.output
 
-    ns = hook.cluster.namespace("ml-team")
-    hook.cluster.pod(ns, "train-0", node="rtx-pro-6000-0", annotations=FRACTIONAL)
-    r = hook.cli("recreate", "--yes")
-    assert r.exit_code == ExitCode.FINDING, r.output
-    assert "ml-team/train-0" in r.output and "nothing changed" in r.output
-    assert hook.uid() == uid and int(hook.history()["version"]) == failed
-
-    hook.cluster.kube.delete(PODS, "train-0", ns, grace_period=0)
-    r = hook.cli("recreate", "--yes")
-    assert r.exit_code == ExitCode.OK, r.output
+    r = refused_then_carried(hook, uid, failed)
     assert "and system:serviceaccount:flux-system:helm-controller" in r.output  # armed
     assert "its hook deleted and recreated the object" in r.output
     assert hook.uid() != uid
@@ -419,6 +410,14 @@ def test_a_toleration_added_in_the_values_is_refused_then_run_guarded(hook: Hook
     failed = int(hook.history()["version"])
     drift = hook.cli("drift")
     assert drift.exit_code == ExitCode.FINDING, drift.output
+    refused_then_carried(hook, uid, failed)
+    live = hook.cluster.live_target()
+    assert live is not None and len(live["spec"]["tolerations"]) == 2
+
+
+def refused_then_carried(hook: Any, uid: str | None, failed: int) -> Any:
+    """`recreate --yes` refuses while a fractional pod runs (nothing changed: the object,
+    the release), then carries the change once it is gone; the second run's result."""
     ns = hook.cluster.namespace("ml-team")
     hook.cluster.pod(ns, "train-0", node="rtx-pro-6000-0", annotations=FRACTIONAL)
     r = hook.cli("recreate", "--yes")
@@ -428,5 +427,4 @@ def test_a_toleration_added_in_the_values_is_refused_then_run_guarded(hook: Hook
     hook.cluster.kube.delete(PODS, "train-0", ns, grace_period=0)
     r = hook.cli("recreate", "--yes")
     assert r.exit_code == ExitCode.OK, r.output
-    live = hook.cluster.live_target()
-    assert live is not None and len(live["spec"]["tolerations"]) == 2
+    return r

@@ -17,6 +17,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -91,6 +92,23 @@ def incident_without_b200(cluster: Cluster, tmp_path: Path) -> Incident:
     inc = make_incident(cluster, tmp_path, label_b200=False, timeouts={"ready": "60s"})
     cluster.kube.delete(NODES, "b200-0")
     return inc
+
+
+def refused_then_updated(cluster: Cluster, ns: str, before: dict[str, str],
+                         run_recreate: Callable[..., Any]) -> Any:  # fmt: skip
+    """``run_recreate()`` refuses while ``ns/trainer-0`` runs, rolling nothing; once the pod
+    is gone ``run_recreate("-o", "json")`` updates the config in place: its result."""
+    refused = run_recreate()
+    assert refused.exit_code == ExitCode.FINDING, refused.output
+    assert f"{ns}/trainer-0" in refused.output
+    assert daemon_pods(cluster) == before
+    cluster.kube.delete(PODS, "trainer-0", ns, grace_period=0)
+    wait_for(lambda: cluster.kube.get_or_none(PODS, "trainer-0", ns) is None,
+             "the fractional pod gone")  # fmt: skip
+    r = run_recreate("-o", "json")
+    assert r.exit_code == ExitCode.OK, r.output
+    assert r.json["outcome"] == "updated"
+    return r
 
 
 def cli(incident: Incident, *args: str) -> Any:

@@ -38,6 +38,28 @@ def test_the_environment_is_the_images() -> None:
     assert pairs == launch.IMAGE_ENV
 
 
+def test_the_downward_api_reads_annotations_and_labels_as_a_kubelet_does() -> None:
+    """``metadata.annotations['KEY']`` and ``metadata.labels['KEY']``, "" when the pod has
+    none of that key (kubernetes ``pkg/fieldpath/fieldpath.go``,
+    ``ExtractFieldPathAsString``: the map's value, its zero value when absent). The gate's
+    PreSync hook reads Argo CD's tracking id this way."""
+    pod = {"metadata": {"name": "p", "namespace": "fracctl", "uid": "u",
+                        "annotations": {"argocd.argoproj.io/tracking-id": "app:/Pod:fracctl/p"},
+                        "labels": {"app": "gate"}},
+           "spec": {}}  # fmt: skip
+
+    def ref(path: str) -> dict[str, object]:
+        return {"name": path, "valueFrom": {"fieldRef": {"fieldPath": path}}}
+
+    paths = ("metadata.annotations['argocd.argoproj.io/tracking-id']",
+             "metadata.labels['app']", "metadata.annotations['none']")  # fmt: skip
+    container = {"env": [ref(path) for path in paths]}
+    env = launch.environment(None, pod, container, ("127.0.0.1", 6443))  # type: ignore[arg-type]
+    assert env["metadata.annotations['argocd.argoproj.io/tracking-id']"] == "app:/Pod:fracctl/p"
+    assert env["metadata.labels['app']"] == "gate"
+    assert env["metadata.annotations['none']"] == ""
+
+
 @pytest.mark.parametrize(
     ("image", "runs"),
     [

@@ -176,6 +176,20 @@ class Crud(Transport):
         path = ref.path(namespace=namespace, name=name)
         return self.request("DELETE", path, body=body, label=label)
 
+    def service_account_token(self, namespace: str, account: str, seconds: int) -> str:
+        """A token of ``namespace/account``, valid ``seconds``, from a TokenRequest.
+
+        The API server's own service-account authenticator then names its holder
+        ``system:serviceaccount:<namespace>:<account>``, as in a cluster.
+        """
+        request = {
+            "apiVersion": "authentication.k8s.io/v1",
+            "kind": "TokenRequest",
+            "spec": {"expirationSeconds": seconds},
+        }
+        path = f"/api/v1/namespaces/{namespace}/serviceaccounts/{account}/token"
+        return str(self.request("POST", path, body=request)["status"]["token"])
+
 
 def _ns(body: Obj) -> str | None:
     return (body.get("metadata") or {}).get("namespace")

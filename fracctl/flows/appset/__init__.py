@@ -7,6 +7,7 @@ Applications); :mod:`fracctl.core.appset` says what they mean.
 from __future__ import annotations
 
 from fracctl.core.appset import Rollout, rollout, source_of
+from fracctl.core.appset_order import SHA
 from fracctl.core.kube.resources import ResourceRef
 from fracctl.errors import ExternalError, UsageError
 from fracctl.flows.context import Context
@@ -42,11 +43,15 @@ def status(ctx: Context, *, appset: str, namespace: str, revision: str | None = 
 
     url, ref = source_of(found)
     want = revision or ref
-    if len(want) == 40 and all(c in "0123456789abcdef" for c in want):
+    if SHA.match(want):
         return rollout(found, owned, want)
     if not url:
-        return rollout(found, owned, unknown="the template's source is a template expression "
-                       "or several sources: give --revision with a commit")  # fmt: skip
+        return rollout(
+            found,
+            owned,
+            unknown="the template's source is a template expression "
+            "or several sources: give --revision with a commit",
+        )
     try:
         return rollout(found, owned, remote_commit(url, want))
     except ExternalError as e:

@@ -50,8 +50,15 @@ def pre_sync(
     ``fleet``: the folder of the hub's kubeconfig (:mod:`.order`); ``tracking``: the
     hook pod's Argo CD tracking id.
     """
-    return run_first_half(ctx, objects, drain=drain, force=force, fleet=fleet,
-                          tracking=tracking, at=boundary or (lambda _step: None))  # fmt: skip
+    return run_first_half(
+        ctx,
+        objects,
+        drain=drain,
+        force=force,
+        fleet=fleet,
+        tracking=tracking,
+        at=boundary or (lambda _step: None),
+    )
 
 
 def post_sync(

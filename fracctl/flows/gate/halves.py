@@ -52,8 +52,16 @@ def held(lock: LeaseLock, *, hand_on: Callable[[], bool]) -> Iterator[LeaseLock]
             lock.release()
 
 
-def run_first_half(ctx: Context, objects: list[Obj], *, drain: bool, force: bool, at: Boundary,
-                   fleet: Path | None = None, tracking: str = "") -> GateResult:  # fmt: skip
+def run_first_half(
+    ctx: Context,
+    objects: list[Obj],
+    *,
+    drain: bool,
+    force: bool,
+    at: Boundary,
+    fleet: Path | None = None,
+    tracking: str = "",
+) -> GateResult:
     """The PreSync half: nothing (and no lock) unless the revision needs the gate.
 
     A revision that deletes the config, or restarts the daemons, needs it; in a fleet it
@@ -147,7 +155,7 @@ def _act(run: Run, steps: list[Step], lock: LeaseLock, at: Boundary) -> None:
                 run.ctx.info(f"backed up to {saved}")
                 lock.note(
                     before=json.dumps(run.live_selector or {}, sort_keys=True), backup=saved
-                )  # fmt: skip  (what the PostSync half records)
+                )  # what the PostSync half records
             at(step.boundary)
     except (FracctlError, KeyboardInterrupt) as e:
         drain_steps.undo(run, e)

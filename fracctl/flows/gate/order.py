@@ -26,6 +26,7 @@ SECRET = "fracctl-gate-fleet"
 #: How long the hook waits for Argo CD to write the revision it resolved (it writes the
 #: operation's state once more after creating the PreSync hooks).
 RESOLVE_SECONDS = 30.0
+RETRY = "Argo CD's retry runs this hook again"
 
 
 def check_order(ctx: Context, fleet: Path | None, tracking: str) -> str:
@@ -38,8 +39,10 @@ def check_order(ctx: Context, fleet: Path | None, tracking: str) -> str:
         return ""
     kubeconfig = fleet / "kubeconfig"
     if not kubeconfig.is_file():
-        return (f"no fleet hub mounted (Secret {SECRET}): the order between the clusters "
-                "is Argo CD's alone")  # fmt: skip
+        return (
+            f"no fleet hub mounted (Secret {SECRET}): the order between the clusters "
+            "is Argo CD's alone"
+        )
     try:
         namespace, name = instance_of(tracking)
     except ValueError:
@@ -74,9 +77,10 @@ def _check(ctx: Context, kubeconfig: Path, namespace: str, name: str) -> str:
             apps = hub.list(APPLICATIONS, namespace=namespace)
             me = next((a for a in apps if a["metadata"]["name"] == name), None)
             if me is None:
-                raise UsageError(f"no Application {namespace}/{name} on the fleet's hub",
-                                 hint=f"the Secret {SECRET} must point at the cluster Argo CD "
-                                 "runs in")  # fmt: skip
+                raise UsageError(
+                    f"no Application {namespace}/{name} on the fleet's hub",
+                    hint=f"the Secret {SECRET} must point at the cluster Argo CD runs in",
+                )
             revision = syncing(me)
             if revision or time.monotonic() > deadline:
                 break
@@ -90,25 +94,24 @@ def _check(ctx: Context, kubeconfig: Path, namespace: str, name: str) -> str:
     if not progressive(appset):
         return f"ApplicationSet {owner['name']} syncs all at once: no rollout order to keep"
     if not revision:
-        raise Refused(f"rollout order refused, nothing changed: {CHECK}: Argo CD has not "
-                      f"resolved the revision {name} syncs -> Argo CD's retry runs this "
-                      "hook again")  # fmt: skip
+        raise _refused(f"Argo CD has not resolved the revision {name} syncs", RETRY)
     owned = [a for a in apps if _owner(a) == owner]
     try:
         lagging = behind(appset, owned, name, revision)
     except ValueError as e:
-        raise Refused(f"rollout order refused, nothing changed: {CHECK}: {e} -> Argo CD's "
-                      "retry runs this hook again once the ApplicationSet placed it"
-                      ) from None  # fmt: skip
+        raise _refused(str(e), f"{RETRY} once the ApplicationSet placed it") from None
     if lagging:
-        raise Refused(
-            f"rollout order refused, nothing changed: {CHECK}: {name} would sync "
-            f"{short(revision)} before the steps ahead of it run it: "
-            + ", ".join(str(b) for b in lagging)
-            + " -> let the earlier steps finish this revision first; Argo CD's retry runs "
-            "this hook again"
+        raise _refused(
+            f"{name} would sync {short(revision)} before the steps ahead of it run it: "
+            + ", ".join(str(b) for b in lagging),
+            f"let the earlier steps finish this revision first; {RETRY}",
         )
     return f"rollout order: every cluster of the steps before {name}'s runs {short(revision)}"
+
+
+def _refused(evidence: str, fix: str) -> Refused:
+    """A refusal in the guards' form ("CHECK: EVIDENCE -> FIX"), which fleet status reads."""
+    return Refused(f"rollout order refused, nothing changed: {CHECK}: {evidence} -> {fix}")
 
 
 def _owner(app: Obj) -> dict[str, str] | None:

@@ -160,8 +160,9 @@ class LeaseLock:
         before the delete (or update). Returns the username.
         """
         requester = self.kube.whoami()
-        self._annotate({REQUESTER: requester, DELEGATE: delegate or None,
-                        UPDATE_ARMED: update_uid or None})  # fmt: skip
+        self._annotate(
+            {REQUESTER: requester, DELEGATE: delegate or None, UPDATE_ARMED: update_uid or None}
+        )
         return requester
 
     def _annotate(self, changes: dict[str, str | None]) -> None:

@@ -34,8 +34,8 @@ def ensure_object(kube: Kube, ref: ResourceRef, body: Obj) -> None:
 
 
 def put_object(kube: Kube, ref: ResourceRef, body: Obj) -> None:
-    """Create ``body`` in Argo CD's namespace, or replace the object of that name."""
-    live = kube.get_or_none(ref, body["metadata"]["name"], NAMESPACE)
+    """Create ``body`` (in the namespace it names, if any), or replace the object of that name."""
+    live = kube.get_or_none(ref, body["metadata"]["name"], body["metadata"].get("namespace"))
     if live is None:
         kube.create(ref, body)
         return

@@ -85,10 +85,7 @@ def token_kubeconfig(kube: Kube, admin_kubeconfig: str, account: str, path: Path
     """
     import yaml
 
-    request = {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
-               "spec": {"expirationSeconds": TOKEN_SECONDS}}  # fmt: skip
-    path_ = f"/api/v1/namespaces/{NAMESPACE}/serviceaccounts/{account}/token"
-    token = kube.request("POST", path_, body=request)["status"]["token"]
+    token = kube.service_account_token(NAMESPACE, account, TOKEN_SECONDS)
     doc = yaml.safe_load(Path(admin_kubeconfig).read_text())
     doc["users"] = [{"name": account, "user": {"token": token}}]
     for context in doc.get("contexts") or []:
