@@ -127,6 +127,11 @@ def test_a_fractional_pod_refuses_and_the_termination_message_names_it(
     assert message.startswith("fracctl gate pre-sync: preflight refused, nothing changed")
     assert "ml-team/train-0 on rtx-pro-6000-0" in message
     assert message.removeprefix("fracctl gate pre-sync: ") in r.stderr
+    # Read where Argo CD shows it: the cause, the pod and the fix once, no prefix lore
+    # (the agents' default prefixes are what every cluster reads; the keys are listed).
+    print(f"termination message ({len(message)} characters): {message}")
+    assert len(message) <= 400, message
+    assert message.count("let them finish") == 1 and "documented default" not in message
     assert incident.cluster.live_target()["metadata"]["uid"] == before  # type: ignore[index]
     assert holder(incident) is None
 

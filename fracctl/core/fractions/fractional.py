@@ -130,6 +130,11 @@ class Prefix:
         """Plain data for ``-o json``."""
         return {"prefix": self.value, "naming": self.naming, "from": list(self.origins)}
 
+    @property
+    def configured(self) -> bool:
+        """Whether a config sets it (not only an agent generation's documented default)."""
+        return any(o.endswith(".annotationPrefix") for o in self.origins)
+
     def describe(self) -> str:
         """``nvidia.com/container. (from: ...)``."""
         return f"{self.value} ({'; '.join(self.origins)})"
@@ -216,9 +221,16 @@ class Fractions:
         return cls(AnnotationMatcher.compile(fraction_patterns(additions, prefixes)),
                    tuple(prefixes))  # fmt: skip
 
-    def describe(self) -> str:
-        """The prefixes, for evidence: ``prefixes: a (from ...), b (from ...)``."""
-        return "annotation prefixes " + ", ".join(p.describe() for p in self.prefixes)
+    def describe(self, *, configured_only: bool = False) -> str:
+        """The prefixes, for evidence: ``prefixes: a (from ...), b (from ...)``.
+
+        With ``configured_only``, only those a config sets ("" when none does): a refusal
+        lists the keys it matched, so the agents' defaults need no words there.
+        """
+        shown = [p for p in self.prefixes if p.configured or not configured_only]
+        if not shown:
+            return ""
+        return "annotation prefixes " + ", ".join(p.describe() for p in shown)
 
 
 class PodKind(str, Enum):

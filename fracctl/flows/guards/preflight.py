@@ -103,14 +103,16 @@ def fractional_pods_check(ctx: Context, scan: FractionalScan) -> GuardCheck:
         if scan.reservations
         else ""
     )
-    if scan.fractions is not None:
-        reserved += f"; judged by KAI's annotations and {scan.fractions.describe()}"
+    fr = scan.fractions
     if not scan.pods:
+        judged = f"; judged by KAI's annotations and {fr.describe()}" if fr else ""
         return GuardCheck(
             "fractional-pods",
             True,
-            f"no fractional pod among {scan.scanned} unfinished pod(s){reserved}",
+            f"no fractional pod among {scan.scanned} unfinished pod(s){reserved}{judged}",
         )
+    if fr is not None and (configured := fr.describe(configured_only=True)):
+        reserved += f"; judged by {configured}"  # the keys listed say the rest
     listed = "; ".join(
         f"{p.namespace}/{p.name} on {p.node or '(not scheduled)'} [{', '.join(p.keys)}]"
         for p in scan.pods[:10]
