@@ -32,7 +32,12 @@ from fracctl.sandbox import (
     fleet_wiring,
     flux_local,
 )
-from fracctl.sandbox.argocd_wiring import argocd_running, argocd_status, start_argocd
+from fracctl.sandbox.argocd_wiring import (
+    HUB_APP,
+    argocd_running,
+    argocd_status,
+    start_argocd,
+)
 from fracctl.sandbox.chart import chart_key
 from fracctl.sandbox.flux_wiring import flux_running, flux_status, start_flux
 from fracctl.sandbox.layout import (
@@ -137,7 +142,7 @@ def up(
             start_flux(ctx, box, gitops_path, chart=chart)
         start_simulation(box)
         if argocd:
-            start_argocd(ctx, box, gitops_path)
+            start_argocd(ctx, box, gitops_path, app=HUB_APP if clusters else SANDBOX_APP)
         if clusters:
             _start_fleet(ctx, box, cp, clusters, scenario, scenario_file, binaries, kwok)
         if flux and chart is None:
@@ -301,17 +306,27 @@ def env_lines(root: Path, *, cluster: str = "") -> list[str]:
     if cp is None or not cp.alive():
         raise UsageError("the sandbox is not running; start it with 'fracctl sandbox up'")
     if cluster:
-        return fleet_box.member_env(box, cluster)
+        return fleet_box.member_env(box, cluster) + _argocd_lines(box, fleet=True)
     lines = [f"export KUBECONFIG={box.kubeconfig}", f"export FRACCTL_CONFIG={box.config_file}"]
     if helm := _helm_folder(box):  # the helm the sandbox installed its chart with
         lines.append(f'export PATH="{helm}:$PATH"')
+    return lines + _argocd_lines(box)
+
+
+def _argocd_lines(box: Sandbox, *, fleet: bool = False) -> list[str]:
+    """Argo CD's CLI (``argocd``, as admin) and, for fracctl, its server and CI token."""
     local = argocd_local.LocalArgoCD.load(box.argocd_dir)
-    if local is not None and local.alive():
-        lines += [
-            f"export ARGOCD_SERVER={local.address}",
-            f"export FRACCTL_ARGOCD_TOKEN_FILE={local.token_file()}",
-            "export ARGOCD_OPTS=--plaintext",
-        ]
+    if local is None or not local.alive():
+        return []
+    cli = Path(local.state_dir) / "cli"
+    lines = [f"export ARGOCD_SERVER={local.address}"]
+    if not fleet:  # a member's fracctl.yaml names no Argo CD: its gate needs none
+        lines.append(f"export FRACCTL_ARGOCD_TOKEN_FILE={local.token_file()}")
+    if (cli / "config").is_file():
+        lines.append(f'export PATH="{cli / "bin"}:$PATH"')
+        lines.append(f'export ARGOCD_OPTS="--plaintext --config {cli / "config"}"')
+    else:  # started before the CLI's config was written
+        lines.append("export ARGOCD_OPTS=--plaintext")
     return lines
 
 

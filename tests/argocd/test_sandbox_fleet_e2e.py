@@ -8,6 +8,8 @@ holds the clusters' live config); a commit of git's selector is the rollout.
 
 from __future__ import annotations
 
+import json
+import subprocess
 import time
 from pathlib import Path
 from typing import Any
@@ -62,8 +64,16 @@ def test_sandbox_up_clusters_starts_a_gated_fleet_that_argo_cd_rolls_out(tmp_pat
         (member,) = st["members"]
         assert member["name"] == "member-1" and member["running"], member
         assert member["nodeSelector"] == {"example.org/gpu-class": "rtx-pro-6000"}
-        env = exports(run_cli("sandbox", "env", "--cluster", "member-1", "--state-dir",
-                              state).stdout)  # fmt: skip
+        lines = run_cli("sandbox", "env", "--cluster", "member-1", "--state-dir", state).stdout
+        env = exports(lines)
+        # Argo CD's own CLI, for the fixes fracctl prints (argocd app sync APP), as written.
+        get = "argocd app get gpu-fractioning-member-1 -o json"
+        shell = subprocess.run(
+            ["bash", "-c", f"{lines}\n{get}"], capture_output=True, text=True, timeout=60
+        )
+        assert shell.returncode == 0, shell.stderr
+        assert json.loads(shell.stdout)["metadata"]["name"] == "gpu-fractioning-member-1"
+        assert st["argocd"]["app"] == "hub-incident"  # apart from the ApplicationSet's name
         assert env["KUBECONFIG"].endswith("members/member-1/controlplane/kubeconfig")
         assert env["FRACCTL_CONFIG"] == member["config"]
         # The member's git is the fleet's (what Argo CD syncs), and its gate reads the hub.

@@ -9,6 +9,7 @@ password and token is registered with :mod:`fracctl.redact`.
 
 from __future__ import annotations
 
+import json
 import os
 import secrets
 import subprocess
@@ -144,3 +145,28 @@ def _login(argocd: LocalArgoCD, password: str, deadline: float) -> str:
             if time.monotonic() > deadline:
                 raise
             time.sleep(0.5)
+
+
+def write_cli(argocd: LocalArgoCD, exe: Path) -> None:
+    """The ``argocd`` CLI for a shell: a link to the binary and a config as admin.
+
+    ``fracctl sandbox env`` puts ``cli/bin`` on ``PATH`` and names ``cli/config``
+    (``--config`` in ``ARGOCD_OPTS``), so the fixes fracctl prints (``argocd app sync
+    APP``) run as written. The config is the CLI's own (argo-cd ``util/localconfig``:
+    one context whose server is this API server in plain text, whose user holds admin's
+    token), JSON being YAML, mode 0600.
+    """
+    cli = Path(argocd.state_dir) / "cli"
+    (cli / "bin").mkdir(parents=True, exist_ok=True)
+    link = cli / "bin" / "argocd"
+    link.unlink(missing_ok=True)
+    link.symlink_to(exe)
+    token = Path(argocd.token_file("admin")).read_text().strip()
+    name = argocd.address
+    config = {
+        "current-context": name,
+        "contexts": [{"name": name, "server": name, "user": name}],
+        "servers": [{"server": name, "plain-text": True}],
+        "users": [{"name": name, "auth-token": token}],
+    }
+    write_secret_file(cli / "config", json.dumps(config, indent=2))

@@ -16,7 +16,12 @@ from fracctl.adapters.kube import Kube
 from fracctl.core.kube.resources import NAMESPACES
 from fracctl.errors import UsageError
 from fracctl.sandbox import controlplane
-from fracctl.sandbox.argocd_local.accounts import mint_tokens, write_secret_file, write_settings
+from fracctl.sandbox.argocd_local.accounts import (
+    mint_tokens,
+    write_cli,
+    write_secret_file,
+    write_settings,
+)
 from fracctl.sandbox.argocd_local.applications import ensure_object, ensure_project, install_crds
 from fracctl.sandbox.argocd_local.names import NAMESPACE
 from fracctl.sandbox.argocd_local.processes import (
@@ -67,6 +72,7 @@ def start(
         deadline = time.monotonic() + timeout
         wait_ready(argocd, ports, deadline)
         mint_tokens(argocd, password, deadline)
+        write_cli(argocd, binaries / "argocd")
     except BaseException:
         argocd.stop()
         raise
