@@ -148,8 +148,10 @@ def steps_of(appset: Obj) -> list[str]:
     strategy = (appset.get("spec") or {}).get("strategy") or {}
     out = []
     for step in (strategy.get("rollingSync") or {}).get("steps") or []:
-        parts = [f"{e.get('key')} {e.get('operator')} {','.join(e.get('values') or [])}"
-                 for e in step.get("matchExpressions") or []]  # fmt: skip
+        parts = [
+            f"{e.get('key')} {e.get('operator')} {','.join(e.get('values') or [])}"
+            for e in step.get("matchExpressions") or []
+        ]
         if "maxUpdate" in step:
             parts.append(f"maxUpdate {step['maxUpdate']}")
         out.append("; ".join(parts) or "every application")
@@ -161,9 +163,13 @@ def hook_failure(app: Obj) -> HookFailure | None:
     op = (app.get("status") or {}).get("operationState") or {}
     for r in (op.get("syncResult") or {}).get("resources") or []:
         if r.get("hookType") and r.get("hookPhase") in FAILED_PHASES:
-            return HookFailure(str(r.get("name", "")), str(r.get("kind", "")),
-                               str(r.get("hookType", "")), str(r.get("hookPhase", "")),
-                               str(r.get("message", "")))  # fmt: skip
+            return HookFailure(
+                str(r.get("name", "")),
+                str(r.get("kind", "")),
+                str(r.get("hookType", "")),
+                str(r.get("hookPhase", "")),
+                str(r.get("message", "")),
+            )
     return None
 
 
@@ -171,8 +177,10 @@ WINDOW_FIX = (
     "the window's end (or `argocd app sync {app}` where the window allows manual "
     "syncs) lets it run; fracctl's gate guards it then"
 )
-RETRYING_FIX = ("its last attempt failed and Argo CD is trying again; the hook's message "
-                "shows once this attempt ends: run this again")  # fmt: skip
+RETRYING_FIX = (
+    "its last attempt failed and Argo CD is trying again; the hook's message "
+    "shows once this attempt ends: run this again"
+)
 
 
 def fix_of(failure: HookFailure | None, app: str) -> str:

@@ -77,26 +77,55 @@ Grant = tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...], str, tuple[str,
 def drain_grants(scheduler_config: str) -> list[Grant]:
     """What ``recreate --drain`` needs cluster-wide, beyond the recreate's own."""
     return [
-        (("",), ("pods/eviction",), ("create",),
-         "--drain: evict the fractional pods through the Eviction API", ()),
-        (("",), ("nodes/status",), ("patch",),
-         "--drain: fence (and restore) the readiness condition KAI gates fractions on", ()),
-        (("policy",), ("poddisruptionbudgets",), ("list",),
-         "--drain: the budgets of the fractional pods, judged before any change", ()),
-        (("kai.scheduler",), ("configs",), ("get",),
-         "--drain: prove KAI runs in NvFractions mode (it gates fractions on the fence)",
-         (scheduler_config,)),
-    ]  # fmt: skip
+        (
+            ("",),
+            ("pods/eviction",),
+            ("create",),
+            "--drain: evict the fractional pods through the Eviction API",
+            (),
+        ),
+        (
+            ("",),
+            ("nodes/status",),
+            ("patch",),
+            "--drain: fence (and restore) the readiness condition KAI gates fractions on",
+            (),
+        ),
+        (
+            ("policy",),
+            ("poddisruptionbudgets",),
+            ("list",),
+            "--drain: the budgets of the fractional pods, judged before any change",
+            (),
+        ),
+        (
+            ("kai.scheduler",),
+            ("configs",),
+            ("get",),
+            "--drain: prove KAI runs in NvFractions mode (it gates fractions on the fence)",
+            (scheduler_config,),
+        ),
+    ]
 
 
 def journal_grants(lock_name: str) -> list[Grant]:
     """What ``recreate --drain`` needs of its journal, beside the lock Lease."""
     return [
-        (("",), ("configmaps",), ("create",),
-         "--drain: write the drain's journal (RBAC cannot name an object not yet there)", ()),
-        (("",), ("configmaps",), ("get", "update", "delete"),
-         "--drain: read, update and clear the drain's journal", (journal_name(lock_name),)),
-    ]  # fmt: skip
+        (
+            ("",),
+            ("configmaps",),
+            ("create",),
+            "--drain: write the drain's journal (RBAC cannot name an object not yet there)",
+            (),
+        ),
+        (
+            ("",),
+            ("configmaps",),
+            ("get", "update", "delete"),
+            "--drain: read, update and clear the drain's journal",
+            (journal_name(lock_name),),
+        ),
+    ]
 
 
 def fence_message(run_id: str, target: str) -> str:

@@ -103,8 +103,12 @@ def install(
             # The team's pipeline upgrades to git's change; an immutable field fails it,
             # and the release's newest revision is left `failed`, as in their cluster.
             _helm(cp, "upgrade", release, str(folder), "--namespace", namespace, check=False)
-    return {"path": release, "renderer": "helm", "helm_namespace": namespace,
-            "helm_release": release}  # fmt: skip
+    return {
+        "path": release,
+        "renderer": "helm",
+        "helm_namespace": namespace,
+        "helm_release": release,
+    }
 
 
 def _helm(cp: controlplane.ControlPlane, *args: str, check: bool = True) -> None:

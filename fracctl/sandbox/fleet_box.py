@@ -36,9 +36,16 @@ def members_of(box: Sandbox) -> dict[str, Sandbox]:
     return {p.name: Sandbox(p) for p in sorted(folder.iterdir()) if p.is_dir()}
 
 
-def start_members(ctx: Context, box: Sandbox, count: int, scenario: dict[str, Any],
-                  scenario_file: Path, *, binaries: Path, kwok: Path,
-                  ) -> dict[str, tuple[controlplane.ControlPlane, str]]:  # fmt: skip
+def start_members(
+    ctx: Context,
+    box: Sandbox,
+    count: int,
+    scenario: dict[str, Any],
+    scenario_file: Path,
+    *,
+    binaries: Path,
+    kwok: Path,
+) -> dict[str, tuple[controlplane.ControlPlane, str]]:
     """Start ``count`` members, each seeded, guarded, simulated and running its pods."""
     started: dict[str, tuple[controlplane.ControlPlane, str]] = {}
     for i, name in enumerate(fleet_wiring.member_names(count)):
@@ -52,8 +59,12 @@ def start_members(ctx: Context, box: Sandbox, count: int, scenario: dict[str, An
         # The gate's hooks run with fracctl's defaults (the component's roles are generated
         # for them): the lock, and the guard policy's Lease, live in "default".
         populate(ctx, member, cp, scenario, scenario_file, lock_namespace=GATE_LOCK_NAMESPACE)
-        launch_simulation(member, [*simulation_argv(member), "--run-pods"],
-                          timeout=SIM_START_TIMEOUT, settle=SIM_SETTLE)  # fmt: skip
+        launch_simulation(
+            member,
+            [*simulation_argv(member), "--run-pods"],
+            timeout=SIM_START_TIMEOUT,
+            settle=SIM_SETTLE,
+        )
     return started
 
 
@@ -104,9 +115,13 @@ def members_status(ctx: Context, box: Sandbox) -> list[dict[str, Any]]:
     for i, (name, member) in enumerate(members_of(box).items()):
         cp = controlplane.ControlPlane.load(member.cp_dir)
         alive = cp is not None and cp.alive()
-        row: dict[str, Any] = {"name": name, "step": fleet_wiring.step_of(i), "running": alive,
-                               "kubeconfig": str(member.kubeconfig),
-                               "config": str(member.config_file)}  # fmt: skip
+        row: dict[str, Any] = {
+            "name": name,
+            "step": fleet_wiring.step_of(i),
+            "running": alive,
+            "kubeconfig": str(member.kubeconfig),
+            "config": str(member.config_file),
+        }
         if alive and cp is not None:
             row["server"] = cp.url
             kube = Kube.connect(kubeconfig=cp.kubeconfig)

@@ -70,14 +70,24 @@ def cluster_secret(name: str, cp: ControlPlane, step: str, *, fleet: Obj | None 
     return {
         "apiVersion": "v1",
         "kind": "Secret",
-        "metadata": {"name": f"cluster-{name}", "namespace": argocd_local.NAMESPACE,
-                     "labels": labels},
+        "metadata": {
+            "name": f"cluster-{name}",
+            "namespace": argocd_local.NAMESPACE,
+            "labels": labels,
+        },
         "data": {k: base64.b64encode(v.encode()).decode() for k, v in data.items()},
-    }  # fmt: skip
+    }
 
 
-def appset(repo: Path, *, name: str = APPSET, project: str = PROJECT, fleet: Obj | None = None,
-           prefix: str = "gpu-fractioning", retry: Obj | None = None) -> Obj:  # fmt: skip
+def appset(
+    repo: Path,
+    *,
+    name: str = APPSET,
+    project: str = PROJECT,
+    fleet: Obj | None = None,
+    prefix: str = "gpu-fractioning",
+    retry: Obj | None = None,
+) -> Obj:
     """examples/argocd/gate-applicationset.yaml, pointed at ``repo`` (``file://``).
 
     Only its names, its source and its retry's pace change: the steps, the labels, the
@@ -103,9 +113,12 @@ def project(name: str = PROJECT) -> Obj:
         "apiVersion": "argoproj.io/v1alpha1",
         "kind": "AppProject",
         "metadata": {"name": name, "namespace": argocd_local.NAMESPACE},
-        "spec": {"sourceRepos": ["*"], "destinations": [{"server": "*", "namespace": "*"}],
-                 "clusterResourceWhitelist": [{"group": "*", "kind": "*"}]},
-    }  # fmt: skip
+        "spec": {
+            "sourceRepos": ["*"],
+            "destinations": [{"server": "*", "namespace": "*"}],
+            "clusterResourceWhitelist": [{"group": "*", "kind": "*"}],
+        },
+    }
 
 
 def gated_repo(folder: Path, config_text: str) -> Path:
@@ -114,11 +127,15 @@ def gated_repo(folder: Path, config_text: str) -> Path:
     The component is beside it (``components/argocd-gate``).
     """
     shutil.copytree(EXAMPLE / "gate", folder / "app")
-    shutil.copytree(REPO_ROOT / "deploy" / "components" / "argocd-gate",
-                    folder / "components" / "argocd-gate")  # fmt: skip
+    shutil.copytree(
+        REPO_ROOT / "deploy" / "components" / "argocd-gate", folder / "components" / "argocd-gate"
+    )
     kustomization = folder / "app" / "kustomization.yaml"
-    kustomization.write_text(kustomization.read_text().replace(
-        "../../../deploy/components/argocd-gate", "../components/argocd-gate"))  # fmt: skip
+    kustomization.write_text(
+        kustomization.read_text().replace(
+            "../../../deploy/components/argocd-gate", "../components/argocd-gate"
+        )
+    )
     (folder / "app" / "gpufractioningconfig.yaml").write_text(config_text)
     if not (folder / ".git").exists():
         init_repo(folder, message="the gated application, as the clusters run")

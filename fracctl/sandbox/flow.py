@@ -178,8 +178,9 @@ def _start_fleet(
     kwok: Path,
 ) -> None:
     """The member clusters, the fleet's git repository and Argo CD's side of it."""
-    members = fleet_box.start_members(ctx, box, count, scenario, scenario_file,
-                                      binaries=binaries, kwok=kwok)  # fmt: skip
+    members = fleet_box.start_members(
+        ctx, box, count, scenario, scenario_file, binaries=binaries, kwok=kwok
+    )
     text = fleet_box.live_config_text(scenario, ctx.config.target.kind)
     repo = fleet_wiring.gated_repo(box.root / FLEET_GIT, text)
     for member in fleet_box.members_of(box).values():  # git is the fleet's, as Argo CD's

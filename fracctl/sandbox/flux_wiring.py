@@ -101,9 +101,12 @@ def install_chart(box: Sandbox, kube: Kube, chart: dict[str, Any], folder: str) 
     )
     if charts.want(box, chart, release):
         token = request_token()
-        kube.patch(flux_local.GITREPOSITORIES, SOURCE,
-                   {"metadata": {"annotations": {REQUESTED_AT: token}}},
-                   namespace=flux_local.NAMESPACE)  # fmt: skip
+        kube.patch(
+            flux_local.GITREPOSITORIES,
+            SOURCE,
+            {"metadata": {"annotations": {REQUESTED_AT: token}}},
+            namespace=flux_local.NAMESPACE,
+        )
         _wait_flux(
             kube,
             flux_local.HELMRELEASES,
@@ -122,9 +125,13 @@ def _ready(obj: dict[str, Any]) -> str:
 
 def _wait_attempted(kube: Kube) -> None:
     """Until the Kustomization tried its source's commit once (its Ready settled)."""
-    _wait_flux(kube, flux_local.KUSTOMIZATIONS,
-               lambda ks: bool((ks.get("status") or {}).get("lastAttemptedRevision")),
-               "try the sandbox's repository", timeout=60.0)  # fmt: skip
+    _wait_flux(
+        kube,
+        flux_local.KUSTOMIZATIONS,
+        lambda ks: bool((ks.get("status") or {}).get("lastAttemptedRevision")),
+        "try the sandbox's repository",
+        timeout=60.0,
+    )
 
 
 def _wait_flux(

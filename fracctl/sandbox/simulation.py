@@ -158,6 +158,7 @@ def _start_pod_runner(ctx: Context, stop: threading.Event) -> None:
     cp = controlplane.ControlPlane.load(box.cp_dir)
     if cp is None:
         raise ExternalError(f"no control plane under {box.cp_dir} for the pod runner")
-    runner = PodRunner(ctx.kube_factory(), server=cp.url, ca_file=cp.ca_file,
-                       work=box.root / "pod-runner")  # fmt: skip
+    runner = PodRunner(
+        ctx.kube_factory(), server=cp.url, ca_file=cp.ca_file, work=box.root / "pod-runner"
+    )
     threading.Thread(target=runner.run, args=(stop,), daemon=True).start()

@@ -29,8 +29,8 @@ MISSING_DESIRED = "missing-desired"
 REJECTED = "rejected"  # the dry run failed for a reason that recreating does not fix
 HOOK = "hook"  # live, not rendered, a chart's hook: whoever runs the chart owns it
 
-VERDICTS = (IN_SYNC, NEEDS_RECREATE, RESTARTS_DAEMONS, APPLIES_IN_PLACE, MISSING_LIVE,
-            MISSING_DESIRED, REJECTED, HOOK)  # fmt: skip
+_CHANGES = (IN_SYNC, NEEDS_RECREATE, RESTARTS_DAEMONS, APPLIES_IN_PLACE)
+VERDICTS: tuple[str, ...] = (*_CHANGES, MISSING_LIVE, MISSING_DESIRED, REJECTED, HOOK)
 
 # Metadata an apply does not carry, or the server owns.
 _SERVER_METADATA = tuple(
@@ -287,8 +287,8 @@ def changed_fields(live: Mapping[str, Any], desired: Mapping[str, Any]) -> list[
 
 def spec_changes(live: Mapping[str, Any] | None, desired: Mapping[str, Any]) -> list[FieldDiff]:
     """The spec fields ``desired`` sets that ``live`` does not have (apply semantics)."""
-    return changed_fields({"spec": (live or {}).get("spec") or {}},
-                          {"spec": desired.get("spec") or {}})  # fmt: skip
+    before, after = (live or {}).get("spec") or {}, desired.get("spec") or {}
+    return changed_fields({"spec": before}, {"spec": after})
 
 
 def update_changes(live: Mapping[str, Any], after: Mapping[str, Any]) -> list[FieldDiff]:

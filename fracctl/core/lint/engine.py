@@ -44,11 +44,11 @@ def fractions_in(objects: Sequence[Any], settings: LintSettings) -> Fractions:
     t = settings.target
     target = target_in(objects, settings)
     try:
-        return Fractions.of(settings.pods.fraction_annotations, t.naming, desired=target,
-                            kind=f"{t.kind}/{t.name}")  # fmt: skip
+        return Fractions.of(
+            settings.pods.fraction_annotations, t.naming, desired=target, kind=f"{t.kind}/{t.name}"
+        )
     except PrefixError:
-        return Fractions.of(settings.pods.fraction_annotations, t.naming,
-                            kind=f"{t.kind}/{t.name}")  # fmt: skip
+        return Fractions.of(settings.pods.fraction_annotations, t.naming, kind=f"{t.kind}/{t.name}")
 
 
 def _templates_or_none(obj: Mapping[str, Any]) -> Sequence[PodTemplate | None]:

@@ -16,24 +16,35 @@ def pre_sync_rules(p: Params) -> Rules:
     """
     cluster, namespaced = recreate_rules(replace(p, backend="apply"))
     namespaced.setdefault(p.recreate.lock_namespace, []).append(
-        RbacRule(("",), ("configmaps",), ("create", "list"),
-                 "keep the backup of the object in the cluster (a hook's files end with "
-                 "it), and name an earlier try's after a failure")
-    )  # fmt: skip
+        RbacRule(
+            ("",),
+            ("configmaps",),
+            ("create", "list"),
+            "keep the backup of the object in the cluster (a hook's files end with "
+            "it), and name an earlier try's after a failure",
+        )
+    )
     return cluster, namespaced
 
 
 def post_sync_rules(p: Params) -> Rules:
     """``gate post-sync``: read the object the sync made, watch the nodes, end the run."""
     cluster = [
-        RbacRule((p.target.group,), (p.target.plural,), ("get", "list", "watch"),
-                 "read the object the sync created, to hold it to the revision; watch the "
-                 "operator act on its generation", (p.target.name,)),
-        RbacRule(("",), ("nodes",), ("list", "watch"),
-                 "watch the selected nodes become ready"),
-        *(RbacRule(*g) for g in drain_grants(p.cluster.scheduler_config)
-          if g[1] == ("nodes/status",)),  # lift a drain's fence: nothing else of it
-    ]  # fmt: skip
+        RbacRule(
+            (p.target.group,),
+            (p.target.plural,),
+            ("get", "list", "watch"),
+            "read the object the sync created, to hold it to the revision; watch the "
+            "operator act on its generation",
+            (p.target.name,),
+        ),
+        RbacRule(("",), ("nodes",), ("list", "watch"), "watch the selected nodes become ready"),
+        *(
+            RbacRule(*g)
+            for g in drain_grants(p.cluster.scheduler_config)
+            if g[1] == ("nodes/status",)
+        ),  # lift a drain's fence: nothing else of it
+    ]
     namespaced: dict[str, list[RbacRule]] = {}
     namespaced.setdefault(p.recreate.lock_namespace, []).extend(
         [*lock_rules(p), *(RbacRule(*g) for g in journal_grants(p.recreate.lock_name))]
@@ -49,9 +60,17 @@ def fleet_status_rules(p: Params) -> Rules:
     """``fleet status``: read an ApplicationSet and its Applications where Argo CD runs."""
     return [], {
         p.argocd_namespace: [
-            RbacRule(("argoproj.io",), ("applicationsets",), ("get",),
-                     "read the ApplicationSet's rollout (status.applicationStatus)"),
-            RbacRule(("argoproj.io",), ("applications",), ("list",),
-                     "read each Application's last sync and its hooks' messages"),
+            RbacRule(
+                ("argoproj.io",),
+                ("applicationsets",),
+                ("get",),
+                "read the ApplicationSet's rollout (status.applicationStatus)",
+            ),
+            RbacRule(
+                ("argoproj.io",),
+                ("applications",),
+                ("list",),
+                "read each Application's last sync and its hooks' messages",
+            ),
         ]
-    }  # fmt: skip
+    }

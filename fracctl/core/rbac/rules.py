@@ -77,14 +77,33 @@ def doctor_rules(p: Params) -> tuple[list[RbacRule], dict[str, list[RbacRule]]]:
             "unfinished pods in pages (fractional ones and those on GPU nodes are kept), "
             "and every pod of the reservation namespace",
         ),
-        RbacRule(("",), ("events",), ("list",),
-                 "the events of pending fractional pods, one list per namespace"),
-        RbacRule(("node.k8s.io",), ("runtimeclasses",), ("get",),
-                 "the RuntimeClass the fractioning config names", (p.cluster.runtime_class,)),
-        RbacRule((KAI_GROUP,), ("configs",), ("get",), "KAI's scheduler Config (gpuSharingMode)",
-                 (p.cluster.scheduler_config,)),
-        RbacRule((p.target.group,), (p.target.plural,), ("get",), "the fractioning config itself",
-                 (p.target.name,)),
+        RbacRule(
+            ("",),
+            ("events",),
+            ("list",),
+            "the events of pending fractional pods, one list per namespace",
+        ),
+        RbacRule(
+            ("node.k8s.io",),
+            ("runtimeclasses",),
+            ("get",),
+            "the RuntimeClass the fractioning config names",
+            (p.cluster.runtime_class,),
+        ),
+        RbacRule(
+            (KAI_GROUP,),
+            ("configs",),
+            ("get",),
+            "KAI's scheduler Config (gpuSharingMode)",
+            (p.cluster.scheduler_config,),
+        ),
+        RbacRule(
+            (p.target.group,),
+            (p.target.plural,),
+            ("get",),
+            "the fractioning config itself",
+            (p.target.name,),
+        ),
         RbacRule(
             ("admissionregistration.k8s.io",),
             ("validatingadmissionpolicies", "validatingadmissionpolicybindings"),
@@ -92,7 +111,7 @@ def doctor_rules(p: Params) -> tuple[list[RbacRule], dict[str, list[RbacRule]]]:
             "the guard policy and its binding (only fracctl recreate may delete the target)",
             (f"fracctl-guard-{p.target.plural}",),
         ),
-    ]  # fmt: skip
+    ]
     return cluster, _doctor_namespaced(p)
 
 
@@ -100,26 +119,43 @@ def _doctor_namespaced(p: Params) -> dict[str, list[RbacRule]]:
     agents = p.cluster.agent_namespace
     namespaced: dict[str, list[RbacRule]] = {
         p.recreate.lock_namespace: [
-            RbacRule(("coordination.k8s.io",), ("leases",), ("get",),
-                     "the lock Lease the guard policy reads as its parameter",
-                     (p.recreate.lock_name,)),
+            RbacRule(
+                ("coordination.k8s.io",),
+                ("leases",),
+                ("get",),
+                "the lock Lease the guard policy reads as its parameter",
+                (p.recreate.lock_name,),
+            ),
         ],
-    }  # fmt: skip
+    }
     namespaced.setdefault(agents, []).append(
-        RbacRule(("apps",), ("daemonsets",), ("get",), "the node agents' DaemonSets",
-                 tuple(p.cluster.agent_daemonsets))
-    )  # fmt: skip
+        RbacRule(
+            ("apps",),
+            ("daemonsets",),
+            ("get",),
+            "the node agents' DaemonSets",
+            tuple(p.cluster.agent_daemonsets),
+        )
+    )
     for ns in dict.fromkeys((agents, p.cluster.scheduler_namespace)):
         namespaced.setdefault(ns, []).append(
-            RbacRule(("apps",), ("deployments", "daemonsets"), ("list",),
-                     "the workloads' images and tolerations")
-        )  # fmt: skip
+            RbacRule(
+                ("apps",),
+                ("deployments", "daemonsets"),
+                ("list",),
+                "the workloads' images and tolerations",
+            )
+        )
     namespaced[agents].append(
-        RbacRule(("",), ("secrets",), ("list",),
-                 "Helm's release records (sh.helm.release.v1.*), only when the live config is "
-                 "a hook, to name its release; a list reads every Secret of the namespace: "
-                 "bind it only where the operator's chart is installed")
-    )  # fmt: skip
+        RbacRule(
+            ("",),
+            ("secrets",),
+            ("list",),
+            "Helm's release records (sh.helm.release.v1.*), only when the live config is "
+            "a hook, to name its release; a list reads every Secret of the namespace: "
+            "bind it only where the operator's chart is installed",
+        )
+    )
     return namespaced
 
 
@@ -188,20 +224,30 @@ def rollout_rule() -> RbacRule:
 def lock_rules(p: Params) -> list[RbacRule]:
     """The lock Lease: take it, renew it, give it up."""
     return [
-        RbacRule(("coordination.k8s.io",), ("leases",), ("create",),
-                 "take the lock: create the Lease"),
-        RbacRule(("coordination.k8s.io",), ("leases",), ("get", "update", "delete"),
-                 "hold the lock: read, renew and release the Lease", (p.recreate.lock_name,)),
-    ]  # fmt: skip
+        RbacRule(
+            ("coordination.k8s.io",), ("leases",), ("create",), "take the lock: create the Lease"
+        ),
+        RbacRule(
+            ("coordination.k8s.io",),
+            ("leases",),
+            ("get", "update", "delete"),
+            "hold the lock: read, renew and release the Lease",
+            (p.recreate.lock_name,),
+        ),
+    ]
 
 
 def recreate_objects_rules(p: Params) -> Rules:
     """Recreate KIND/NAME: the built-in kinds' objects and what their procedures touch."""
     from fracctl.core.procedures.rbac import object_grants
 
-    namespace = RbacRule(("",), ("namespaces",), ("get",),
-                         "check the lock Lease's namespace exists before creating the Lease",
-                         (p.recreate.lock_namespace,))  # fmt: skip
+    namespace = RbacRule(
+        ("",),
+        ("namespaces",),
+        ("get",),
+        "check the lock Lease's namespace exists before creating the Lease",
+        (p.recreate.lock_namespace,),
+    )
     cluster = [*(RbacRule(*g) for g in object_grants()), namespace]
     namespaced = {p.recreate.lock_namespace: lock_rules(p)}
     extra = backend_rules(p)  # the Kustomization Flux reconciles (suspended for a held one)

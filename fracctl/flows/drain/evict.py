@@ -142,8 +142,10 @@ class _Board:
         if self.table is not None:
             groups = self.plan.groups
             going = [i for i in range(len(groups)) if self.left[i]]
-            rows = [(groups[i].label, len(groups[i].pods),
-                     len(groups[i].pods) - self.left[i]) for i in going[:TABLE_ROWS]]  # fmt: skip
+            rows = [
+                (groups[i].label, len(groups[i].pods), len(groups[i].pods) - self.left[i])
+                for i in going[:TABLE_ROWS]
+            ]
             self.table.show(rows, max(0, len(going) - TABLE_ROWS), self.progress.totals())
 
     def close(self) -> None:
@@ -249,8 +251,9 @@ def wait_fractions_gone(
     while True:
         scan = scan_fractional_pods(ctx)
         left = [f"{p.namespace}/{p.name} on {p.node}" for p in scan.pods if p.node]
-        held = [f"{p.namespace}/{p.name} on {p.node}" for p in scan.reservations
-                if p.node in fenced]  # fmt: skip
+        held = [
+            f"{p.namespace}/{p.name} on {p.node}" for p in scan.reservations if p.node in fenced
+        ]
         if not left and not held:
             ctx.info("no fractional pod is on any node, and no reservation pod on a fenced one")
             return
@@ -265,8 +268,11 @@ def wait_fractions_gone(
             )
         watch_fence(ctx, journal, progress)
         gone = set(journal.evicted)
-        newcomers = [(p.namespace, p.name) for p in scan.pods
-                     if p.node and f"{p.namespace}/{p.name}" not in gone]  # fmt: skip
+        newcomers = [
+            (p.namespace, p.name)
+            for p in scan.pods
+            if p.node and f"{p.namespace}/{p.name}" not in gone
+        ]
         _evict_newcomers(ctx, journal, newcomers, force=force)
         ctx.clock.sleep(POLL)
 

@@ -86,10 +86,17 @@ def read(ctx: Context) -> Journal | None:
 def write(ctx: Context, journal: Journal) -> None:
     """Create or update the journal (optimistically: a second writer is an error)."""
     ns = ctx.config.recreate.lock_namespace
-    meta: Obj = {"name": journal_name(ctx), "namespace": ns,
-                 "labels": {"app.kubernetes.io/managed-by": "fracctl"}}  # fmt: skip
-    body: Obj = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta,
-                 "data": journal.to_data()}  # fmt: skip
+    meta: Obj = {
+        "name": journal_name(ctx),
+        "namespace": ns,
+        "labels": {"app.kubernetes.io/managed-by": "fracctl"},
+    }
+    body: Obj = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": meta,
+        "data": journal.to_data(),
+    }
     if journal.resource_version:
         meta["resourceVersion"] = journal.resource_version
         saved = ctx.kube.replace(CONFIGMAPS, body)

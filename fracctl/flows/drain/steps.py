@@ -83,18 +83,28 @@ def guards(run: Run, report: PreflightReport) -> PreflightReport:
     from dataclasses import replace
 
     if run.live is not None and not (run.journal and run.journal.phase == DELETING):
-        run.result.drain = drain.plan(run.ctx, live=run.live, desired=run.desired,
-                                      force=run.force, journal=run.journal,
-                                      run_id=run.lock.run_id)  # fmt: skip
+        run.result.drain = drain.plan(
+            run.ctx,
+            live=run.live,
+            desired=run.desired,
+            force=run.force,
+            journal=run.journal,
+            run_id=run.lock.run_id,
+        )
     planned = run.result.drain
     checks = []
     for c in report.checks:
         if c.name == "fractional-pods" and not c.ok:
             n = len(planned.pods) if planned else 0
-            c = replace(c, ok=True, fix="",  # the drain is the fix now
-                        evidence=f"{c.evidence}; the drain evicts {n} pod(s) first")  # fmt: skip
+            c = replace(
+                c,
+                ok=True,
+                fix="",  # the drain is the fix now
+                evidence=f"{c.evidence}; the drain evicts {n} pod(s) first",
+            )
         checks.append(c)
     for why in planned.refusals if planned else ():
-        checks.append(replace(report.checks[0], name="drain", ok=False, evidence=why,
-                              fix=REFUSAL_FIX))  # fmt: skip
+        checks.append(
+            replace(report.checks[0], name="drain", ok=False, evidence=why, fix=REFUSAL_FIX)
+        )
     return replace(report, checks=checks)

@@ -246,9 +246,13 @@ def _audit(base: Context, out: FleetResult) -> str:
         "outcome": "stopped" if out.stopped else "done",
         "stopped": out.stopped,
         "clusters": {
-            r.name: {"wave": r.member.wave, "context": r.member.context, "state": r.state,
-                     "exit_code": r.exit_code}
+            r.name: {
+                "wave": r.member.wave,
+                "context": r.member.context,
+                "state": r.state,
+                "exit_code": r.exit_code,
+            }
             for r in out.results
         },
-    }  # fmt: skip
+    }
     return record(base, live=None, entry=entry)

@@ -15,12 +15,18 @@ def params(config: Config, *, backend: str | None = None) -> rbac.Params:
     from fracctl.core.gitops.helm_release import release_of
 
     return rbac.Params(
-        c.target, c.cluster, c.recreate, c.flux, chosen, sections=c.backends,
+        c.target,
+        c.cluster,
+        c.recreate,
+        c.flux,
+        chosen,
+        sections=c.backends,
         helm_release=(
-            release_of(c.git.helm_release, c.git.path), c.git.helm_namespace or "default"
+            release_of(c.git.helm_release, c.git.path),
+            c.git.helm_namespace or "default",
         ),
         argocd_namespace=c.argocd.namespace,
-    )  # fmt: skip
+    )
 
 
 def roles(ctx: Context, *, role: str, backend: str | None = None) -> tuple[list[rbac.Role], str]:

@@ -36,8 +36,9 @@ def install(kube: Kube, binaries: Path) -> None:
 
 
 ACCOUNTS = ResourceRef("", "v1", "serviceaccounts", "ServiceAccount", namespaced=True)
-BINDINGS = ResourceRef("rbac.authorization.k8s.io", "v1", "clusterrolebindings",
-                       "ClusterRoleBinding", namespaced=False)  # fmt: skip
+BINDINGS = ResourceRef(
+    "rbac.authorization.k8s.io", "v1", "clusterrolebindings", "ClusterRoleBinding", namespaced=False
+)
 #: The controllers whose service accounts Flux binds to cluster-admin.
 RECONCILERS = ("kustomize-controller", "helm-controller")
 
@@ -54,19 +55,29 @@ def _identity(kube: Kube) -> None:
     """
     for name in RECONCILERS:
         try:
-            kube.create(ACCOUNTS, {"apiVersion": "v1", "kind": "ServiceAccount",
-                                   "metadata": {"name": name, "namespace": NAMESPACE}})  # fmt: skip
+            kube.create(
+                ACCOUNTS,
+                {
+                    "apiVersion": "v1",
+                    "kind": "ServiceAccount",
+                    "metadata": {"name": name, "namespace": NAMESPACE},
+                },
+            )
         except Conflict:
             pass
     binding: Obj = {
         "apiVersion": "rbac.authorization.k8s.io/v1",
         "kind": "ClusterRoleBinding",
         "metadata": {"name": f"cluster-reconciler-{NAMESPACE}"},
-        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
-                    "name": "cluster-admin"},
-        "subjects": [{"kind": "ServiceAccount", "name": n, "namespace": NAMESPACE}
-                     for n in RECONCILERS],
-    }  # fmt: skip
+        "roleRef": {
+            "apiGroup": "rbac.authorization.k8s.io",
+            "kind": "ClusterRole",
+            "name": "cluster-admin",
+        },
+        "subjects": [
+            {"kind": "ServiceAccount", "name": n, "namespace": NAMESPACE} for n in RECONCILERS
+        ],
+    }
     try:
         kube.create(BINDINGS, binding)
     except Conflict:

@@ -63,8 +63,10 @@ class Launch:
                 if Path(src).is_dir()
                 else (f"mkdir -p {q(str(Path(dst).parent))} && touch {q(dst)}")
             )
-            lines += [f"[ -e {q(dst)} ] || {{ {point}; }}",
-                      f"mount --bind {q(ROOT_VIEW + src)} {q(dst)}"]  # fmt: skip
+            lines += [
+                f"[ -e {q(dst)} ] || {{ {point}; }}",
+                f"mount --bind {q(ROOT_VIEW + src)} {q(dst)}",
+            ]
         roots = install_roots()
         for root in roots:  # fracctl itself stays where it is
             hidden = any(_under(root, dst) and root != dst for _src, dst in self.mounts)
@@ -186,8 +188,9 @@ def _value(kube: Kube, pod: Obj, var: Obj) -> str:
             obj = kube.get_or_none(ref, want["name"], ns)
             data = (obj or {}).get("data") or {}
             if want["key"] not in data:
-                raise PodError(f"env {var['name']}: {ref.kind} {ns}/{want['name']} has no key "
-                               f"{want['key']!r}")  # fmt: skip
+                raise PodError(
+                    f"env {var['name']}: {ref.kind} {ns}/{want['name']} has no key {want['key']!r}"
+                )
             value = data[want["key"]]
             return base64.b64decode(value).decode() if decode else str(value)
     raise PodError(f"env {var['name']}: this valueFrom is not supported here")

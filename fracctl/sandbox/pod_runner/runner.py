@@ -102,8 +102,10 @@ class PodRunner:
             ran = Ran(meta["namespace"], meta["name"], time.monotonic() - began, code)
             self.ran.append(ran)
         # The sandbox's log says it too (benchmarks/bench_gate.py reads these lines).
-        print(f"pod-runner: {ran.namespace}/{ran.name} exit {ran.code} after "
-              f"{ran.seconds:.3f}s", flush=True)  # fmt: skip
+        print(
+            f"pod-runner: {ran.namespace}/{ran.name} exit {ran.code} after {ran.seconds:.3f}s",
+            flush=True,
+        )
         self._status(pod, _terminated(pod, launch, code, started, tail))
         shutil.rmtree(folder, ignore_errors=True)
 
@@ -131,8 +133,13 @@ class PodRunner:
     def _status(self, pod: Obj, status: Obj) -> None:
         meta = pod["metadata"]
         try:
-            self.kube.patch(PODS, meta["name"], {"status": status}, namespace=meta["namespace"],
-                            subresource="status")  # fmt: skip
+            self.kube.patch(
+                PODS,
+                meta["name"],
+                {"status": status},
+                namespace=meta["namespace"],
+                subresource="status",
+            )
         except (NotFound, FracctlError):
             pass  # deleted meanwhile: nobody reads it
 
@@ -173,8 +180,17 @@ def _conditions(now: str, ready: bool) -> list[Obj]:
 
 def _container(pod: Obj, state: Obj, *, ready: bool) -> list[Obj]:
     c = pod["spec"]["containers"][0]
-    return [{"name": c["name"], "image": c["image"], "imageID": "", "ready": ready,
-             "restartCount": 0, "started": "running" in state, "state": state}]  # fmt: skip
+    return [
+        {
+            "name": c["name"],
+            "image": c["image"],
+            "imageID": "",
+            "ready": ready,
+            "restartCount": 0,
+            "started": "running" in state,
+            "state": state,
+        }
+    ]
 
 
 def _waiting(pod: Obj, message: str) -> Obj:

@@ -124,8 +124,12 @@ def _token_volume(kube: Kube, pod: Obj, folder: Path, ca_file: str, user: tuple[
     meta = pod["metadata"]
     spec: Obj = {"expirationSeconds": TOKEN_SECONDS}
     if pod["spec"].get("serviceAccountName"):  # bound to the pod, as the kubelet asks
-        spec["boundObjectRef"] = {"apiVersion": "v1", "kind": "Pod", "name": meta["name"],
-                                  "uid": meta["uid"]}  # fmt: skip
+        spec["boundObjectRef"] = {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "name": meta["name"],
+            "uid": meta["uid"],
+        }
     # Without the name, the pod is as this API server left it: its ServiceAccount admission
     # plugin is off (it would have named "default"), so the token is the account's alone.
     request = {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": spec}
