@@ -1,7 +1,7 @@
 """The ``flux`` backend's RBAC: what its recreate rehearses and does, and nothing more.
 
 Declared in the backend's registry entry (:data:`fracctl.core.gitops.backends.REGISTRY`), read
-by :func:`fracctl.core.rbac.backend_rules`.
+by :func:`fracctl.core.rbac.rules.backend_rules`.
 """
 
 from __future__ import annotations

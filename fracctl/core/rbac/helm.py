@@ -1,7 +1,7 @@
 """The ``helm`` backend's RBAC: what its rehearsal and the chart's upgrade need of fracctl.
 
 Declared in the backend's registry entry (:data:`fracctl.core.gitops.backends.REGISTRY`), read
-by :func:`fracctl.core.rbac.backend_rules`. helm runs as fracctl's own identity, so the
+by :func:`fracctl.core.rbac.rules.backend_rules`. helm runs as fracctl's own identity, so the
 role also needs what the chart's upgrade writes: the release's records (Secrets, helm/helm
 ``pkg/storage/driver/secrets.go``: get, list, create, update, and delete past
 ``--history-max``) and, not listed here, the chart's own objects (its Deployment,

@@ -39,7 +39,7 @@ class FluxBackend(BackendBase):
         """The backend for this configuration: a HelmRelease's upgrade when one is named.
 
         With ``flux.helmrelease``, the config is the operator chart's hook, and the
-        HelmRelease's own upgrade recreates it (:mod:`.flux_helmrelease`).
+        HelmRelease's own upgrade recreates it (:mod:`.helmrelease`).
         """
         if self.target is None and ctx.config.flux.helmrelease:
             from fracctl.flows.engines.flux.helmrelease import HelmReleaseHookBackend
@@ -69,7 +69,7 @@ class FluxBackend(BackendBase):
         and the API server would admit it and the rest of the rendering (dry runs); the
         identity Flux applies as may create it; the Kustomization's last verdict fails
         only on the target's immutable field; and this identity may patch the
-        Kustomization (:mod:`.flux_proofs` cites Flux's source for each).
+        Kustomization (:mod:`.proofs` cites Flux's source for each).
         """
         from fracctl.flows.engines.flux import proofs as fp
 
