@@ -4,7 +4,7 @@ PY     := $(VENV)/bin/python
 LOCK   := requirements/dev.lock
 STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml $(LOCK) | cksum | cut -d' ' -f1)
 
-.PHONY: venv parts control-plane kwok helm argocd flux promtool test test-unit lint lock check-lock demo bench clean image
+.PHONY: coverage venv parts control-plane kwok helm argocd flux promtool test test-unit lint lock check-lock demo bench clean image
 
 # Every install comes from the lock (exact versions, hashes checked); the build backend
 # too, so fracctl itself is installed without build isolation. The editable install is
@@ -62,6 +62,12 @@ test: venv
 	@set -e; start=$$(date +%s); bash scripts/build-parts.sh; \
 	export FRACCTL_BUILD_SECONDS=$$(( $$(date +%s) - start )); \
 	PATH="$$(bash scripts/build-helm.sh):$$PATH" $(VENV)/bin/pytest --durations=25
+
+# The suite with line coverage of fracctl/ (term and coverage.json); CI runs `make test`.
+coverage: venv
+	@set -e; bash scripts/build-parts.sh; \
+	PATH="$$(bash scripts/build-helm.sh):$$PATH" $(VENV)/bin/pytest --cov=fracctl \
+	  --cov-report=term:skip-covered --cov-report=json:coverage.json
 
 test-unit: venv
 	$(VENV)/bin/pytest -m "not cluster and not e2e"
