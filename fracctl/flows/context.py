@@ -74,6 +74,13 @@ class Context:
     # every later export of it takes that commit, so that what a run proves is what it
     # runs (a branch that moves mid-run is never mixed in).
     pins: dict[tuple[str, str], str] = field(default_factory=dict)
+    # The backend this run recreates through: ``--backend``, "" for ``recreate.backend``.
+    # :func:`fracctl.flows.engines.select` resolves it once per run, and every flow of the
+    # run (the plan, drift's judge, doctor, the rehearsal, the run, verify) asks it.
+    backend: str = ""
+    # Each engine this run asked for, by name: built once, so that what it reads (a
+    # release's state, helm's dry run) is read once per run.
+    engines: dict[str, Any] = field(default_factory=dict)
     # The one export of each git source this run reads (:meth:`tree`), until it closes.
     _trees: dict[tuple[str, str], Export] = field(default_factory=dict)
     # Each rendering of git this run made (source, revision, path, renderer): rendered once.
@@ -191,6 +198,7 @@ class Context:
         self._exits.close()
         self._trees.clear()
         self.renders.clear()
+        self.engines.clear()
         if self._argocd is not None:
             self._argocd.close()
             self._argocd = None

@@ -10,13 +10,12 @@ from __future__ import annotations
 from typing import Any
 
 from fracctl.core.drift import ObjectDrift
-from fracctl.core.gitops import helm_release
 from fracctl.core.kube.labels import selector_matches
 from fracctl.core.kube.resources import PODS, PVCS, SERVICES, STORAGE_CLASSES
 from fracctl.core.procedures import Choice, Facts, choose, next_step
-from fracctl.core.text import clip
 from fracctl.errors import Forbidden
 from fracctl.flows.context import Context
+from fracctl.flows.engines.owners import carrier_of, said_by
 
 Obj = dict[str, Any]
 
@@ -82,52 +81,8 @@ def name_procedure(ctx: Context, o: ObjectDrift) -> None:
         )
         return
     o.procedure = choice.to_dict()
-    owner, flux = helm_release.owner_of(o.live), helm_release.flux_owner_of(o.live)
-    backend = "flux" if flux else "helm" if owner else "apply"
+    backend, owner = carrier_of(o.live)  # the engine its owner needs, else the direct one
     o.next_step = next_step(o, choice, ctx.source_args(), backend)
-    said = helmrelease_state(ctx, *flux) if flux else release_state(ctx, *owner) if owner else ""
+    said = said_by(ctx, owner) if owner else ""
     if said:
         o.note = f"{o.note}; {said}" if o.note else said
-
-
-def helmrelease_state(ctx: Context, namespace: str, name: str) -> str:
-    """What the Flux HelmRelease ``namespace/name`` says of itself: Ready, or why not."""
-    from fracctl.core.kube.nodes import condition
-    from fracctl.core.kube.resources import HELMRELEASES
-    from fracctl.errors import FracctlError
-
-    try:
-        hr = ctx.kube.get_or_none(HELMRELEASES, name, namespace)
-    except FracctlError as e:  # no Flux, or not readable
-        return f"an object of Flux HelmRelease {namespace}/{name} (not readable: {e})"
-    if hr is None:
-        return f"its labels name Flux HelmRelease {namespace}/{name}, which does not exist"
-    ready = condition(hr, "Ready") or {}
-    said = f"an object of Flux HelmRelease {namespace}/{name}, Ready={ready.get('status')}"
-    if ready.get("status") == "False":
-        said += f", stuck: {ready.get('reason')}: {clip(str(ready.get('message') or ''), 400)}"
-    return said
-
-
-def release_state(ctx: Context, namespace: str, name: str) -> str:
-    """What Helm's own record says of release ``namespace/name``: stuck, or at which revision."""
-    from fracctl.core.kube.resources import SECRETS
-
-    try:
-        query = f"{helm_release.OWNER_SELECTOR},name={name}"
-        secrets = ctx.kube.list(SECRETS, namespace=namespace, label_selector=query)
-    except Forbidden as e:
-        return (
-            f"an object of Helm release {namespace}/{name} (its record is not readable: "
-            f"{e.status.message})"
-        )
-    release = helm_release.latest(secrets).get((namespace, name))
-    if release is None:
-        return f"its marks name Helm release {namespace}/{name}, which has no record"
-    said = (
-        f"an object of Helm release {namespace}/{name}, at revision {release.version} "
-        f"({release.status}, chart {release.chart})"
-    )
-    if release.status == helm_release.FAILED:
-        said += f", stuck: {clip(release.description, 400)}"
-    return said

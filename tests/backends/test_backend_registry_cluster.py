@@ -47,9 +47,12 @@ def test_the_registry_is_what_config_and_lookup_accept(with_dry: dry_backend.Cal
     assert registry.choices() == "argocd, flux, helm, apply or dry"
     loaded = cfg.load(None, env={}, overrides={"recreate.backend": "dry"})
     assert loaded.recreate.backend == "dry"
-    ctx: Any = SimpleNamespace(config=loaded)  # select() reads recreate.backend alone
+    # select() reads the run's backend (--backend), else recreate.backend; one engine a run
+    ctx: Any = SimpleNamespace(config=loaded, backend="", engines={})
     assert engines.select(ctx).name == "dry"
+    assert engines.select(ctx) is engines.select(ctx, "dry")
     assert engines.select(ctx, "apply").name == "apply"
+    assert engines.for_run(ctx, "apply") is engines.select(ctx) is engines.select(ctx, "apply")
     with pytest.raises(
         UsageError, match="unknown backend 'helmfile' .use argocd, flux, helm, apply or dry"
     ):

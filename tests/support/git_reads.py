@@ -1,4 +1,4 @@
-"""Counting how often a run reads git: its tree exports and its renderings."""
+"""Counting how often a run reads git: its tree exports, its renderings, helm's dry runs."""
 
 from __future__ import annotations
 
@@ -34,3 +34,19 @@ def count_git_reads(monkeypatch: pytest.MonkeyPatch) -> GitReads:
     monkeypatch.setattr(revision, "export_tree", export_tree)
     monkeypatch.setattr(revision, "_render_export", render)
     return reads
+
+
+def count_dry_runs(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Every ``helm upgrade --dry-run=server`` fracctl runs from now on (its release)."""
+    from fracctl.adapters.helm import HelmCLI
+
+    runs: list[str] = []
+    real = HelmCLI.upgrade
+
+    def upgrade(self: HelmCLI, release: str, *args: Any, **kw: Any) -> Any:
+        if kw.get("dry_run"):
+            runs.append(release)
+        return real(self, release, *args, **kw)
+
+    monkeypatch.setattr(HelmCLI, "upgrade", upgrade)
+    return runs

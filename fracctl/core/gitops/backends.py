@@ -15,7 +15,11 @@ module may also declare
   :class:`~fracctl.core.rbac.Params`, whose ``section(name)`` is that same section);
 - its other half, for ``recreate KIND/NAME`` (``objects="module:function"``, called as
   ``make(ctx, target, holds=…, suspended=…, live=…)`` and returning the object creator).
-  A backend without one recreates the fractioning config only: KIND/NAME refuses it.
+  A backend without one recreates the fractioning config only: KIND/NAME refuses it;
+- who owns an object by its marks (``owner="module:Class"``, an
+  :class:`~fracctl.flows.engines.owners.Ownership`): an engine refuses an object another
+  engine's owner marks, naming it and the backend that carries it. A backend without one
+  (``apply``) creates the object itself, whoever marks it.
 """
 
 from __future__ import annotations
@@ -36,6 +40,7 @@ class BackendEntry:
     rbac: str = ""  # "module:function(Params) -> {namespace: [RbacRule]}" the role adds
     section: str = ""  # "module:Class": its own fracctl.yaml section, named as the backend
     objects: str = ""  # "module:function": its creator for recreate KIND/NAME ("" none)
+    owner: str = ""  # "module:Class": who owns an object, by its marks ("" nobody's)
 
 
 REGISTRY: tuple[BackendEntry, ...] = (
@@ -44,6 +49,7 @@ REGISTRY: tuple[BackendEntry, ...] = (
         "Argo CD syncs the one resource",
         "fracctl.flows.engines.argocd.backend:ArgoCDBackend",
         objects="fracctl.flows.engines.argocd.objects:argocd_creator",
+        owner="fracctl.flows.engines.argocd.owner:ArgoCDOwnership",
     ),
     BackendEntry(
         "flux",
@@ -51,6 +57,7 @@ REGISTRY: tuple[BackendEntry, ...] = (
         "fracctl.flows.engines.flux.backend:FluxBackend",
         rbac="fracctl.core.rbac.flux:flux_rules",
         objects="fracctl.flows.engines.flux.objects:flux_creator",
+        owner="fracctl.flows.engines.flux.owner:FluxOwnership",
     ),
     BackendEntry(
         "helm",
@@ -59,6 +66,7 @@ REGISTRY: tuple[BackendEntry, ...] = (
         rbac="fracctl.core.rbac.helm:helm_rules",
         section="fracctl.config.helm:HelmSettings",
         objects="fracctl.flows.engines.helm.objects:helm_creator",
+        owner="fracctl.flows.engines.helm.owner:HelmOwnership",
     ),
     BackendEntry(
         "apply",
@@ -67,6 +75,10 @@ REGISTRY: tuple[BackendEntry, ...] = (
         objects="fracctl.flows.engines.apply.objects:apply_creator",
     ),
 )
+
+#: The backend that creates an object itself, whoever marks it: the one ``drift`` names
+#: for an object no engine must carry.
+DIRECT = "apply"
 
 NAMES: tuple[str, ...] = tuple(e.name for e in REGISTRY)  # as the CLI's choices
 
@@ -79,6 +91,11 @@ def names() -> tuple[str, ...]:
 def object_names() -> tuple[str, ...]:
     """The backends that recreate an object of any kind (``recreate KIND/NAME``)."""
     return tuple(e.name for e in REGISTRY if e.objects)
+
+
+def owned() -> tuple[BackendEntry, ...]:
+    """The backends that read who owns an object (``owner``), read from the registry now."""
+    return tuple(e for e in REGISTRY if e.owner)
 
 
 def choices() -> str:

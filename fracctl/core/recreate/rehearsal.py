@@ -16,7 +16,7 @@ Pure decisions for the rehearsal of a recreate (:mod:`fracctl.flows.engines.rehe
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from fracctl.core.kube.nodes import condition
@@ -42,49 +42,71 @@ FLUX_NAMESPACE = "kustomize.toolkit.fluxcd.io/namespace"
 #: Argo CD's annotation tracking (the default since v3): ``<app>:<group>/<kind>:<ns>/<name>``,
 #: ``<app-namespace>_<app>`` for an application outside Argo CD's own namespace.
 ARGOCD_TRACKING = "argocd.argoproj.io/tracking-id"
+KUSTOMIZATION, APPLICATION = "Flux Kustomization", "Argo CD Application"
 
 
 @dataclass(frozen=True)
 class Owner:
-    """A GitOps owner named by an object's marks."""
+    """A GitOps owner named by an object's marks: the engine that recreates through it.
 
-    tool: str  # "flux" or "argocd"
+    Two owners are the same when their engine, name and namespace are; ``kind`` says what
+    it is (``Flux Kustomization``), ``carries`` that only its engine can carry the object
+    across (a release's upgrade would fail otherwise), ``covers`` the engines whose marks
+    its objects carry too (a HelmRelease's objects carry a Helm release's).
+    """
+
+    tool: str  # the engine's name in the backend registry
     name: str
     namespace: str = ""
+    kind: str = field(default="", compare=False)
+    carries: bool = field(default=False, compare=False)
+    covers: tuple[str, ...] = field(default=(), compare=False)
 
     def __str__(self) -> str:
-        what = "Flux Kustomization" if self.tool == "flux" else "Argo CD Application"
-        return f"{what} {self.namespace + '/' if self.namespace else ''}{self.name}"
+        where = f"{self.namespace}/" if self.namespace else ""
+        return f"{self.kind or self.tool} {where}{self.name}"
 
 
 def owners(obj: Obj) -> list[Owner]:
-    """The GitOps owners an object's labels and annotations name."""
+    """The Kustomization and Argo CD Application an object's labels and annotations name."""
     meta = obj.get("metadata") or {}
     labels = meta.get("labels") or {}
     notes = meta.get("annotations") or {}
     out: list[Owner] = []
     if labels.get(FLUX_NAME):
-        out.append(Owner("flux", str(labels[FLUX_NAME]), str(labels.get(FLUX_NAMESPACE) or "")))
+        name, namespace = str(labels[FLUX_NAME]), str(labels.get(FLUX_NAMESPACE) or "")
+        out.append(Owner("flux", name, namespace, kind=KUSTOMIZATION))
     tracking = str(notes.get(ARGOCD_TRACKING) or "")
     if tracking:
         app = tracking.split(":", 1)[0]
         ns, _, name = app.rpartition("_")
-        out.append(Owner("argocd", name, ns))
+        out.append(Owner("argocd", name, ns, kind=APPLICATION))
     return out
 
 
-def foreign_owners(obj: Obj, expected: Owner | None) -> list[Owner]:
-    """The owners an object names other than ``expected`` (the configured backend's).
+def foreign_owners(
+    obj: Obj, expected: Owner | None, found: list[Owner] | None = None
+) -> list[Owner]:
+    """The owners an object names (``found``, else :func:`owners`) other than ``expected``.
 
     An Application named without a namespace matches the expected one by name alone.
     """
     out = []
-    for o in owners(obj):
-        if expected is not None and o.tool == expected.tool and o.name == expected.name:
-            if o.namespace in ("", expected.namespace) or not expected.namespace:
-                continue
+    for o in owners(obj) if found is None else found:
+        if expected is not None and same(o, expected):
+            continue
         out.append(o)
     return out
+
+
+def same(o: Owner, expected: Owner) -> bool:
+    """Whether ``o`` is ``expected`` (a namespace left out matches any; so does a kind)."""
+    return (
+        o.tool == expected.tool
+        and o.name == expected.name
+        and (not o.kind or not expected.kind or o.kind == expected.kind)
+        and (o.namespace in ("", expected.namespace) or not expected.namespace)
+    )
 
 
 def unknown_finalizers(obj: Obj, known: Iterable[str]) -> list[str]:

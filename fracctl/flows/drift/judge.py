@@ -199,22 +199,20 @@ class Judge:
         return out
 
     def _runs_chart(self, it: Item, hook: dict[str, object]) -> bool:
-        """Whether the configuration has fracctl run the upgrade that recreates this hook.
+        """Whether the run's engine has fracctl run the upgrade that recreates this hook.
 
-        With ``recreate.backend: helm`` (or ``flux`` with ``flux.helmrelease``) the config
-        in git is the chart's hook, and ``fracctl recreate`` runs the release's upgrade
-        under the guard: the hook is the path the configuration chose, not drift. Any
-        other hook still is.
+        Where it runs a chart (``recreate.backend: helm``, or ``flux`` with
+        ``flux.helmrelease``) the config in git is the chart's hook, and ``fracctl
+        recreate`` runs the release's upgrade under the guard: the hook is the path the
+        configuration chose, not drift. Any other hook still is.
         """
-        config = self.ctx.config
-        runs_chart = config.recreate.backend == "helm" or (
-            config.recreate.backend == "flux" and bool(config.flux.helmrelease)
-        )
+        from fracctl.flows import engines
+
         return (
-            runs_chart
-            and hook["source"] == "in the rendering"  # git's chart makes it the hook
+            hook["source"] == "in the rendering"  # git's chart makes it the hook
             and it.desired is not None
-            and config.target.matches(it.desired)
+            and self.ctx.config.target.matches(it.desired)
+            and engines.select(self.ctx).runs_chart(self.ctx)
         )
 
     def _carry(self, it: Item) -> tuple[str, str, str]:

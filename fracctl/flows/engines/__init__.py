@@ -11,8 +11,9 @@ here (its config backend, its object creator, its proofs) and one entry in
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from fracctl.core.gitops.backends import BackendEntry, choices, entry, load
@@ -21,12 +22,14 @@ from fracctl.core.recreate.plan import ReleaseState
 from fracctl.errors import Conflict, FracctlError, UsageError
 from fracctl.flows.context import Context
 from fracctl.flows.engines.desired import clean_desired as clean_desired
+from fracctl.flows.engines.owners import Ownership, check_owners, ownership, refuse_foreign
 
 if TYPE_CHECKING:
     from fracctl.core.recreate.sync_target import SyncTarget
     from fracctl.flows.engines.steps import Creator
 
 Obj = dict[str, Any]
+_BUILDING = threading.RLock()  # drift judges in threads: each run's engine built once
 
 
 class Backend(Protocol):
@@ -191,6 +194,19 @@ class Engine(Protocol):
         """The engine's name (``--backend``, ``recreate.backend``)."""
         ...
 
+    @property
+    def ownership(self) -> Ownership | None:
+        """How it reads who owns an object; None: it creates objects whoever marks them."""
+        ...
+
+    def backend(self, ctx: Context) -> Backend:
+        """The config's backend for this configuration, built once per run; not checked."""
+        ...
+
+    def runs_chart(self, ctx: Context) -> bool:
+        """Whether this configuration has it recreate the config by a chart's upgrade."""
+        ...
+
     def config(self, ctx: Context) -> Backend:
         """The config's backend for this configuration, its settings checked (exit 2).
 
@@ -220,19 +236,40 @@ class Engine(Protocol):
 
 @dataclass(frozen=True)
 class RegisteredEngine:
-    """An engine as its registry entry in :mod:`fracctl.core.gitops.backends` declares it."""
+    """An engine as its registry entry in :mod:`fracctl.core.gitops.backends` declares it.
+
+    One per run (:func:`select`): its config's backend is built once, so what that reads
+    (a release's state, helm's dry run) is read once per run.
+    """
 
     entry: BackendEntry
+    built: list[Backend] = field(default_factory=list, compare=False, repr=False)
 
     @property
     def name(self) -> str:
         """The backend's name in the registry."""
         return self.entry.name
 
+    @property
+    def ownership(self) -> Ownership | None:
+        """The entry's :class:`~fracctl.flows.engines.owners.Ownership`, if it declares one."""
+        return ownership(self.entry.owner) if self.entry.owner else None
+
+    def backend(self, ctx: Context) -> Backend:
+        """The entry's backend (its module imported now), handed on; built once."""
+        with _BUILDING:
+            if not self.built:
+                factory: Callable[[], Backend] = load(self.entry.implementation)
+                self.built.append(factory().for_config(ctx))
+            return self.built[0]
+
+    def runs_chart(self, ctx: Context) -> bool:
+        """Whether its backend for this configuration runs a chart's upgrade (a hook)."""
+        return self.backend(ctx).hook() is not None
+
     def config(self, ctx: Context) -> Backend:
-        """The entry's backend (its module imported now), handed on and checked."""
-        factory: Callable[[], Backend] = load(self.entry.implementation)
-        chosen = factory().for_config(ctx)
+        """The entry's backend, its settings checked (a usage error)."""
+        chosen = self.backend(ctx)
         chosen.validate(ctx)
         return chosen
 
@@ -246,9 +283,14 @@ class RegisteredEngine:
         suspended: bool,
         stuck: Stuck,
     ) -> Creator:
-        """The entry's creator; a usage error where it declares none."""
+        """The entry's creator; a usage error where it declares none.
+
+        Refused before anything is read where another engine's owner marks ``live``
+        (:func:`~fracctl.flows.engines.owners.refuse_foreign`).
+        """
         if not self.entry.objects:
             raise UsageError(f"backend {self.name!r} has no creator for recreate KIND/NAME")
+        refuse_foreign(self, target.label, live)
         make = load(self.entry.objects)
         creator: Creator = make(
             ctx, target, live=live, holds=holds, suspended=suspended, stuck=stuck
@@ -257,15 +299,31 @@ class RegisteredEngine:
 
 
 def select(ctx: Context, name: str = "") -> Engine:
-    """The engine called ``name`` (default ``recreate.backend``); a usage error if unknown.
+    """The engine called ``name``; by default this run's; a usage error if unknown.
 
-    drift, doctor, ``recreate`` and ``recreate KIND/NAME`` all ask this one function.
+    This run's is ``ctx.backend`` (``--backend``, set by :func:`for_run`), else
+    ``recreate.backend``. Each engine is built once per run: drift, doctor, ``recreate``
+    and ``recreate KIND/NAME`` all ask this one function, and get the same engine.
     """
-    name = name or ctx.config.recreate.backend
-    found = entry(name)
-    if found is None:
-        raise UsageError(f"unknown backend {name!r} (use {choices()})")
-    return RegisteredEngine(found)
+    name = name or ctx.backend or ctx.config.recreate.backend
+    with _BUILDING:
+        found = ctx.engines.get(name)
+        if found is None:
+            registered = entry(name)
+            if registered is None:
+                raise UsageError(f"unknown backend {name!r} (use {choices()})")
+            found = ctx.engines[name] = RegisteredEngine(registered)
+    return found
+
+
+def for_run(ctx: Context, name: str | None) -> Engine:
+    """This run's engine: ``name`` (``--backend``) fixed on the run, else ``recreate.backend``.
+
+    Every later :func:`select` of the run without a name gets it.
+    """
+    if name:
+        ctx.backend = name
+    return select(ctx)
 
 
 def prove(
@@ -286,7 +344,7 @@ def prove(
     Raises:
         BackendCheckFailed: a proof failed; the message says nothing was changed.
     """
-    from fracctl.flows.engines.rehearse import check_owners, check_runtime_class, check_wait
+    from fracctl.flows.engines.rehearse import check_runtime_class, check_wait
 
     evidence: list[str] = []
     try:
@@ -294,7 +352,7 @@ def prove(
             from fracctl.flows.engines.delete_rehearsal import check_delete
 
             evidence = check_delete(ctx, live)
-            evidence += check_owners(ctx, backend.name, live)
+            evidence += check_owners(ctx, select(ctx, backend.name), live)
     except UsageError:
         raise
     except FracctlError as e:

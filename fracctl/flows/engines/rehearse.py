@@ -3,7 +3,8 @@
 Read-only proofs beside the backend's own (:mod:`fracctl.flows.engines`), judged by
 :mod:`fracctl.core.recreate.rehearsal`:
 
-* no GitOps owner other than the configured backend marks the live object;
+* no GitOps owner other than the configured backend marks the live object
+  (:mod:`fracctl.flows.engines.owners`);
 * the readiness condition fracctl waits for is the one the operator writes on the nodes
   the live object selects, and every node of git's selection can run the agents;
 * right before the delete, after any confirmation, no fractional pod runs (a pod
@@ -16,51 +17,11 @@ from typing import Any
 
 from fracctl.core.kube.nodes import matches, selector_of
 from fracctl.core.kube.resources import DAEMONSETS, NODES
-from fracctl.core.recreate.rehearsal import (
-    Owner,
-    cannot_run_agents,
-    condition_written,
-    foreign_owners,
-)
+from fracctl.core.recreate.rehearsal import cannot_run_agents, condition_written
 from fracctl.errors import Refused
 from fracctl.flows.context import Context
 
 Obj = dict[str, Any]
-
-
-def expected_owner(ctx: Context, backend: str) -> Owner | None:
-    """The GitOps owner the configured backend is (None for a direct apply)."""
-    c = ctx.config
-    if backend == "flux":
-        return Owner("flux", c.flux.kustomization, c.flux.namespace)
-    if backend == "argocd" and c.argocd.app:
-        return Owner("argocd", c.argocd.app.rpartition("/")[2])
-    return None
-
-
-def check_owners(ctx: Context, backend: str, live: Obj | None) -> list[str]:
-    """Refuse when the live object names another GitOps owner than ``backend``'s.
-
-    A direct apply configures no owner: whoever marks the object, the operator chose to
-    apply it (the marks are reported in the evidence).
-    """
-    if live is None:
-        return []
-    t = ctx.config.target
-    expected = expected_owner(ctx, backend)
-    if expected is None:
-        marked = ", ".join(map(str, foreign_owners(live, None))) or "no GitOps owner"
-        return [f"a direct apply: the live object names {marked}"]
-    others = foreign_owners(live, expected)
-    if others:
-        mine = f"the configured {expected}"
-        raise Refused(
-            f"{t.kind}/{t.name} is marked as managed by {', '.join(map(str, others))}, not "
-            f"{mine}: two owners would undo each other's object after the recreate",
-            hint="recreate through the owner that manages it (recreate.backend and its "
-            "section in fracctl.yaml), or remove the other's management first",
-        )
-    return [f"the live object names no other GitOps owner than {expected or 'none'}"]
 
 
 def _agent_tolerations(ctx: Context, desired: Obj) -> tuple[list[Obj], str]:

@@ -17,8 +17,8 @@ from fracctl.core.clock import utc_timestamp
 from fracctl.core.outcome import Outcome
 from fracctl.errors import ExternalError, Refused, UsageError
 from fracctl.flows.context import Context
+from fracctl.flows.engines import for_run, select
 from fracctl.flows.engines import journal as journals
-from fracctl.flows.engines import select
 from fracctl.flows.engines.steps import Creator
 from fracctl.flows.kinds.plan import Planned, find_desired, plan, prove
 from fracctl.flows.kinds.result import ObjectResult
@@ -57,7 +57,7 @@ def recreate_object(
     from fracctl.flows.render import render_desired
 
     at = boundary or (lambda _step: None)
-    backend = backend or ctx.config.recreate.backend
+    backend = for_run(ctx, backend).name
     if backend not in object_names():
         raise UsageError(
             f"backend {backend!r} recreates the fractioning config only: recreate KIND/NAME "

@@ -86,9 +86,12 @@ def initial_outcome(plan: Plan) -> Outcome:
     }.get(plan.reason, Outcome.PLANNED)
 
 
-def check_backend(ctx: Context, backend: str) -> Backend:
-    """The backend called ``backend``, its configuration checked (exit 2) before any I/O."""
-    return engines.select(ctx, backend).config(ctx)
+def check_backend(ctx: Context, backend: str | None) -> Backend:
+    """This run's backend, its configuration checked (exit 2) before any I/O.
+
+    ``backend`` (else ``recreate.backend``) is fixed on the run for every flow that asks.
+    """
+    return engines.for_run(ctx, backend).config(ctx)
 
 
 def recreate(
@@ -124,8 +127,8 @@ def recreate(
     from fracctl.flows.render import render_desired
 
     at = boundary or (lambda _step: None)
-    backend = backend or ctx.config.recreate.backend
     chosen = check_backend(ctx, backend)
+    backend = engines.select(ctx).name
     require_confirmation(ctx, "recreate", dry_run=dry_run, yes=yes, confirm=confirm)
     objects = desired_objects if desired_objects is not None else render_desired(ctx)
 
