@@ -16,7 +16,7 @@ from fracctl.cli.render import (
     source_context,
     source_overrides,
 )
-from fracctl.core.gitops.backends import NAMES, REGISTRY, names
+from fracctl.core.gitops.backends import DIRECT, NAMES, REGISTRY, names
 from fracctl.core.outcome import Outcome
 from fracctl.errors import UsageError
 
@@ -317,7 +317,7 @@ def _check_flags(
         raise UsageError("--force is for --drain: it evicts bare pods too")
     if drain and restore_from is not None:
         raise UsageError("--drain and --restore-from do not go together")
-    if restore_from is not None and (_given(source) or backend not in (None, "apply")):
+    if restore_from is not None and (_given(source) or backend not in (None, DIRECT)):
         raise UsageError(
             "--restore-from creates the backed-up object directly; it takes no git source "
             "(--repo, --revision, --path, --renderer) and no --backend other than apply"

@@ -23,18 +23,15 @@ from fracctl.flows.doctor.pods import namespace_pods, read_pods
 
 
 def settings(ctx: Context) -> DoctorSettings:
-    """The checks' settings: the configuration's sections, passed whole."""
-    from fracctl.core.gitops.helm_release import release_of
+    """The checks' settings: the configuration's sections, passed whole.
+
+    The configured engine says which release's upgrade it guards, if any.
+    """
+    from fracctl.flows import engines
 
     c = ctx.config
-    guarded = None
-    if c.recreate.backend == "helm":
-        guarded = (c.git.helm_namespace or "default", release_of(c.git.helm_release, c.git.path))
-    helmrelease = ""
-    if c.recreate.backend == "flux" and c.flux.helmrelease:
-        helmrelease = f"{c.flux.namespace}/{c.flux.helmrelease}"
-    return DoctorSettings(c.labels, c.target, c.cluster, c.pods, condition=c.condition,
-                          guarded_release=guarded, helmrelease=helmrelease)  # fmt: skip
+    guards = engines.select(ctx).backend(ctx).doctor_settings(ctx)
+    return DoctorSettings(c.labels, c.target, c.cluster, c.pods, condition=c.condition, **guards)
 
 
 def _get(ctx: Context, ref: ResourceRef, name: str) -> tuple[dict[str, Any] | None, str]:

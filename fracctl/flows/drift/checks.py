@@ -81,12 +81,6 @@ def check_target(ctx: Context, *, desired_objects: Sequence[Obj] | None = None) 
     return target_report(ctx, desired_objects=desired_objects).objects[0]
 
 
-def helmrelease_hook(ctx: Context) -> bool:
-    """Whether a Flux HelmRelease's upgrade recreates the target (``flux.helmrelease``)."""
-    config = ctx.config
-    return config.recreate.backend == "flux" and bool(config.flux.helmrelease)
-
-
 def target_report(
     ctx: Context, *, desired_objects: Sequence[Obj] | None = None, desired: Desired | None = None
 ) -> d.DriftReport:
@@ -114,10 +108,10 @@ def target_report(
     item = Item(t.api_version, t.kind, "", t.name, None, ref=ref)
     if index is not None:
         item.desired = objects[index]
-        if desired_objects is None and helmrelease_hook(ctx):
-            from fracctl.flows.engines.flux.helmrelease import HelmReleaseHookBackend
+        if desired_objects is None:  # as the run's engine renders it (helm-controller)
+            from fracctl.flows import engines
 
-            item.desired = HelmReleaseHookBackend().as_rendered(ctx, item.desired)
+            item.desired = engines.select(ctx).backend(ctx).rendering(ctx, objects)[index]
         if desired is not None and desired_objects is None:
             item.location = desired.location_of(index)
             item.text = desired.text_of(index)

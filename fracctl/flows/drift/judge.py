@@ -29,7 +29,6 @@ from fracctl.core.drift.immutability import (
     is_builtin_group,
     rules_from_crd,
 )
-from fracctl.core.gitops import helm_release
 from fracctl.core.gitops.helm_release import hook_of
 from fracctl.core.kube.resources import ResourceRef
 from fracctl.errors import ApiError, Conflict, Forbidden, NotFound
@@ -226,33 +225,18 @@ class Judge:
         from fracctl.errors import FracctlError
         from fracctl.flows import engines
 
-        config = self.ctx.config
+        engine = engines.select(self.ctx)
         try:
-            hook = engines.select(self.ctx).config(self.ctx).hook()
+            hook = engine.config(self.ctx).hook()
             if hook is None:
-                return "", f"recreate.backend {config.recreate.backend} runs no chart", ""
+                return "", f"recreate.backend {engine.name} runs no chart", ""
             _evidence, creates = hook.carries(self.ctx, it.desired or {})
             engines.dry_run_create(self.ctx, creates)
-            left, stopped = hook.left(self.ctx, it.desired or {})
+            said, left, stopped = hook.carried_by(self.ctx, it.desired or {})
         except FracctlError as e:
             cause = e.cause if isinstance(e, engines.BackendCheckFailed) else e
             return "", f"fracctl recreate would refuse: {cause.message}", cause.hint or ""
-        if config.recreate.backend == "flux":
-            f = config.flux
-            return (
-                (
-                    f"fracctl recreate (recreate.backend: flux, flux.helmrelease {f.namespace}/"
-                    f"{f.helmrelease}) runs helm-controller's upgrade guarded"
-                ),
-                "",
-                "",
-            )
-        release = helm_release.release_of(config.git.helm_release, config.git.path)
-        return (
-            f"fracctl recreate (recreate.backend: helm) runs release {release}'s upgrade guarded",
-            left,
-            STOPPED if stopped else "",
-        )
+        return said, left, STOPPED if stopped else ""
 
     def _judge(self, it: Item) -> d.ObjectDrift:
         """The verdict on one item against its live object."""

@@ -4,9 +4,11 @@ A backend has a name, a :meth:`~Backend.validate` of its configuration, a
 :meth:`~Backend.check` that proves with read-only calls that it can recreate the object
 (the same credentials, permissions and objects the recreate will use),
 :meth:`~Backend.recreate`, and the claim its success makes about the live object (which
-:func:`fracctl.flows.recreate.verify` never trusts). Adding a GitOps engine is one package
-here (its config backend, its object creator, its proofs) and one entry in
-:data:`fracctl.core.gitops.backends.REGISTRY`; :func:`select` is how every flow finds it.
+:func:`fracctl.flows.recreate.live_object.verify` never trusts). Adding a GitOps engine is
+one package here (its config backend, its object creator, its proofs, who owns an object)
+and one entry in :data:`fracctl.core.gitops.backends.REGISTRY`; :func:`select` is how every
+flow finds it, and what a flow asks of an engine is a member of :class:`Engine` or
+:class:`Backend`, answered in its package, never a comparison of its name.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from fracctl.core.recreate.plan import ReleaseState
 from fracctl.errors import Conflict, FracctlError, UsageError
 from fracctl.flows.context import Context
 from fracctl.flows.engines.desired import clean_desired as clean_desired
-from fracctl.flows.engines.owners import Ownership, check_owners, ownership, refuse_foreign
+from fracctl.flows.engines.owners import Ownership, ownership, refuse_foreign
 
 if TYPE_CHECKING:
     from fracctl.core.recreate.sync_target import SyncTarget
@@ -67,6 +69,10 @@ class Backend(Protocol):
 
     def deletes_as(self, ctx: Context) -> str:
         """The identity whose delete the lock is armed for beside fracctl's ("" none)."""
+        ...
+
+    def doctor_settings(self, ctx: Context) -> dict[str, Any]:
+        """What doctor's settings say of this backend (the release its upgrade guards)."""
         ...
 
     def validate(self, ctx: Context) -> None:
@@ -119,6 +125,10 @@ class BackendBase:
         """Only fracctl deletes."""
         return ""
 
+    def doctor_settings(self, ctx: Context) -> dict[str, Any]:
+        """Nothing: the backend guards no release's upgrade."""
+        return {}
+
 
 @dataclass(frozen=True)
 class Proof:
@@ -169,6 +179,13 @@ class HookCarrier(Protocol):
 
         "" when it is settled; stopped: an upgrade began and its newest revision is not
         deployed.
+        """
+        ...
+
+    def carried_by(self, ctx: Context, desired: Obj) -> tuple[str, str, bool]:
+        """Who runs the upgrade under fracctl's guard (drift's words); what is left.
+
+        What is left is :meth:`left`'s answer as drift reports it ("", False: none).
         """
         ...
 
@@ -324,50 +341,3 @@ def for_run(ctx: Context, name: str | None) -> Engine:
     if name:
         ctx.backend = name
     return select(ctx)
-
-
-def prove(
-    ctx: Context, backend: Backend, desired: Obj, *, deletes: bool, live: Obj | None = None
-) -> Proof:
-    """Every read-only proof a recreate needs before it changes anything.
-
-    Args:
-        ctx: the context.
-        backend: the chosen backend.
-        desired: git's object.
-        deletes: whether the plan deletes the live object (then the delete is rehearsed).
-        live: the live object the plan deletes.
-
-    Returns:
-        The evidence, and the object the backend was proven to create.
-
-    Raises:
-        BackendCheckFailed: a proof failed; the message says nothing was changed.
-    """
-    from fracctl.flows.engines.rehearse import check_runtime_class, check_wait
-
-    evidence: list[str] = []
-    try:
-        if deletes:
-            from fracctl.flows.engines.delete_rehearsal import check_delete
-
-            evidence = check_delete(ctx, live)
-            evidence += check_owners(ctx, select(ctx, backend.name), live)
-    except UsageError:
-        raise
-    except FracctlError as e:
-        what = "the rehearsed delete would not complete"
-        raise BackendCheckFailed(backend.name, e, what=what) from e
-    try:
-        proof = backend.check(ctx, desired)
-    except UsageError:
-        raise
-    except FracctlError as e:
-        raise BackendCheckFailed(backend.name, e) from e
-    try:
-        waits = check_runtime_class(ctx, live, proof.creates)
-        waits += check_wait(ctx, live, proof.creates)
-    except FracctlError as e:
-        what = "the wait that follows the recreate could not end"
-        raise BackendCheckFailed(backend.name, e, what=what) from e
-    return Proof(evidence + proof.evidence + waits, proof.creates)

@@ -29,6 +29,7 @@ class GitOpsCreator:
     """
 
     name = ""
+    verifies = True
     engine = ""  # the GitOps engine, in messages
     backend: Any
 

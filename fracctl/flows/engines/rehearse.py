@@ -1,7 +1,7 @@
-"""Rehearsing what follows the delete: who else owns the object, and what the wait needs.
+"""Rehearsing a recreate: the backend's proofs, who else owns the object, what the wait needs.
 
-Read-only proofs beside the backend's own (:mod:`fracctl.flows.engines`), judged by
-:mod:`fracctl.core.recreate.rehearsal`:
+:func:`prove` runs every read-only proof beside the backend's own
+(:mod:`fracctl.flows.engines`), judged by :mod:`fracctl.core.recreate.rehearsal`:
 
 * no GitOps owner other than the configured backend marks the live object
   (:mod:`fracctl.flows.engines.owners`);
@@ -18,10 +18,57 @@ from typing import Any
 from fracctl.core.kube.nodes import matches, selector_of
 from fracctl.core.kube.resources import DAEMONSETS, NODES
 from fracctl.core.recreate.rehearsal import cannot_run_agents, condition_written
-from fracctl.errors import Refused
+from fracctl.errors import FracctlError, Refused, UsageError
 from fracctl.flows.context import Context
+from fracctl.flows.engines import Backend, BackendCheckFailed, Proof, select
+from fracctl.flows.engines.owners import check_owners
 
 Obj = dict[str, Any]
+
+
+def prove(
+    ctx: Context, backend: Backend, desired: Obj, *, deletes: bool, live: Obj | None = None
+) -> Proof:
+    """Every read-only proof a recreate needs before it changes anything.
+
+    Args:
+        ctx: the context.
+        backend: the chosen backend.
+        desired: git's object.
+        deletes: whether the plan deletes the live object (then the delete is rehearsed).
+        live: the live object the plan deletes.
+
+    Returns:
+        The evidence, and the object the backend was proven to create.
+
+    Raises:
+        BackendCheckFailed: a proof failed; the message says nothing was changed.
+    """
+    evidence: list[str] = []
+    try:
+        if deletes:
+            from fracctl.flows.engines.delete_rehearsal import check_delete
+
+            evidence = check_delete(ctx, live)
+            evidence += check_owners(ctx, select(ctx, backend.name), live)
+    except UsageError:
+        raise
+    except FracctlError as e:
+        what = "the rehearsed delete would not complete"
+        raise BackendCheckFailed(backend.name, e, what=what) from e
+    try:
+        proof = backend.check(ctx, desired)
+    except UsageError:
+        raise
+    except FracctlError as e:
+        raise BackendCheckFailed(backend.name, e) from e
+    try:
+        waits = check_runtime_class(ctx, live, proof.creates)
+        waits += check_wait(ctx, live, proof.creates)
+    except FracctlError as e:
+        what = "the wait that follows the recreate could not end"
+        raise BackendCheckFailed(backend.name, e, what=what) from e
+    return Proof(evidence + proof.evidence + waits, proof.creates)
 
 
 def _agent_tolerations(ctx: Context, desired: Obj) -> tuple[list[Obj], str]:

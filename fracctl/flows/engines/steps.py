@@ -30,9 +30,12 @@ POLL = 0.5
 
 
 class Creator(Protocol):
-    """How a procedure's create and release steps are done (:mod:`.creators`)."""
+    """How a procedure's create and release steps are done (each engine's ``objects``)."""
 
     name: str
+    # Whether the live object is judged against git after the run: another's create is
+    # never trusted; fracctl's own apply of git's object needs no second look.
+    verifies: bool
 
     def prove(self, ctx: Context, desired: Obj) -> list[str]:
         """Rehearse the create of git's object read-only; the evidence."""

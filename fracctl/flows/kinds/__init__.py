@@ -142,7 +142,7 @@ def _run(
 
     try:
         execute(ctx, p, result, lock, at)
-        if p.creator.name != "apply":
+        if p.creator.verifies:
             _verify(ctx, p, result)
         result.outcome = Outcome.RECREATED
         entry.update(outcome=Outcome.RECREATED, procedure=p.procedure and p.procedure.name)

@@ -17,10 +17,10 @@ from fracctl.core.outcome import Outcome
 from fracctl.core.recreate import plan as recreate_plan
 from fracctl.core.recreate.plan import Plan
 from fracctl.errors import Refused
-from fracctl.flows import engines
 from fracctl.flows.context import Context
 from fracctl.flows.drain import steps as drain_steps
 from fracctl.flows.engines import Backend
+from fracctl.flows.engines.rehearse import prove
 from fracctl.flows.recreate.arming import arm
 from fracctl.flows.recreate.live_object import delete, verify, wait_gone
 from fracctl.flows.recreate.lock import LeaseLock, NoLock
@@ -101,7 +101,7 @@ class Run:
 
 def _prove(run: Run) -> None:
     deletes = recreate_plan.DELETE in run.result.plan.steps
-    proof = engines.prove(run.ctx, run.backend, run.desired, deletes=deletes, live=run.live)
+    proof = prove(run.ctx, run.backend, run.desired, deletes=deletes, live=run.live)
     run.result.proofs = proof.evidence
     run.desired = proof.creates  # verify holds the live object to what was proven
     for line in run.result.proofs if run.announce else ():

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from fracctl.core.clock import utc_timestamp
+from fracctl.core.gitops.backends import DIRECT
 from fracctl.core.kube.nodes import field_at, selector_of
 from fracctl.core.outcome import Outcome
 from fracctl.core.recreate import plan as recreate_plan
@@ -21,6 +22,7 @@ from fracctl.core.recreate.plan import Plan
 from fracctl.errors import ConfigError, FracctlError, Refused, UsageError
 from fracctl.flows import engines
 from fracctl.flows.context import Context
+from fracctl.flows.engines.rehearse import prove
 from fracctl.flows.recreate import RecreateResult, go_on, initial_outcome, require_confirmation
 from fracctl.flows.recreate.live_object import verify, wait_gone
 from fracctl.flows.recreate.lock import LeaseLock, NoLock
@@ -91,7 +93,7 @@ def _already_there(ctx: Context, live_sel: Any, want: dict[str, str]) -> Recreat
             live_sel,
             want,
         )
-        return RecreateResult(plan=plan, outcome=initial_outcome(plan), backend="apply")
+        return RecreateResult(plan=plan, outcome=initial_outcome(plan), backend=DIRECT)
     raise Refused(
         f"{t.kind}/{t.name} exists with nodeSelector {live_sel}; --restore-from only "
         f"creates a missing object and never deletes one (the backup has {want})",
@@ -121,7 +123,7 @@ def restore(
     want = selector_of(obj, t.selector_field) or {}
     require_confirmation(ctx, "restore", dry_run=dry_run, yes=yes, confirm=confirm)
     lock: LeaseLock | NoLock = NoLock() if dry_run else LeaseLock(ctx)
-    entry = audit_entry(ctx, "restore", who=lock.me, backend="apply", backup=str(path))
+    entry = audit_entry(ctx, "restore", who=lock.me, backend=DIRECT, backup=str(path))
     with interrupt_on_sigterm(), lock:
         live = ctx.kube.get_or_none(t.ref, t.name)
         live_sel = selector_of(live, t.selector_field)
@@ -139,10 +141,10 @@ def restore(
             want,
         )
         result = RecreateResult(
-            plan=plan, outcome=initial_outcome(plan), backend="apply", backup=path
+            plan=plan, outcome=initial_outcome(plan), backend=DIRECT, backup=path
         )
-        applier = engines.select(ctx, "apply").config(ctx)
-        result.proofs = engines.prove(ctx, applier, _restorable(obj), deletes=False).evidence
+        applier = engines.select(ctx, DIRECT).config(ctx)
+        result.proofs = prove(ctx, applier, _restorable(obj), deletes=False).evidence
         if go_on(result, dry_run=dry_run, yes=yes, confirm=confirm):
             gone = live["metadata"]["uid"] if terminating and live is not None else ""
             _put_back(ctx, result, _restorable(obj), gone=gone, applier=applier, entry=entry)

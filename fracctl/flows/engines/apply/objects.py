@@ -19,6 +19,7 @@ class ApplyCreator:
     """fracctl's server-side apply of git's object."""
 
     name = "apply"
+    verifies = False  # fracctl's own apply of git's object
 
     def prove(self, ctx: Context, desired: Obj) -> list[str]:
         """Nothing beyond the dry-run create every plan proves."""

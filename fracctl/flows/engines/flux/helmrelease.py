@@ -27,6 +27,7 @@ guards, as the ``helm`` backend runs ``helm upgrade``:
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from fracctl.core.gitops import helm_release
 from fracctl.core.kube.nodes import condition, selector_of
@@ -195,6 +196,22 @@ class HelmReleaseHookBackend(BackendBase):
             f"Flux {self.owner(ctx)} is Ready={ready.get('status')} ({ready.get('reason')}), "
             f"release {release_id(facts.hr)} {r.status} at revision {r.version}"
         ), r.status != helm_release.DEPLOYED
+
+    def carried_by(self, ctx: Context, desired: Obj) -> tuple[str, str, bool]:
+        """helm-controller's upgrade, run guarded; what is left is its own to say."""
+        self.left(ctx, desired)  # read as the helm backend's is: a failed read is said
+        f = ctx.config.flux
+        return (
+            f"fracctl recreate (recreate.backend: flux, flux.helmrelease {f.namespace}/"
+            f"{f.helmrelease}) runs helm-controller's upgrade guarded",
+            "",
+            False,
+        )
+
+    def doctor_settings(self, ctx: Context) -> dict[str, Any]:
+        """The HelmRelease whose upgrade fracctl guards: ``helmrelease``."""
+        owner = self.owner(ctx)
+        return {"helmrelease": f"{owner.namespace}/{owner.name}"}
 
     def check(self, ctx: Context, desired: Obj) -> Proof:
         """helm-controller would run the upgrade now, and its hook creates git's object."""

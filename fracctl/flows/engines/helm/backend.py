@@ -280,6 +280,21 @@ class HelmBackend(BackendBase):
             f"revision {r.version}, deployed) though the object matches git"
         ), False
 
+    def carried_by(self, ctx: Context, desired: Obj) -> tuple[str, str, bool]:
+        """The guarded ``helm upgrade`` of the release; what of it is left."""
+        left, stopped = self.left(ctx, desired)
+        name = ReleaseId.configured(ctx).name
+        return (
+            f"fracctl recreate (recreate.backend: helm) runs release {name}'s upgrade guarded",
+            left,
+            stopped,
+        )
+
+    def doctor_settings(self, ctx: Context) -> dict[str, Any]:
+        """The release whose upgrade fracctl guards: ``guarded_release``."""
+        rid = ReleaseId.configured(ctx)
+        return {"guarded_release": (rid.namespace, rid.name)}
+
     def check(self, ctx: Context, desired: Obj) -> Proof:
         """Helm's dry run renders git's object as a hook it recreates; the server admits it."""
         t = ctx.config.target

@@ -112,6 +112,7 @@ class ReleaseRendering:
     """
 
     renderer = ""  # whose rendering, in messages
+    verifies = True
 
     def __init__(self, target: SyncTarget, live: Obj | None, manager: str) -> None:
         self.target = target
