@@ -17,7 +17,7 @@ import pytest
 
 from fracctl.errors import ExitCode
 from fracctl.sandbox.operator_sim import OperatorSimulation, SimulationThread
-from tests.support.git_reads import count_git_reads
+from tests.support.git_reads import count_dry_runs, count_git_reads
 from tests.support.helm_chart import (
     OPT_IN,
     RELEASE,
@@ -129,6 +129,27 @@ def test_a_branch_moved_mid_run_is_not_mixed_in(
     assert len(reads.exports) == 1, reads
     assert reads.renders == ["helm"], reads
     ctx.close()
+
+
+def test_one_run_renders_the_chart_once_and_runs_helms_dry_run_once(
+    incident: ChartIncident, operator: SimulationThread, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The release's facts are the run's, not each backend's: the plan, drift's judge of
+    the hook, the proofs and the upgrade share one rendering and one server dry run."""
+    from fracctl.flows.recreate import recreate as run
+
+    reads = count_git_reads(monkeypatch)
+    dry_runs = count_dry_runs(monkeypatch)
+    ctx = incident.context()
+    try:
+        run(ctx, yes=True, backend="helm")
+    finally:
+        ctx.close()
+    live = incident.cluster.live_target()
+    assert live is not None and live["spec"]["nodeSelector"] == NEW, live
+    assert len(reads.exports) == 1, reads
+    assert reads.renders == ["helm"], reads
+    assert dry_runs == [RELEASE], dry_runs
 
 
 def test_the_dry_run_plans_the_upgrade_and_says_every_daemon_restarts(
