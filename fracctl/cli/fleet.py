@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import typer
 
 from fracctl.cli import _app
 
 if TYPE_CHECKING:
+    from fracctl.core.flux_fleet import RenderOptions
     from fracctl.flows.context import Context
     from fracctl.flows.fleet import ClusterResult, FleetProgress, FleetResult
 
@@ -216,3 +217,150 @@ def recreate(
         c.out.print(f"not started: {', '.join(waiting) or 'none'}", markup=False, soft_wrap=True)
     if result.resume:
         c.out.print(f"resume: {result.resume}", markup=False, soft_wrap=True)
+
+
+# --- fleet render --flux ----------------------------------------------------------------
+
+RenderFormat = Literal["yaml", "json"]
+
+
+def _option(*flags: str, text: str, shown: bool = False, blank: bool = False, **kw: Any) -> Any:
+    """A flag of ``fleet render``; a name or path (``blank`` False) cannot be empty."""
+    if not blank:
+        kw.setdefault("callback", _app.not_blank)
+    return typer.Option(*flags, help=text, show_default=shown, **kw)
+
+
+FluxFlag = Annotated[
+    bool, _option("--flux", text="Write a Flux hub's objects (the one engine).", blank=True)
+]
+FleetName = Annotated[
+    str, _option("--fleet", text="The names' prefix and fracctl.io/fleet label.", shown=True)
+]
+HubNamespace = Annotated[
+    str | None, _option("--namespace", "-n", text="On the hub. Default: flux.namespace.")
+]
+SourceName = Annotated[
+    str | None, _option("--source", text="The GitRepository's name. Default: --fleet's.")
+]
+GitUrl = Annotated[
+    str | None, _option("--url", text="Git's URL (http(s)/ssh). Default: git.repo when a URL.")
+]
+Existing = Annotated[
+    bool,
+    _option("--existing-source", text="Name a GitRepository the hub has; write none.", blank=True),
+]
+Branch = Annotated[str, _option("--branch", text="The branch to follow.", shown=True)]
+GatePath = Annotated[
+    str | None, _option("--path", text="The folder of pre/, config/, post/. Default: git.path.")
+]
+Interval = Annotated[str, _option("--interval", text="Each Kustomization's interval.", shown=True)]
+Retry = Annotated[str, _option("--retry-interval", text="Its retry after a failure.", shown=True)]
+RenderOutput = Annotated[
+    RenderFormat,
+    _option(
+        "-o",
+        "--output",
+        text=_app.OUTPUT_HELP,
+        shown=True,
+        blank=True,
+        parser=_app.one_of(RenderFormat),
+    ),
+]
+
+
+def render_command(
+    ctx: typer.Context,
+    flux: FluxFlag = False,
+    fleet: FleetName = "gpu-fractioning",
+    namespace: HubNamespace = None,
+    source: SourceName = None,
+    url: GitUrl = None,
+    existing: Existing = False,
+    branch: Branch = "main",
+    path: GatePath = None,
+    interval: Interval = "10m",
+    retry: Retry = "1m",
+    output: RenderOutput = "yaml",
+) -> None:
+    """Write the hub's objects of a fleet rollout on Flux, from fleet.clusters.
+
+    For each cluster of fleet.clusters, three Kustomizations on one
+    GitRepository, applied to the cluster through spec.kubeConfig (the
+    hub's Secret kubeconfig_secret, default fracctl-fleet-NAME, key value):
+    the gate's pre-half (PATH/pre, wait and force), the config's (PATH/config,
+    dependsOn the pre-half, never force) and the post-half (PATH/post,
+    dependsOn the config's). PATH is the cluster's path, else --path, else
+    git.path; deploy/components/flux-gate and examples/flux/gate hold them.
+
+    The waves run in order: each pre-half dependsOn every post-half of the
+    wave before, so a wave starts only when the one before ran the gate at
+    the source's revision, and a gate's refusal stops the chain. Reads no
+    cluster; apply the output on the hub.
+
+    Examples:
+        fracctl fleet render --flux --url https://git.example.org/gitops.git
+        fracctl fleet render --flux --existing-source --source flux-system
+        fracctl fleet render --flux --path clusters/gate | kubectl apply -f -
+    """
+    from fracctl.core import flux_fleet
+    from fracctl.errors import UsageError
+
+    if not flux:
+        raise UsageError("fleet render writes Flux's objects only: give --flux")
+    if existing and url is not None:
+        raise UsageError("--url and --existing-source exclude each other")
+    c = _app.context(ctx)
+    opts = flux_fleet.RenderOptions(
+        fleet=fleet,
+        namespace=namespace or c.config.flux.namespace,
+        source=source or "",
+        url=None if existing else _git_url(c, url),
+        branch=branch,
+        interval=interval,
+        retry_interval=retry,
+    )
+    _write(_flux_objects(c, opts, path), output)
+
+
+def _git_url(c: Context, url: str | None) -> str:
+    """``--url``, else git.repo when it is a URL a GitRepository takes."""
+    from fracctl.core.flux_fleet import is_git_url
+    from fracctl.errors import UsageError
+
+    if url is None and is_git_url(c.config.git.repo):
+        url = c.config.git.repo
+    if url is None:
+        raise UsageError(
+            "no git URL for the GitRepository",
+            hint="give --url, or set git.repo to the repository's URL; or "
+            "--existing-source --source NAME for one the hub has",
+        )
+    return url
+
+
+def _flux_objects(c: Context, opts: RenderOptions, path: str | None) -> list[dict[str, Any]]:
+    """The render of fleet.clusters: each cluster's path, else ``path``, else git.path."""
+    from fracctl.core import flux_fleet
+
+    cfg = c.config
+    members = [
+        flux_fleet.Member(
+            name=m.name,
+            wave=m.wave,
+            path=m.path or path or cfg.git.path,
+            secret=m.kubeconfig_secret,
+        )
+        for m in cfg.fleet.clusters
+    ]
+    return flux_fleet.render(members, opts)
+
+
+def _write(objects: list[dict[str, Any]], output: str) -> None:
+    from fracctl.flows.render import to_yaml
+    from fracctl.redact import redact
+
+    if output == "json":
+        _app.emit_json(objects)
+    else:
+        sys.stdout.write(redact(to_yaml(objects)))

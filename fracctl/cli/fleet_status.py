@@ -1,4 +1,8 @@
-"""``fracctl fleet status``: where an Argo CD ApplicationSet's progressive sync stands."""
+"""``fracctl fleet``: where a fleet rollout stands, and a Flux hub's objects for one.
+
+``status``: where an Argo CD ApplicationSet's progressive sync stands; ``render``
+(:func:`fracctl.cli.fleet.render_command`): the hub's Kustomizations of a rollout on Flux.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +10,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from fracctl.cli import _app
+from fracctl.cli import _app, fleet
 from fracctl.errors import ExitCode
 
 if TYPE_CHECKING:
@@ -14,9 +18,10 @@ if TYPE_CHECKING:
     from fracctl.flows.context import Context
 
 app = typer.Typer(
-    help="Where a fleet rollout stands: an Argo CD ApplicationSet's progressive sync.",
+    help="Fleet rollouts: an ApplicationSet's progress; the Flux hub's objects.",
     no_args_is_help=True,
 )
+app.command("render")(fleet.render_command)
 
 
 @app.command()

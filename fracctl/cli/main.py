@@ -47,7 +47,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "lint": ("lint", "Check rendered manifests for GPU scheduling mistakes, offline."),
     "fleet": (
         "fleet_status",
-        "Where a fleet rollout stands: an Argo CD ApplicationSet's progressive sync.",
+        "Fleet rollouts: an ApplicationSet's progress; the Flux hub's objects.",
     ),
     "gate": (
         "gate",

@@ -310,6 +310,9 @@ class FleetCluster:
     wave: int = 0  # recreate rolls out wave by wave; 0 is the canary
     app: str | None = None  # this cluster's Argo CD application (else argocd.app)
     path: str | None = None  # this cluster's path or overlay in git (else git.path)
+    # The Secret on a Flux hub with this cluster's kubeconfig (key "value"), which its
+    # Kustomizations name in spec.kubeConfig (else fracctl-fleet-<name>)
+    kubeconfig_secret: str | None = None
 
     def __post_init__(self) -> None:
         names_given(self, "context")
@@ -317,7 +320,7 @@ class FleetCluster:
             object.__setattr__(self, "name", self.context)
         if self.wave < 0:
             raise InvalidValue("wave", f"must be 0 or more, got {self.wave}")
-        for key in ("app", "path"):
+        for key in ("app", "path", "kubeconfig_secret"):
             value = getattr(self, key)
             if value is not None and not value.strip():
                 raise InvalidValue(key, "cannot be empty")

@@ -81,8 +81,22 @@ def test_each_value_says_where_it_came_from(config: Path) -> None:
     assert got["timeouts.delete"] == (120.0, "default", None)
     assert got["target.kind"] == ("GpuFractioningConfig", "default", None)  # from the preset
     assert got["fleet.clusters"][0] == [  # type: ignore[index]
-        {"context": "eu-1", "name": "eu-1", "wave": 0, "app": None, "path": None},
-        {"context": "us-1", "name": "us-1", "wave": 1, "app": None, "path": None},
+        {
+            "context": "eu-1",
+            "name": "eu-1",
+            "wave": 0,
+            "app": None,
+            "path": None,
+            "kubeconfig_secret": None,
+        },
+        {
+            "context": "us-1",
+            "name": "us-1",
+            "wave": 1,
+            "app": None,
+            "path": None,
+            "kubeconfig_secret": None,
+        },
     ]
 
 
