@@ -6,7 +6,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -15,6 +15,7 @@ from fracctl.errors import ExitCode
 
 if TYPE_CHECKING:
     from fracctl.core.appset import Rollout
+    from fracctl.core.flux_rollout import FluxRollout
     from fracctl.flows.context import Context
 
 app = typer.Typer(
@@ -24,66 +25,110 @@ app = typer.Typer(
 app.command("render")(fleet.render_command)
 
 
+AppSet = Annotated[
+    str | None,
+    typer.Option(
+        "--appset",
+        help="Argo CD: the ApplicationSet's name.",
+        show_default=False,
+        callback=_app.not_blank,
+    ),
+]
+Flux = Annotated[
+    bool,
+    typer.Option("--flux", help="Flux: the hub's Kustomizations of --fleet.", show_default=False),
+]
+FleetName = Annotated[
+    str,
+    typer.Option(
+        "--fleet", help="With --flux: the fracctl.io/fleet label.", callback=_app.not_blank
+    ),
+]
+Namespace = Annotated[
+    str | None,
+    typer.Option(
+        "--namespace",
+        "-n",
+        help="Where Argo CD's ApplicationSet or Flux's Kustomizations are. Default: "
+        "argocd.namespace or flux.namespace of the configuration.",
+        show_default=False,
+        callback=_app.not_blank,
+    ),
+]
+Revision = Annotated[
+    str | None,
+    typer.Option(
+        "--revision",
+        help="Git's revision every cluster must run (a commit, branch or tag; with --flux "
+        "a commit). Default: what the template's source names now (git ls-remote); with "
+        "--flux, what the GitRepository fetched.",
+        show_default=False,
+        callback=_app.not_blank,
+    ),
+]
+
+
 @app.command()
 def status(
     ctx: typer.Context,
-    appset: Annotated[
-        str, typer.Option("--appset", help="The ApplicationSet's name.", show_default=False)
-    ],
-    namespace: Annotated[
-        str | None,
-        typer.Option(
-            "--namespace",
-            "-n",
-            help="The namespace Argo CD runs in. Default: argocd.namespace of the "
-            "configuration (argocd).",
-            show_default=False,
-        ),
-    ] = None,
-    revision: Annotated[
-        str | None,
-        typer.Option(
-            "--revision",
-            help="Git's revision every cluster must run (a commit, branch or tag). "
-            "Default: what the template's source names now (git ls-remote).",
-            show_default=False,
-            callback=_app.not_blank,
-        ),
-    ] = None,
+    appset: AppSet = None,
+    flux: Flux = False,
+    fleet_name: FleetName = "gpu-fractioning",
+    namespace: Namespace = None,
+    revision: Revision = None,
     output: _app.Output = "table",
 ) -> None:
-    """Show each step and each cluster of an ApplicationSet's RollingSync.
+    """Show each step and each cluster of a fleet rollout: Argo CD's or Flux's.
 
-    Reads the ApplicationSet and its Applications from the cluster Argo CD
-    runs in (--kubeconfig/--context): each cluster's step, the revision it
-    last applied, its rollout state (Waiting, Pending, Progressing,
-    Healthy), sync and health, and what holds it: a failed hook's message
-    (a fracctl gate refusal names what it found) and the fix, a retry in
-    backoff, a sync window. Done means every cluster runs git's revision:
-    its Application Synced and Healthy at it, its last sync having applied
-    it. A cluster that applied a revision before an earlier step's cluster
-    ran it is named: the order was broken there.
+    --appset: reads the ApplicationSet and its Applications from the cluster
+    Argo CD runs in (--kubeconfig/--context): each cluster's step, the
+    revision it last applied, its rollout state (Waiting, Pending,
+    Progressing, Healthy), sync and health, and what holds it: a failed
+    hook's message (a fracctl gate refusal names what it found) and the fix,
+    a retry in backoff, a sync window. Done means every cluster runs git's
+    revision: its Application Synced and Healthy at it, its last sync having
+    applied it. A cluster that applied a revision before an earlier step's
+    cluster ran it is named: the order was broken there.
+
+    --flux: reads the hub's Kustomizations of --fleet (fracctl fleet render
+    --flux): each wave, each cluster's three (pre, config, post) with their
+    state, the revision its config last applied and what holds it (waiting
+    for a wave, a failed gate and where to read its refusal). Done means
+    every half of every cluster Ready at the revision.
 
     Exits 0 while the rollout goes on or is done, 1 when a cluster is
-    stopped (the rollout waits on it). The role: fracctl rbac print --role
-    fleet-status; the rollout: runbooks/fleet-rollout.md.
+    stopped (the rollout waits on it). The role of --appset: fracctl rbac
+    print --role fleet-status; the rollout: runbooks/fleet-rollout.md.
 
     Examples:
         fracctl --context argocd fleet status --appset gpu-fractioning
         fracctl fleet status --appset gpu-fractioning -n argocd -o json
         fracctl fleet status --appset gpu-fractioning --revision 1a2b3c4d...
+        fracctl --context hub fleet status --flux --fleet gpu-fractioning
     """
-    from fracctl.flows.appset import status as read
+    from fracctl.errors import UsageError
 
+    if (appset is None) == (not flux):
+        raise UsageError("fleet status reads one rollout: give --appset NAME or --flux")
     c = _app.context(ctx)
-    rollout = read(
-        c, appset=appset, namespace=namespace or c.config.argocd.namespace, revision=revision
-    )
-    if output == "json":
-        _app.emit_json(rollout.to_dict())
+    found: Any
+    if flux:
+        from fracctl.flows.fleet.flux import status as read_flux
+
+        ns = namespace or c.config.flux.namespace
+        found = read_flux(c, fleet=fleet_name, namespace=ns, revision=revision)
+        show: Any = _show_flux
     else:
-        _show(c, rollout)
-    raise typer.Exit(ExitCode.FINDING if rollout.stopped else ExitCode.OK)
+        from fracctl.flows.appset import status as read
+
+        ns = namespace or c.config.argocd.namespace
+        found = read(c, appset=str(appset), namespace=ns, revision=revision)
+        show = _show
+    if output == "json":
+        _app.emit_json(found.to_dict())
+    else:
+        show(c, found)
+    raise typer.Exit(ExitCode.FINDING if found.stopped else ExitCode.OK)
 
 
 def _show(c: Context, rollout: Rollout) -> None:
@@ -123,6 +168,39 @@ def _show(c: Context, rollout: Rollout) -> None:
             f"{len(rollout.clusters) - len(behind)} of {len(rollout.clusters)} cluster(s) run "
             f"{short(rollout.revision)}: not done"
         )
+
+
+def _show_flux(c: Context, rollout: FluxRollout) -> None:
+    from fracctl.cli import _table
+    from fracctl.core.flux_rollout import short
+
+    def say(line: str) -> None:
+        c.out.print(line, markup=False, soft_wrap=True)
+
+    say(f"Fleet {rollout.fleet} on Flux ({rollout.namespace}, source {rollout.source or '-'})")
+    numbers = sorted({r.wave for r in rollout.clusters})
+    for number, wave in zip(numbers, rollout.waves, strict=True):
+        say(f"  wave {number}: {', '.join(wave)}")
+    git = short(rollout.revision) if rollout.revision else f"unknown ({rollout.unknown})"
+    say(f"git's revision: {git}")
+    rows = []
+    for r in rollout.clusters:
+        states = [h.state if h else "-" for h in r.halves.values()]
+        applied = short(r.applied) if r.applied else "-"
+        rows.append((str(r.wave), r.cluster, *states, applied, r.blocker or "-"))
+    _table.show(c.out, ("wave", "cluster", "pre", "config", "post", "applied", "holds it"), rows)
+    for r in rollout.stopped:
+        failed = r.failed
+        said = failed.message if failed else ""
+        say(f"stopped at {r.cluster} (wave {r.wave}): {r.blocker}: {said}")
+        if r.fix:
+            say(f"  fix: {r.fix}")
+    n = len(rollout.clusters)
+    if rollout.done:
+        say(f"every cluster ({n}) runs {short(rollout.revision or '')}: the rollout is done")
+    elif rollout.revision:
+        done = sum(1 for r in rollout.clusters if r.done())
+        say(f"{done} of {n} cluster(s) run {short(rollout.revision)}: not done")
 
 
 def register(root: typer.Typer) -> None:

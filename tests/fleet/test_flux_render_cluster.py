@@ -11,52 +11,47 @@ import pytest
 
 from fracctl.adapters.kube import Kube
 from fracctl.core import flux_fleet as ff
+from fracctl.core.flux_rollout import GITREPOSITORIES, KUSTOMIZATIONS
 from fracctl.errors import ApiError, Invalid
-from fracctl.sandbox.crds import install_crd_files
-from fracctl.sandbox.flux_local import GITREPOSITORIES, KUSTOMIZATIONS, NAMESPACE
 from tests.fleet.test_flux_render import MEMBERS, URL
-from tests.support.flux_real import require_built
-from tests.support.helpers import Cluster, ensure_namespace
+from tests.support.flux_hub import flux_hub
+from tests.support.helpers import Cluster
 
 Obj = dict[str, Any]
-CRDS = ("kustomize.toolkit.fluxcd.io_kustomizations", "source.toolkit.fluxcd.io_gitrepositories")
 
 
 @pytest.fixture
-def hub(cluster: Cluster) -> Iterator[Kube]:
-    """The session's API server with Flux's real CRDs (as the session's real Flux installs
-    them: a stand-in's open CRD of the same name is given Flux's spec)."""
-    folder = require_built() / "crds"
-    install_crd_files(cluster.kube, [folder / f"{name}.yaml" for name in CRDS], replace=True)
-    ensure_namespace(cluster.kube, NAMESPACE)
-    kube = Kube.connect(kubeconfig=cluster.kubeconfig)  # discovery after the CRDs
-    try:
-        yield kube
-    finally:
-        kube.close()
+def hub(cluster: Cluster) -> Iterator[tuple[Kube, str]]:
+    with flux_hub(cluster) as found:
+        yield found
 
 
 def dry_run(kube: Kube, obj: Obj) -> Obj:
     ref = GITREPOSITORIES if obj["kind"] == "GitRepository" else KUSTOMIZATIONS
     query = {"dryRun": "All", "fieldValidation": "Strict", "fieldManager": "fracctl"}
-    return kube.request("POST", ref.path(namespace=NAMESPACE), body=obj, query=query)
+    namespace = obj["metadata"]["namespace"]
+    return kube.request("POST", ref.path(namespace=namespace), body=obj, query=query)
 
 
-def test_every_rendered_object_passes_a_strict_server_side_dry_run(hub: Kube) -> None:
-    objs = ff.render(MEMBERS, ff.RenderOptions(url=URL))
+def test_every_rendered_object_passes_a_strict_server_side_dry_run(
+    hub: tuple[Kube, str],
+) -> None:
+    kube, namespace = hub
+    objs = ff.render(MEMBERS, ff.RenderOptions(url=URL, namespace=namespace))
     assert [o["kind"] for o in objs].count("Kustomization") == 3 * len(MEMBERS)
     for obj in objs:
-        stored = dry_run(hub, obj)
+        stored = dry_run(kube, obj)
         # Every field kept as written (defaults may be added beside them).
         assert {k: stored["spec"][k] for k in obj["spec"]} == obj["spec"], obj["metadata"]
         assert stored["metadata"]["labels"] == obj["metadata"]["labels"]
 
 
-def test_the_crds_are_fluxs_own_not_an_open_stand_in(hub: Kube) -> None:
-    (_, ks, *_) = ff.render(MEMBERS, ff.RenderOptions(url=URL))
+def test_the_crds_are_fluxs_own_not_an_open_stand_in(hub: tuple[Kube, str]) -> None:
+    kube, namespace = hub
+    (_, ks, *_) = ff.render(MEMBERS, ff.RenderOptions(url=URL, namespace=namespace))
     bad = {**ks, "spec": {**ks["spec"], "timeout": "twenty minutes"}}
     with pytest.raises(Invalid, match="timeout"):
-        dry_run(hub, bad)
+        dry_run(kube, bad)
     unknown = {**ks, "spec": {**ks["spec"], "forced": True}}
     with pytest.raises(ApiError, match="unknown field.*forced"):
-        dry_run(hub, unknown)
+        dry_run(kube, unknown)
