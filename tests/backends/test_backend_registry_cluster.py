@@ -52,7 +52,10 @@ def test_the_registry_is_what_config_and_lookup_accept(with_dry: dry_backend.Cal
     assert engines.select(ctx).name == "dry"
     assert engines.select(ctx) is engines.select(ctx, "dry")
     assert engines.select(ctx, "apply").name == "apply"
-    assert engines.for_run(ctx, "apply") is engines.select(ctx) is engines.select(ctx, "apply")
+    first = engines.for_run(ctx, "apply")
+    assert first is engines.select(ctx) is engines.select(ctx, "apply")
+    again = engines.for_run(ctx, None)  # the next run on this context: its engines anew
+    assert again.name == "dry" and engines.select(ctx, "apply") is not first
     with pytest.raises(
         UsageError, match="unknown backend 'helmfile' .use argocd, flux, helm, apply or dry"
     ):

@@ -334,10 +334,13 @@ def select(ctx: Context, name: str = "") -> Engine:
 
 
 def for_run(ctx: Context, name: str | None) -> Engine:
-    """This run's engine: ``name`` (``--backend``) fixed on the run, else ``recreate.backend``.
+    """A run starts: its engine is ``name`` (``--backend``), else ``recreate.backend``.
 
-    Every later :func:`select` of the run without a name gets it.
+    Every later :func:`select` of the run without a name gets it. The engines an earlier
+    run on this context built are dropped, and what they read with them: a fleet plans
+    each cluster, then runs it on the same context, and the run reads the release anew.
     """
-    if name:
-        ctx.backend = name
+    with _BUILDING:
+        ctx.backend = name or ""
+        ctx.engines.clear()
     return select(ctx)
