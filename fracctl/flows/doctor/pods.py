@@ -1,9 +1,9 @@
 """How ``fracctl doctor`` reads pods: through the paging scan, cut down to what the checks read.
 
 Every unfinished pod of the cluster is looked at, so pods come through the same paged
-protobuf scan as preflight's (:meth:`~fracctl.adapters.kube.Kube.picked_pod_pages`). Each is read for its
-metadata, its node and where its containers lie (:data:`FIRST_POD_FIELDS`) and judged
-there, once; it is read again, for the fields the checks read
+protobuf scan as preflight's (:meth:`~fracctl.adapters.kube.Kube.picked_pod_pages`).
+Each is read for its metadata, its node and where its containers lie
+(:data:`FIRST_POD_FIELDS`) and judged there, once; it is read again, for the fields the checks read
 (:data:`~fracctl.core.doctor.model.SCAN_POD_FIELDS`), only when it is fractional or its
 containers' bytes name a GPU resource on a GPU node or waiting for one. A page is
 dropped once read. What is kept is what a check looks at: KAI's reservation pods,

@@ -82,6 +82,24 @@ class SyncBackend(BackendBase):
         raise Refused("the gate's PreSync half does not create the object; the sync does")
 
 
+@dataclass(frozen=True)
+class SyncEngine:
+    """The gate's engine, as the engine protocol's owner checks read it.
+
+    The GitOps engine that runs the hooks syncs the object; the gate names no owner of its
+    own, so the live object's marks are reported as evidence, as for a direct apply.
+    """
+
+    name: str = SyncBackend.name
+    ownership: None = None
+
+
+def sync_backend(ctx: Context) -> SyncBackend:
+    """The sync phase as this run's backend, its engine known to the run (``select``)."""
+    ctx.engines[SyncBackend.name] = SyncEngine()
+    return SyncBackend()
+
+
 def gate_lease_held(ctx: Context) -> bool:
     """Whether the lock Lease names the gate as its holder (a PreSync half handed it on)."""
     r = ctx.config.recreate

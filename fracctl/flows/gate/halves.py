@@ -24,6 +24,7 @@ from fracctl.flows.gate.common import (
     differences,
     gate_identity,
     gate_lease_held,
+    sync_backend,
 )
 from fracctl.flows.recreate import drain_first, initial_outcome, plan_run, read_only
 from fracctl.flows.recreate.lock import LeaseLock
@@ -72,7 +73,7 @@ def run_first_half(
 
     me = gate_identity(ctx)
     entry = audit_entry(ctx, f"gate {PRE_SYNC}", who=me, backend=SyncBackend.name)
-    plan = plan_run(ctx, objects, SyncBackend(), entry, dry_run=False).result.plan
+    plan = plan_run(ctx, objects, sync_backend(ctx), entry, dry_run=False).result.plan
     result = GateResult(PRE_SYNC, initial_outcome(plan), plan.reason)
     if not _first(plan.steps) and not (drain and journals.read(ctx)):
         result.lines.append(
@@ -93,7 +94,9 @@ def run_first_half(
     with held(LeaseLock(ctx, me=me), hand_on=mid_recreate) as lock, interrupt_on_sigterm():
         at("locked")
         result.locked = True
-        run = plan_run(ctx, objects, SyncBackend(), entry, dry_run=False)  # again, under the lock
+        run = plan_run(
+            ctx, objects, sync_backend(ctx), entry, dry_run=False
+        )  # again, under the lock
         run.lock = lock
         if drain:
             drain_first(run, force=force)

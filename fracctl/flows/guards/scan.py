@@ -120,8 +120,8 @@ def scan_fractional_pods(ctx: Context, fr: Fractions | None = None) -> Fractiona
 
     One paged list of the pods of every namespace (``pods.page_size`` a page), finished
     pods left out by a field selector. Each pod is read only for its name, namespace,
-    annotations and node (:meth:`~fracctl.adapters.kube.Kube.pod_pages`), so the scan needs no request per
-    matching pod and keeps up with the API server. ``fr`` says which pods are
+    annotations and node (:meth:`~fracctl.adapters.kube.Kube.pod_pages`), so the scan
+    needs no request per matching pod and keeps up with the API server. ``fr`` says which pods are
     fractional (:func:`fractions` of the live config when not given).
     """
     fr = fr or fractions(ctx)
