@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from fracctl.cli import _app
+from fracctl.cli.recreate_request import Request
 from fracctl.cli.recreate_show import print_result, show_plan
 from fracctl.cli.render import (
     PathOption,
@@ -139,8 +140,9 @@ AllowNewIpOption = Annotated[
 HELP = """Delete and recreate the fractioning config (or a built-in object) from git, guarded.
 
 Takes a Lease lock, runs every preflight guard, renders git, backs up the live
-object, deletes it and waits until it is really gone, recreates it through Argo CD,
-Flux or a server-side apply, verifies the live object equals git (whatever the
+object, deletes it and waits until it is really gone, recreates it through the
+backend (--backend, else recreate.backend: Argo CD, Flux, the chart's own helm
+upgrade, or a server-side apply), verifies the live object equals git (whatever the
 backend reported), waits until every selected node reports ready, and records an
 Event and an audit line. A rerun after any failure resumes from what the cluster
 shows. Before anything changes it rehearses, read-only, what follows (a dry-run
@@ -206,65 +208,60 @@ def recreate(
     abort: AbortOption = False,
 ) -> None:
     """Delete and recreate the fractioning config or an object, guarded (:data:`HELP`)."""
-    source = {"repo": repo, "revision": revision, "path": path, "renderer": renderer}
-    if _objects(ctx, obj, namespace, all_objects, allow_active, allow_new_ip, yes=yes,
-                dry_run=dry_run, backend=backend, source=source, output=output,
-                others=drain or force or abort or bool(restore_from)):  # fmt: skip
+    req = Request(
+        obj=obj,
+        namespace=namespace,
+        all_objects=all_objects,
+        allow_active=allow_active,
+        allow_new_ip=allow_new_ip,
+        yes=yes,
+        dry_run=dry_run,
+        backend=backend,
+        source={"repo": repo, "revision": revision, "path": path, "renderer": renderer},
+        restore_from=restore_from,
+        output=output,
+        parallel=parallel,
+        continue_on_failure=continue_on_failure,
+        drain=drain,
+        force=force,
+        abort=abort,
+    )
+    if _objects(ctx, req):
         return
     if abort:
-        _abort(ctx, others=drain or force or dry_run or bool(restore_from) or _given(source))
+        _abort(ctx, others=drain or force or dry_run or bool(restore_from) or req.source_given)
         return
-    _config(ctx, source, restore_from, dry_run=dry_run, yes=yes, backend=backend, drain=drain,
-            force=force, parallel=parallel, continue_on_failure=continue_on_failure,
-            output=output)  # fmt: skip
+    _config(ctx, req)
 
 
-def _given(source: dict[str, str | None]) -> bool:
-    """Whether any git source flag was given."""
-    return any(v is not None for v in source.values())
-
-
-def _config(
-    ctx: typer.Context, source: dict[str, str | None], restore_from: str | None, *,
-    dry_run: bool, yes: bool, backend: str | None, drain: bool, force: bool, parallel: int,
-    continue_on_failure: bool, output: str,
-) -> None:  # fmt: skip
+def _config(ctx: typer.Context, req: Request) -> None:
     """Recreate (or restore) the fractioning config, on one cluster or over a fleet."""
-    _check_flags(drain=drain, force=force, restore_from=restore_from, source=source,
-                 backend=backend)  # fmt: skip
-    found = _fleet_of(ctx, source=source, restore_from=restore_from, drain=drain)
+    _check_flags(req)
+    found = _fleet_of(ctx, req)
     if found is not None:
-        _fleet(ctx, found, dry_run=dry_run, yes=yes, backend=backend, parallel=parallel,
-               continue_on_failure=continue_on_failure, output=output)  # fmt: skip
+        _fleet(ctx, found, req)
         return
-    c = source_context(ctx, **source)
-    _app.keep_run_flags(c, backend=backend, yes=yes, drain=drain, force=force)
-    result = _one(c, restore_from, dry_run=dry_run, yes=yes, backend=backend, drain=drain,
-                  force=force)  # fmt: skip
-    print_result(c, result, output=output, dry_run=dry_run)
+    c = source_context(ctx, **req.source)
+    _app.keep_run_flags(c, backend=req.backend, yes=req.yes, drain=req.drain, force=req.force)
+    result = _one(c, req)
+    print_result(c, result, output=req.output, dry_run=req.dry_run)
     if result.outcome is Outcome.REFUSED:
         raise typer.Exit(result.outcome.exit_code)
 
 
-def _objects(
-    ctx: typer.Context, obj: str | None, namespace: str | None, all_objects: bool,
-    allow_active: bool, allow_new_ip: bool, *, others: bool, **how: Any,
-) -> bool:  # fmt: skip
+def _objects(ctx: typer.Context, req: Request) -> bool:
     """Run ``recreate KIND/NAME`` or ``--all``; whether it was one of them (not the config)."""
     from fracctl.cli import recreate_object as objects
 
-    if all_objects:
-        if namespace is not None:
+    if req.all_objects:
+        if req.namespace is not None:
             raise UsageError("-n goes with KIND/NAME; --all takes every namespace")
-        objects.recreate_every(ctx, others=obj is not None or others, allow_active=allow_active,
-                               allow_new_ip=allow_new_ip, **how)  # fmt: skip
+        objects.recreate_every(ctx, req)
         return True
-    if obj is not None and not _is_target(ctx, obj, how["source"]):
-        objects.recreate_object(ctx, obj, namespace=namespace, others=others,
-                                allow_active=allow_active, allow_new_ip=allow_new_ip,
-                                **how)  # fmt: skip
+    if req.obj is not None and not _is_target(ctx, req.obj, req.source):
+        objects.recreate_object(ctx, req.obj, req)
         return True
-    if namespace is not None or allow_active or allow_new_ip:
+    if req.namespace is not None or req.allow_active or req.allow_new_ip:
         raise UsageError(
             "-n goes with KIND/NAME; --allow-active and --allow-new-ip with KIND/NAME or --all"
         )
@@ -291,49 +288,35 @@ def _is_target(ctx: typer.Context, obj: str, source: dict[str, str | None]) -> b
     return kind.lower() in (t.kind.lower(), t.plural.lower()) and name == t.name
 
 
-def _fleet_of(
-    ctx: typer.Context, *, source: dict[str, str | None], restore_from: str | None, drain: bool
-) -> tuple[Context, list[Member]] | None:
+def _fleet_of(ctx: typer.Context, req: Request) -> tuple[Context, list[Member]] | None:
     """The fleet this run goes over, or None for one cluster."""
-    found = _app.fleet(ctx, **source_overrides(**source))
-    if found is not None and restore_from is not None:
+    found = _app.fleet(ctx, **source_overrides(**req.source))
+    if found is not None and req.restore_from is not None:
         if len(found[1]) > 1 or ctx.find_root().obj.context is None:
             raise UsageError(
                 "--restore-from restores one cluster: give --context once",
                 hint="each cluster's backups are under recreate.state_dir/clusters/NAME",
             )
         return None  # one cluster of the fleet: restored as any single cluster
-    if found is not None and drain:
+    if found is not None and req.drain:
         raise UsageError("--drain runs on one cluster at a time: give --context once")
     return found
 
 
-def _check_flags(
-    *, drain: bool, force: bool, restore_from: str | None, source: dict[str, str | None],
-    backend: str | None,
-) -> None:  # fmt: skip
+def _check_flags(req: Request) -> None:
     """Flags that do not go together: a usage error before anything is read."""
-    if force and not drain:
+    if req.force and not req.drain:
         raise UsageError("--force is for --drain: it evicts bare pods too")
-    if drain and restore_from is not None:
+    if req.drain and req.restore_from is not None:
         raise UsageError("--drain and --restore-from do not go together")
-    if restore_from is not None and (_given(source) or backend not in (None, DIRECT)):
+    if req.restore_from is not None and (req.source_given or req.backend not in (None, DIRECT)):
         raise UsageError(
             "--restore-from creates the backed-up object directly; it takes no git source "
             "(--repo, --revision, --path, --renderer) and no --backend other than apply"
         )
 
 
-def _one(
-    c: Context,
-    restore_from: str | None,
-    *,
-    dry_run: bool,
-    yes: bool,
-    backend: str | None,
-    drain: bool = False,
-    force: bool = False,
-) -> RecreateResult:
+def _one(c: Context, req: Request) -> RecreateResult:
     """Recreate (or restore) on one cluster, asking on a terminal before any change."""
     from fracctl.flows import recreate as flow
 
@@ -341,26 +324,22 @@ def _one(
         show_plan(c, planned, to_stderr=True)  # stdout stays clean for -o json
         return typer.confirm("Proceed?", default=False, err=True)
 
-    if restore_from is not None:
+    if req.restore_from is not None:
         from fracctl.flows.recreate.restore import restore
 
-        return restore(c, restore_from, dry_run=dry_run, yes=yes, confirm=confirm)
+        return restore(c, req.restore_from, dry_run=req.dry_run, yes=req.yes, confirm=confirm)
     return flow.recreate(
-        c, dry_run=dry_run, yes=yes, backend=backend, confirm=confirm, drain=drain, force=force
+        c,
+        dry_run=req.dry_run,
+        yes=req.yes,
+        backend=req.backend,
+        confirm=confirm,
+        drain=req.drain,
+        force=req.force,
     )
 
 
-def _fleet(
-    ctx: typer.Context,
-    found: tuple[Context, list[Member]],
-    *,
-    dry_run: bool,
-    yes: bool,
-    backend: str | None,
-    parallel: int,
-    continue_on_failure: bool,
-    output: str,
-) -> None:
+def _fleet(ctx: typer.Context, found: tuple[Context, list[Member]], req: Request) -> None:
     """``fracctl recreate`` over a fleet: waves, the summary, the exit code."""
     from fracctl.cli import fleet as fleet_cli
     from fracctl.cli._app import Globals
@@ -380,16 +359,16 @@ def _fleet(
     result = fleet.recreate(
         c,
         clusters,
-        dry_run=dry_run,
-        yes=yes,
-        backend=backend,
-        parallel=parallel,
-        continue_on_failure=continue_on_failure,
+        dry_run=req.dry_run,
+        yes=req.yes,
+        backend=req.backend,
+        parallel=req.parallel,
+        continue_on_failure=req.continue_on_failure,
         confirm=confirm,
         progress=fleet_cli.progress(c),
         resume_args=g.address(),
     )
-    fleet_cli.recreate(c, result, output, dry_run=dry_run, show_plan=show_plan)
+    fleet_cli.recreate(c, result, req.output, dry_run=req.dry_run, show_plan=show_plan)
     raise typer.Exit(result.exit_code)
 
 

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 import typer
 
 from fracctl.cli import _app
+from fracctl.cli.recreate_request import Request
 from fracctl.errors import UsageError
 
 if TYPE_CHECKING:
@@ -17,55 +18,56 @@ if TYPE_CHECKING:
 ONE_CLUSTER = "KIND/NAME and --all recreate on one cluster: give --context once"
 
 
-def recreate_object(
-    ctx: typer.Context, obj: str, *, namespace: str | None, yes: bool, dry_run: bool,
-    backend: str | None, source: dict[str, str | None], output: str, allow_active: bool,
-    allow_new_ip: bool, others: bool,
-) -> None:  # fmt: skip
+def recreate_object(ctx: typer.Context, obj: str, req: Request) -> None:
     """Run (or plan) one object's procedure and print what it did."""
     from fracctl.flows.kinds import recreate_object as flow
 
-    if others:
+    if req.config_flags:
         raise UsageError("KIND/NAME takes none of --drain, --force, --abort, --restore-from")
-    c, confirm = _one_cluster(ctx, source)
-    _app.keep_run_flags(c, backend=backend, yes=yes, allow_active=allow_active,
-                        allow_new_ip=allow_new_ip)  # fmt: skip
+    c, confirm = _one_cluster(ctx, req)
     result = flow(
-        c, obj, namespace=namespace, dry_run=dry_run, yes=yes, backend=backend,
-        allow_active=allow_active, allow_new_ip=allow_new_ip, confirm=confirm,
-    )  # fmt: skip
-    if output == "json":
+        c,
+        obj,
+        namespace=req.namespace,
+        dry_run=req.dry_run,
+        yes=req.yes,
+        backend=req.backend,
+        allow_active=req.allow_active,
+        allow_new_ip=req.allow_new_ip,
+        confirm=confirm,
+    )
+    if req.output == "json":
         _app.emit_json(result.to_dict())
         return
-    _print(c, result, dry_run=dry_run)
+    _print(c, result, dry_run=req.dry_run)
 
 
-def recreate_every(
-    ctx: typer.Context, *, yes: bool, dry_run: bool, backend: str | None,
-    source: dict[str, str | None], output: str, allow_active: bool, allow_new_ip: bool,
-    others: bool,
-) -> None:  # fmt: skip
+def recreate_every(ctx: typer.Context, req: Request) -> None:
     """``recreate --all``: every object drift finds needs recreating, one after another."""
     from fracctl.core.outcome import Outcome
     from fracctl.flows.kinds.every import recreate_every as flow
 
-    if others:
+    if req.obj is not None or req.config_flags:
         raise UsageError(
             "--all takes no KIND/NAME and none of --drain, --force, --abort, --restore-from"
         )
-    c, confirm = _one_cluster(ctx, source)
-    _app.keep_run_flags(c, backend=backend, yes=yes, allow_active=allow_active,
-                        allow_new_ip=allow_new_ip)  # fmt: skip
+    c, confirm = _one_cluster(ctx, req)
 
     def each(result: ObjectResult) -> None:
-        if output != "json":
-            _print(c, result, dry_run=dry_run)
+        if req.output != "json":
+            _print(c, result, dry_run=req.dry_run)
 
     every = flow(
-        c, dry_run=dry_run, yes=yes, backend=backend, allow_active=allow_active,
-        allow_new_ip=allow_new_ip, confirm=confirm, on_result=each,
-    )  # fmt: skip
-    if output == "json":
+        c,
+        dry_run=req.dry_run,
+        yes=req.yes,
+        backend=req.backend,
+        allow_active=req.allow_active,
+        allow_new_ip=req.allow_new_ip,
+        confirm=confirm,
+        on_result=each,
+    )
+    if req.output == "json":
         _app.emit_json(every.to_dict())
     else:
         for note in every.notes:
@@ -76,14 +78,24 @@ def recreate_every(
 
 
 def _one_cluster(
-    ctx: typer.Context, source: dict[str, str | None]
+    ctx: typer.Context, req: Request
 ) -> tuple[Context, Callable[[ObjectResult], bool]]:
-    """The one cluster's context, and the confirmation that shows a plan on stderr first."""
+    """The one cluster's context and the confirmation that shows a plan on stderr first.
+
+    The context keeps the run's flags, for the reruns it prints.
+    """
     from fracctl.cli.render import source_context, source_overrides
 
-    if _app.fleet(ctx, **source_overrides(**source)) is not None:
+    if _app.fleet(ctx, **source_overrides(**req.source)) is not None:
         raise UsageError(ONE_CLUSTER)
-    c = source_context(ctx, **source)
+    c = source_context(ctx, **req.source)
+    _app.keep_run_flags(
+        c,
+        backend=req.backend,
+        yes=req.yes,
+        allow_active=req.allow_active,
+        allow_new_ip=req.allow_new_ip,
+    )
 
     def confirm(planned: ObjectResult) -> bool:
         show(c, planned, to_stderr=True)

@@ -204,6 +204,7 @@ OUTPUT_CHOICES = {
     "render": "yaml, json",
     "rbac print": "yaml, json",
     "policy print": "yaml, json",
+    "fleet render": "yaml, json",
     "drift": "table, json, junit, github, prometheus",
     "doctor": "table, json, github, prometheus",
     "lint": "table, json, sarif, github",
