@@ -232,6 +232,10 @@ class Engine(Protocol):
         """
         ...
 
+    def require_objects(self) -> None:
+        """A usage error, before anything is read, where it has no ``KIND/NAME`` creator."""
+        ...
+
     def objects(
         self,
         ctx: Context,
@@ -290,6 +294,16 @@ class RegisteredEngine:
         chosen.validate(ctx)
         return chosen
 
+    def require_objects(self) -> None:
+        """Refuse, before anything is read, an engine that has no creator for KIND/NAME."""
+        if not self.entry.objects:
+            from fracctl.core.gitops.backends import object_names
+
+            raise UsageError(
+                f"backend {self.name!r} recreates the fractioning config only: recreate "
+                f"KIND/NAME takes {', '.join(sorted(object_names()))}; nothing changed"
+            )
+
     def objects(
         self,
         ctx: Context,
@@ -305,8 +319,7 @@ class RegisteredEngine:
         Refused before anything is read where another engine's owner marks ``live``
         (:func:`~fracctl.flows.engines.owners.refuse_foreign`).
         """
-        if not self.entry.objects:
-            raise UsageError(f"backend {self.name!r} has no creator for recreate KIND/NAME")
+        self.require_objects()
         refuse_foreign(self, target.label, live)
         make = load(self.entry.objects)
         creator: Creator = make(

@@ -52,17 +52,13 @@ def recreate_object(
         UsageError: a bad ``spec``, or no confirmation.
         Refused: the kind's rules refuse this change (nothing changed).
     """
-    from fracctl.core.gitops.backends import object_names
     from fracctl.flows.recreate import require_confirmation
     from fracctl.flows.render import render_desired
 
     at = boundary or (lambda _step: None)
-    backend = for_run(ctx, backend).name
-    if backend not in object_names():
-        raise UsageError(
-            f"backend {backend!r} recreates the fractioning config only: recreate KIND/NAME "
-            f"takes {', '.join(sorted(object_names()))}; nothing changed"
-        )
+    engine = for_run(ctx, backend)
+    engine.require_objects()
+    backend = engine.name
     require_confirmation(ctx, f"recreate {spec}", dry_run=dry_run, yes=yes, confirm=confirm)
     objects = desired_objects if desired_objects is not None else render_desired(ctx)
     desired = find_desired(ctx, objects, spec, namespace)
@@ -78,7 +74,7 @@ def recreate_object(
             raise Refused(f"{p.key}: {p.refusal.reason}; nothing changed", hint=p.refusal.fix)
         if p.procedure is None:
             return result
-        p.creator = _creator(ctx, backend, p)
+        p.chosen = _creator(ctx, backend, p)
         result.proofs = prove(ctx, p)
         at("proven")
         if dry_run:

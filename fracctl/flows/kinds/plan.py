@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from fracctl.core import drift as d
@@ -14,7 +14,6 @@ from fracctl.flows.context import Context
 from fracctl.flows.engines import clean_desired
 from fracctl.flows.engines import journal as journals
 from fracctl.flows.engines.access import require
-from fracctl.flows.engines.apply.objects import ApplyCreator
 from fracctl.flows.engines.journal import ObjectJournal
 from fracctl.flows.engines.steps import Creator
 from fracctl.flows.kinds.bridge import bridge_body
@@ -38,7 +37,14 @@ class Planned:
     journal: ObjectJournal | None = None
     facts: Facts | None = None
     resumed: bool = False
-    creator: Creator = field(default_factory=ApplyCreator)
+    chosen: Creator | None = None  # the run's engine's, once the plan has a procedure
+
+    @property
+    def creator(self) -> Creator:
+        """The run's engine's creator for this object, once it was chosen."""
+        if self.chosen is None:
+            raise RuntimeError(f"{self.key}: no engine's creator was chosen for this plan")
+        return self.chosen
 
     @property
     def key(self) -> str:
