@@ -19,7 +19,7 @@ from typing import Any
 
 from fracctl.adapters.kube import Kube
 from fracctl.core.clock import utc_timestamp
-from fracctl.errors import ExternalError
+from fracctl.errors import ExternalError, TimedOut
 from fracctl.redact import register
 from fracctl.sandbox.argocd_local.applications import put_object
 from fracctl.sandbox.argocd_local.names import (
@@ -141,7 +141,7 @@ def _login(argocd: LocalArgoCD, password: str, deadline: float) -> str:
                 body={"username": "admin", "password": password},
             )
             return str(doc["token"])
-        except ExternalError:
+        except (ExternalError, TimedOut):
             if time.monotonic() > deadline:
                 raise
             time.sleep(0.5)
@@ -169,4 +169,8 @@ def write_cli(argocd: LocalArgoCD, exe: Path) -> None:
         "servers": [{"server": name, "plain-text": True}],
         "users": [{"name": name, "auth-token": token}],
     }
-    write_secret_file(cli / "config", json.dumps(config, indent=2))
+    # Written as it is, not registered as a secret: only its token is one (registered when
+    # it was minted); its other lines are words every output has.
+    fd = os.open(cli / "config", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as f:
+        f.write(json.dumps(config, indent=2) + "\n")

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from fracctl.errors import ExternalError
+from fracctl.errors import ExternalError, TimedOut
 from fracctl.redact import redact
 
 
@@ -22,6 +22,8 @@ def api(url: str, method: str, path: str, *, token: str | None = None, body: Any
         headers["Authorization"] = f"Bearer {token}"
     try:
         resp = httpx.request(method, url + path, json=body, headers=headers, timeout=30.0)
+    except httpx.TimeoutException as e:  # a busy server: a caller that waits may ask again
+        raise TimedOut(f"Argo CD at {url}: {type(e).__name__}: {e}") from e
     except httpx.TransportError as e:
         raise ExternalError(f"Argo CD at {url}: {type(e).__name__}: {e}") from e
     if resp.status_code >= 400:
