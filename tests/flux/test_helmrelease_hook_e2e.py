@@ -208,7 +208,12 @@ def test_a_helmrelease_that_would_not_run_the_hook_safely_is_refused(
         r = hook.cli("recreate", "--yes")
         assert r.exit_code == ExitCode.FINDING, r.output
         assert said in r.output and "nothing was deleted or changed" in r.output
-        assert hook.uid() == uid and int(hook.history()["version"]) == failed
+        assert hook.uid() == uid  # the config was not deleted
+        # helm-controller itself retries the failed upgrade where remediation asks it to
+        # (a new, failed release version, without fracctl); elsewhere none is added.
+        retries = ((spec.get("upgrade") or {}).get("remediation") or {}).get("retries")
+        if not retries:
+            assert int(hook.history()["version"]) == failed
         d = hook.cli("drift")  # never "carried" where the recreate refuses
         assert d.exit_code == ExitCode.FINDING, d.output
         assert "not carried: fracctl recreate would refuse:" in d.output, d.output
