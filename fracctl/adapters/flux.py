@@ -13,6 +13,8 @@ from typing import Any
 
 from fracctl.adapters.kube import Kube
 from fracctl.core.clock import Backoff, Clock, SystemClock
+from fracctl.core.flux_rollout import commit_of as commit_of  # one reading of a revision
+from fracctl.core.flux_rollout import matches as revision_matches
 from fracctl.core.kube.nodes import condition
 from fracctl.core.kube.resources import ResourceRef
 from fracctl.errors import ExternalError, NotFound, Refused, TimedOut
@@ -245,27 +247,6 @@ def request_token() -> str:
     from datetime import datetime, timezone
 
     return datetime.now(timezone.utc).isoformat(timespec="microseconds").replace("+00:00", "Z")
-
-
-def revision_matches(applied: str, want: str) -> bool:
-    """Whether Flux's ``lastAppliedRevision`` is ``want``.
-
-    ``applied`` looks like ``main@sha1:0123abcd…`` (Flux v2) or ``main/0123abcd…``
-    (older); ``want`` may be the whole string, the ``sha1:…`` part, or a commit id or
-    its prefix (at least 7 characters).
-    """
-    if not applied or not want:
-        return False
-    if applied == want or applied.endswith("@" + want):
-        return True
-    commit = commit_of(applied)
-    want_commit = want.rsplit(":", 1)[-1]
-    return len(want_commit) >= 7 and commit.startswith(want_commit)
-
-
-def commit_of(revision: str) -> str:
-    """The commit of a Flux source revision (``main@sha1:<commit>``, or ``main/<commit>``)."""
-    return revision.rsplit(":", 1)[-1].rsplit("/", 1)[-1].rsplit("@", 1)[-1]
 
 
 def _ready(status: Obj) -> Obj | None:

@@ -60,16 +60,20 @@ _DEPENDENCY = re.compile(r"dependency '(?:[^/']*/)?([^']+)'")
 def matches(applied: str, want: str) -> bool:
     """Whether Flux's revision ``applied`` (``main@sha1:<commit>``) is ``want``.
 
-    ``want`` may be the same string, its ``sha1:…`` part, or the commit or a prefix of it
-    (7 characters or more), as :func:`fracctl.adapters.flux.revision_matches` reads it.
+    ``applied`` may also be the older ``main/<commit>``; ``want`` may be the same string,
+    its ``sha1:…`` part, or the commit or a prefix of it (7 characters or more).
     """
     if not applied or not want:
         return False
     if applied == want or applied.endswith("@" + want):
         return True
-    commit = applied.rsplit(":", 1)[-1].rsplit("/", 1)[-1].rsplit("@", 1)[-1]
     wanted = want.rsplit(":", 1)[-1]
-    return len(wanted) >= 7 and commit.startswith(wanted)
+    return len(wanted) >= 7 and commit_of(applied).startswith(wanted)
+
+
+def commit_of(revision: str) -> str:
+    """The commit of a Flux source revision (``main@sha1:<commit>``, or ``main/<commit>``)."""
+    return revision.rsplit(":", 1)[-1].rsplit("/", 1)[-1].rsplit("@", 1)[-1]
 
 
 def short(revision: str) -> str:
